@@ -1,0 +1,5 @@
+// anvil: hand-written tensor-core GEMM kernels for LLM inference shapes.
+#pragma once
+
+#include "anvil/gemm.h"
+#include "anvil/swiglu.h"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The one command for the GPU machine: configure, build, run the GPU tests and the
+# benchmark suites, writing logs and JSON under $OUT (default ./out).
+#
+#   scripts/gpu_run.sh [phase ...]     phases: build tests llm square ladder all (default: all)
+#
+# Environment: OUT (results folder), ANVIL_BUILD_DIR (default build-gpu), DTYPE (bf16).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/out}
+BUILD=${ANVIL_BUILD_DIR:-build-gpu}
+DTYPE=${DTYPE:-bf16}
+mkdir -p "$OUT"
+phases=("$@")
+[ ${#phases[@]} -eq 0 ] && phases=(all)
+want() { for p in "${phases[@]}"; do [ "$p" = "$1" ] || [ "$p" = all ] && return 0; done; return 1; }
+status=0
+export ANVIL_COMMIT=${ANVIL_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+bench="$BUILD/tools/anvil-bench"
+stamp=$(date -u +%Y-%m-%d)
+
+if want build || [ ! -x "$bench" ]; then
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv >"$OUT/gpu.txt" 2>&1
+  { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C "$BUILD"; } >"$OUT/build.log" 2>&1 \
+    || { tail -50 "$OUT/build.log"; echo "BUILD FAILED"; exit 1; }
+  grep -E "warning|spill|C75" "$OUT/build.log" | head -20
+fi
+
+if want tests; then
+  # The gtest binaries directly, one process each: ctest would start a process (and a CUDA
+  # context) per test case, minutes of device time for nothing.
+  for t in anvil_cpu_tests anvil_gpu_tests; do
+    "$BUILD/tests/$t" --gtest_brief=1 >"$OUT/$t.log" 2>&1 || status=1
+    tail -5 "$OUT/$t.log"
+  done
+fi
+
+if want llm; then
+  "$bench" --shapes suites/llm.json --dtype "$DTYPE" --kernels anvil,cublas \
+    --check-anchors suites/anchors-h200-cublas.json --json "$OUT/llm-$DTYPE-$stamp.json" 2>"$OUT/llm.err" | tee "$OUT/llm.txt" || status=1
+fi
+
+if want square; then
+  "$bench" --shapes suites/square.json --dtype "$DTYPE" --kernels anvil,cublas \
+    --json "$OUT/square-$DTYPE-$stamp.json" 2>"$OUT/square.err" | tee "$OUT/square.txt" || status=1
+fi
+
+if want ladder; then
+  "$bench" --shapes suites/ladder.json ${LADDER_ONLY:+--only $LADDER_ONLY} --dtype "$DTYPE" --kernels all-ladder,sm90-gemm,cublas \
+    --json "$OUT/ladder-$DTYPE-$stamp.json" 2>"$OUT/ladder.err" | tee "$OUT/ladder.txt" || status=1
+fi
+exit $status

@@ -1,0 +1,38 @@
+#include "host/registry.h"
+
+#include <array>
+#include <cstring>
+
+namespace anvil::detail {
+
+extern const KernelInfo kLadder01Naive;
+extern const KernelInfo kLadder02SmemTiling;
+extern const KernelInfo kLadder03TmaWgmma;
+extern const KernelInfo kLadder04Swizzle;
+extern const KernelInfo kLadder05Pipeline;
+extern const KernelInfo kLadder06WarpSpecialized;
+extern const KernelInfo kLadder07TwoConsumers;
+extern const KernelInfo kLadder08TmaStore;
+extern const KernelInfo kLadder09Cluster;
+extern const KernelInfo kLadder10Persistent;
+extern const KernelInfo kSm90Gemm;
+
+namespace {
+// Ladder order first, then the production kernels the dispatcher prefers.
+const std::array<const KernelInfo*, 11> kKernels = {
+    &kLadder01Naive,          &kLadder02SmemTiling,   &kLadder03TmaWgmma, &kLadder04Swizzle,
+    &kLadder05Pipeline,       &kLadder06WarpSpecialized, &kLadder07TwoConsumers, &kLadder08TmaStore,
+    &kLadder09Cluster,        &kLadder10Persistent,   &kSm90Gemm,
+};
+}  // namespace
+
+std::span<const KernelInfo* const> all_kernels() { return kKernels; }
+
+const KernelInfo* find_kernel(const char* name) {
+  for (const KernelInfo* k : kKernels) {
+    if (std::strcmp(k->name, name) == 0) return k;
+  }
+  return nullptr;
+}
+
+}  // namespace anvil::detail

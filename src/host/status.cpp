@@ -1,0 +1,57 @@
+#include <cuda_runtime.h>
+
+#include <cstdarg>
+#include <cstdio>
+
+#include "anvil/gemm.h"
+#include "host/registry.h"
+
+namespace anvil {
+
+const char* to_string(Status status) {
+  switch (status) {
+    case Status::kSuccess: return "success";
+    case Status::kInvalidArgument: return "invalid argument";
+    case Status::kMisalignedOperand: return "misaligned operand";
+    case Status::kNotSupported: return "not supported";
+    case Status::kWorkspaceTooSmall: return "workspace too small";
+    case Status::kArchMismatch: return "architecture mismatch";
+    case Status::kCudaError: return "CUDA error";
+    case Status::kInternalError: return "internal error";
+  }
+  return "unknown status";
+}
+
+const char* to_string(DataType dtype) {
+  switch (dtype) {
+    case DataType::kBF16: return "bf16";
+    case DataType::kF16: return "fp16";
+    case DataType::kF32: return "fp32";
+  }
+  return "unknown dtype";
+}
+
+namespace detail {
+
+Status fail(Diagnostic* diag, Status status, const char* fmt, ...) {
+  if (diag != nullptr) {
+    diag->status = status;
+    va_list args;
+    va_start(args, fmt);
+    std::vsnprintf(diag->message, sizeof(diag->message), fmt, args);
+    va_end(args);
+  }
+  return status;
+}
+
+Status check_launch(Diagnostic* diag, const char* kernel_name) {
+  const cudaError_t error = cudaGetLastError();
+  if (error != cudaSuccess) {
+    return fail(diag, Status::kCudaError, "%s: launch failed: %s (%s)", kernel_name, cudaGetErrorName(error),
+                cudaGetErrorString(error));
+  }
+  return Status::kSuccess;
+}
+
+}  // namespace detail
+}  // namespace anvil

@@ -1,0 +1,57 @@
+// What every kernel's epilogue needs to finish an output element, flattened from the
+// public GemmDesc / GemmArgs on the host so kernels take one small struct by value.
+#pragma once
+
+#include <cstdint>
+
+#include "anvil/gemm.h"
+
+namespace anvil::detail {
+
+// Element (batch b, row i, col j) lives at ptr + b * batch_stride + i * row_stride + j * col_stride.
+struct MatrixRef {
+  const void* ptr = nullptr;
+  DataType dtype = DataType::kBF16;
+  int64_t row_stride = 0, col_stride = 0, batch_stride = 0;
+};
+
+struct EpilogueParams {
+  float alpha = 1.0f, beta = 0.0f;
+  Activation activation = Activation::kIdentity;
+  BiasMode bias_mode = BiasMode::kNone;
+  DataType bias_dtype = DataType::kF32;
+  const void* bias = nullptr;
+  MatrixRef c;  // read only when beta != 0
+  MatrixRef d;
+  int64_t m = 0, n_out = 0;  // output extent (n_out = n/2 for SwiGLU)
+  bool plain = true;         // D = alpha * acc: no bias, activation or C to apply
+};
+
+inline MatrixRef matrix_ref(const void* ptr, const MatrixLayout& layout) {
+  MatrixRef r;
+  r.ptr = ptr;
+  r.dtype = layout.dtype;
+  r.row_stride = layout.order == Order::kRowMajor ? layout.ld : 1;
+  r.col_stride = layout.order == Order::kRowMajor ? 1 : layout.ld;
+  r.batch_stride = layout.batch_stride;
+  return r;
+}
+
+inline EpilogueParams make_epilogue_params(const GemmDesc& desc, const GemmArgs& args) {
+  EpilogueParams p;
+  p.alpha = desc.alpha;
+  p.beta = desc.beta;
+  p.activation = desc.epilogue.activation;
+  p.bias_mode = desc.epilogue.bias;
+  p.bias_dtype = desc.epilogue.bias_dtype;
+  p.bias = args.bias;
+  p.c = matrix_ref(args.c, desc.c);
+  p.d = matrix_ref(args.d, desc.d);
+  p.m = desc.m;
+  p.n_out = desc.epilogue.activation == Activation::kSwiGLU ? desc.n / 2 : desc.n;
+  p.plain = desc.epilogue.activation == Activation::kIdentity && desc.epilogue.bias == BiasMode::kNone &&
+            desc.beta == 0.0f;
+  return p;
+}
+
+}  // namespace anvil::detail

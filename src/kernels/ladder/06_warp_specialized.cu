@@ -1,0 +1,25 @@
+// Ladder step 6: warp specialization. Warpgroup 0 becomes the producer - one thread that
+// only waits for free stages and issues TMA - and gives most of its registers away with
+// setmaxnreg; warpgroup 1 only waits for full stages and issues wgmma, keeping one wgmma
+// group in flight while it waits for the next stage. Same 128x128 tile and 4 stages as
+// step 5, so any change is the specialization itself. From here on the kernel is the
+// composed one in src/kernels/sm90/ (producer.cuh, consumer.cuh, epilogue_store.cuh).
+#include "kernels/sm90/launch.cuh"
+
+namespace anvil::detail {
+namespace {
+
+using Config = KernelConfig<128, 1, 2, 4, 1, false>;
+constexpr const char* kName = "ladder-06-warp-specialized";
+constexpr LaunchPolicy kPolicy{false, 1};
+
+Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) { return sm90_check<Config>(kName, desc, args, diag); }
+Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return sm90_launch<Config>(kName, kPolicy, desc, args, diag);
+}
+
+}  // namespace
+
+extern const KernelInfo kLadder06WarpSpecialized{kName, "step 5 + producer warpgroup / consumer warpgroup, setmaxnreg", check, launch, nullptr};
+
+}  // namespace anvil::detail

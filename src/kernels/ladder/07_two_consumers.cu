@@ -1,0 +1,24 @@
+// Ladder step 7: 128x256 tiles with two consumer warpgroups. Each consumer owns 64 rows
+// and issues m64n256k16, the widest wgmma: every byte of A in shared memory now feeds 256
+// columns instead of 128 (arithmetic per shared-memory byte up by 1.33x), and while one
+// warpgroup waits on a barrier the other keeps the tensor core busy. 128 fp32
+// accumulators per thread fit because setmaxnreg gives the consumers 232 registers.
+#include "kernels/sm90/launch.cuh"
+
+namespace anvil::detail {
+namespace {
+
+using Config = KernelConfig<256, 2, 1, 4, 1, false>;
+constexpr const char* kName = "ladder-07-two-consumers";
+constexpr LaunchPolicy kPolicy{false, 1};
+
+Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) { return sm90_check<Config>(kName, desc, args, diag); }
+Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return sm90_launch<Config>(kName, kPolicy, desc, args, diag);
+}
+
+}  // namespace
+
+extern const KernelInfo kLadder07TwoConsumers{kName, "step 6 with 128x256 tiles: two consumer warpgroups, m64n256k16", check, launch, nullptr};
+
+}  // namespace anvil::detail

@@ -1,0 +1,23 @@
+// Ladder step 8: the epilogue through shared memory and TMA stores. Each consumer writes
+// its 64x256 slab as bf16 into a 128-byte-swizzled buffer (conflict-free), fences the
+// async proxy, and one thread stores it with four 64x64 TMA boxes that clip the matrix
+// edges on their own. The 64 KiB buffer costs one pipeline stage (4 -> 3).
+#include "kernels/sm90/launch.cuh"
+
+namespace anvil::detail {
+namespace {
+
+using Config = KernelConfig<256, 2, 1, 3, 1, true>;
+constexpr const char* kName = "ladder-08-tma-store";
+constexpr LaunchPolicy kPolicy{false, 1};
+
+Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) { return sm90_check<Config>(kName, desc, args, diag); }
+Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return sm90_launch<Config>(kName, kPolicy, desc, args, diag);
+}
+
+}  // namespace
+
+extern const KernelInfo kLadder08TmaStore{kName, "step 7 + epilogue through swizzled shared memory and TMA stores (3 stages)", check, launch, nullptr};
+
+}  // namespace anvil::detail

@@ -1,0 +1,23 @@
+// Ladder step 9: a 2-CTA cluster. Two vertically adjacent 128x256 tiles need the same
+// 256x64 slice of B each K step; each CTA now fetches half of it and multicasts to both,
+// so B's L2 traffic halves. A stage is free only when the consumers of both CTAs have
+// released it, since the peer's producer writes into our shared memory.
+#include "kernels/sm90/launch.cuh"
+
+namespace anvil::detail {
+namespace {
+
+using Config = KernelConfig<256, 2, 1, 3, 2, true>;
+constexpr const char* kName = "ladder-09-cluster-multicast";
+constexpr LaunchPolicy kPolicy{false, 1};
+
+Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) { return sm90_check<Config>(kName, desc, args, diag); }
+Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return sm90_launch<Config>(kName, kPolicy, desc, args, diag);
+}
+
+}  // namespace
+
+extern const KernelInfo kLadder09Cluster{kName, "step 8 + 2-CTA cluster along M, B tile multicast", check, launch, nullptr};
+
+}  // namespace anvil::detail

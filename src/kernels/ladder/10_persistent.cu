@@ -1,0 +1,24 @@
+// Ladder step 10: a persistent grid. One cluster per co-resident slot walks the tile
+// sequence with a static stride, so barrier setup and launch cost are paid once, and the
+// producer prefetches the next tile's first stages while the consumers run the previous
+// tile's epilogue. Tiles are numbered in bands of 8 cluster rows (2048 rows of A), so the
+// ~66 clusters in flight share A panels and B panels in L2 instead of sweeping all of B.
+#include "kernels/sm90/launch.cuh"
+
+namespace anvil::detail {
+namespace {
+
+using Config = KernelConfig<256, 2, 1, 3, 2, true>;
+constexpr const char* kName = "ladder-10-persistent";
+constexpr LaunchPolicy kPolicy{true, 8};
+
+Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) { return sm90_check<Config>(kName, desc, args, diag); }
+Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return sm90_launch<Config>(kName, kPolicy, desc, args, diag);
+}
+
+}  // namespace
+
+extern const KernelInfo kLadder10Persistent{kName, "step 9 + persistent grid, tile scheduler, banded L2-aware raster", check, launch, nullptr};
+
+}  // namespace anvil::detail

@@ -1,0 +1,59 @@
+// A consumer warpgroup's mainloop for one tile: wait for a full stage, issue its wgmma
+// instructions, and free the stage it finished with. One wgmma group stays in flight
+// while the next stage is awaited, so the tensor core never drains between K steps;
+// a stage is released only once the group that read it has retired.
+#pragma once
+
+#include "arch/sm90/mbarrier.cuh"
+#include "arch/sm90/wgmma.cuh"
+#include "kernels/sm90/pipeline.cuh"
+
+namespace anvil::detail {
+
+template <class Config>
+__device__ __forceinline__ void release_stage(StageBarriers<Config::kStages>& barriers, int stage) {
+  if (threadIdx.x % 128 == 0) {
+    if constexpr (Config::kClusterM == 1) {
+      sm90::mbarrier_arrive(&barriers.empty[stage]);
+    } else {
+#pragma unroll
+      for (int rank = 0; rank < Config::kClusterM; ++rank) sm90::mbarrier_arrive_cluster(&barriers.empty[stage], rank);
+    }
+  }
+}
+
+template <class Config, sm90::Input kInput>
+__device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlabs][Config::kBlockN / 2], int consumer,
+                                                      int k_tiles, StageRing<Config::kStages>& ring,
+                                                      uint8_t (*tiles_a)[Config::kStageBytesA],
+                                                      uint8_t (*tiles_b)[Config::kStageBytesB],
+                                                      StageBarriers<Config::kStages>& barriers) {
+  using Mma = sm90::WgmmaSS<Config::kBlockN, kInput>;
+  int previous_stage = -1;
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
+    sm90::wgmma_fence();
+    const uint8_t* a = tiles_a[ring.stage] + consumer * Config::kSlabs * 64 * 128;
+    const uint8_t* b = tiles_b[ring.stage];
+#pragma unroll
+    for (int kk = 0; kk < Config::kBlockK / 16; ++kk) {
+#pragma unroll
+      for (int slab = 0; slab < Config::kSlabs; ++slab) {
+        // 64 rows x 128 bytes per slab; a k16 step is 32 bytes along each swizzled row.
+        Mma::template mma<0, 0>(acc[slab], sm90::make_kmajor_sw128_desc(a + slab * 64 * 128 + kk * 32),
+                                sm90::make_kmajor_sw128_desc(b + kk * 32), kt > 0 || kk > 0);
+      }
+    }
+    sm90::wgmma_commit_group();
+    sm90::wgmma_wait_group<1>();
+    if (previous_stage >= 0) release_stage<Config>(barriers, previous_stage);
+    previous_stage = ring.stage;
+    ring.advance();
+  }
+  sm90::wgmma_wait_group<0>();
+#pragma unroll
+  for (int slab = 0; slab < Config::kSlabs; ++slab) sm90::wgmma_fence_operands(acc[slab]);
+  release_stage<Config>(barriers, previous_stage);
+}
+
+}  // namespace anvil::detail

@@ -1,0 +1,90 @@
+// The warp-specialized Hopper GEMM, composed from its parts:
+//   producer warpgroup  - one thread walks the tile sequence issuing TMA loads into the
+//                         stage ring (producer.cuh);
+//   consumer warpgroups - each owns 64-row slabs of the output tile, issues wgmma from
+//                         the ring and frees stages (consumer.cuh), then runs the fused
+//                         epilogue (epilogue_store.cuh) while the producer already
+//                         prefetches the next tile;
+//   tile scheduler      - the same tile order for both roles (tile_scheduler.cuh).
+// Ladder steps 6-10 and the production kernel are configurations of this one template.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "arch/sm90/cluster.cuh"
+#include "arch/sm90/setmaxnreg.cuh"
+#include "kernels/sm90/consumer.cuh"
+#include "kernels/sm90/epilogue_store.cuh"
+#include "kernels/sm90/kernel_config.h"
+#include "kernels/sm90/params.h"
+#include "kernels/sm90/pipeline.cuh"
+#include "kernels/sm90/producer.cuh"
+#include "kernels/sm90/tile_scheduler.cuh"
+
+namespace anvil::detail {
+
+template <class Config>
+struct SharedStorage {
+  alignas(1024) uint8_t a[Config::kStages][Config::kStageBytesA];
+  alignas(1024) uint8_t b[Config::kStages][Config::kStageBytesB];
+  alignas(1024) uint8_t epilogue[Config::kEpilogueBytes];
+  StageBarriers<Config::kStages> barriers;
+};
+
+template <class Config, sm90::Input kInput>
+__global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __grid_constant__ Sm90Params params) {
+  extern __shared__ uint8_t smem_raw[];
+  // Swizzled tiles must start on 1024-byte boundaries (the swizzle atom); dynamic shared
+  // memory only promises 16, so round up inside the slack the launch reserved.
+  auto& shared = *reinterpret_cast<SharedStorage<Config>*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+
+  const int warpgroup = threadIdx.x / 128;
+  const uint32_t cta_rank = Config::kClusterM > 1 ? sm90::cluster_cta_rank() : 0;
+  const int cluster = blockIdx.x / Config::kClusterM;
+  const int clusters = gridDim.x / Config::kClusterM;
+
+  if (threadIdx.x == 0) {
+    sm90::tma_prefetch_descriptor(&params.map_a);
+    sm90::tma_prefetch_descriptor(&params.map_b);
+    // Every consumer warpgroup of every CTA that receives a multicast stage frees it.
+    shared.barriers.init(Config::kConsumers * Config::kClusterM);
+  }
+  // Peers must see initialised barriers before the first multicast lands in them.
+  if constexpr (Config::kClusterM > 1) {
+    sm90::cluster_sync();
+  } else {
+    __syncthreads();
+  }
+
+  if (warpgroup == 0) {
+    sm90::setmaxnreg_dec<Config::kProducerRegisters>();
+    if (threadIdx.x == 0) {
+      run_producer<Config>(params.map_a, params.map_b, params.batched, params.k_tiles, params.scheduler, cta_rank,
+                           cluster, clusters, shared.a, shared.b, shared.barriers);
+    }
+  } else {
+    sm90::setmaxnreg_inc<Config::kConsumerRegisters>();
+    const int consumer = warpgroup - 1;
+    StageRing<Config::kStages> ring;
+    float acc[Config::kSlabs][Config::kBlockN / 2];
+    for (int linear = cluster; linear < params.scheduler.total_cluster_tiles(); linear += clusters) {
+      const TileCoord tile = params.scheduler.tile(linear, cta_rank);
+      run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b, shared.barriers);
+      store_tile<Config>(params, tile, consumer, acc, shared.epilogue);
+    }
+    finish_epilogue<Config>(params);
+  }
+
+  // No CTA may leave while a peer can still multicast into it or arrive on its barriers.
+  // The cluster barrier is a .aligned instruction: the producer warp must reconverge
+  // (lane 0 ran the producer loop alone) before it arrives.
+  if constexpr (Config::kClusterM > 1) {
+    __syncwarp();
+    sm90::cluster_sync();
+  }
+}
+
+}  // namespace anvil::detail

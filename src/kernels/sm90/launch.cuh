@@ -1,0 +1,133 @@
+// Host side of the warp-specialized Hopper GEMM: what a configuration supports, the
+// tensor maps, the grid (persistent or one CTA per tile) and the cluster launch.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "host/registry.h"
+#include "kernels/sm90/gemm_kernel.cuh"
+#include "kernels/sm90/tma_operands.h"
+
+namespace anvil::detail {
+
+struct LaunchPolicy {
+  bool persistent = false;  // grid = co-resident clusters, each looping over tiles
+  int band = 1;             // raster band height in cluster rows (TileScheduler)
+};
+
+template <class Config>
+constexpr int sm90_smem_bytes() {
+  return static_cast<int>(sizeof(SharedStorage<Config>)) + 1024;  // + alignment slack
+}
+
+template <class Config>
+Status sm90_check(const char* name, const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
+  Status s = check_kmajor_tma(name, desc, args, TmaLadderLimits{true, Config::kBlockN % 128 == 0}, diag);
+  if (s != Status::kSuccess) return s;
+  if (desc.batch > 1 && (desc.a.batch_stride == 0 || desc.b.batch_stride == 0)) {
+    return fail(diag, Status::kNotSupported, "%s: broadcast (zero batch stride) operands are not supported", name);
+  }
+  if (desc.k > (int64_t{1} << 30) || desc.m > (int64_t{1} << 30) || desc.n > (int64_t{1} << 30)) {
+    return fail(diag, Status::kNotSupported, "%s: sizes beyond 2^30", name);
+  }
+  const int64_t tiles = ((desc.m + Config::kBlockM - 1) / Config::kBlockM) * ((desc.n + Config::kBlockN - 1) / Config::kBlockN) * desc.batch;
+  if (tiles > (int64_t{1} << 30)) return fail(diag, Status::kNotSupported, "%s: too many tiles", name);
+  return Status::kSuccess;
+}
+
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+template <class Config>
+Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  Sm90Params params{};
+  params.epilogue = make_epilogue_params(desc, args);
+  params.k_tiles = static_cast<int>((desc.k + Config::kBlockK - 1) / Config::kBlockK);
+  params.batched = desc.batch > 1;
+  const int tiles_m = static_cast<int>((desc.m + Config::kBlockM - 1) / Config::kBlockM);
+  const int tiles_n = static_cast<int>((desc.n + Config::kBlockN - 1) / Config::kBlockN);
+  params.scheduler = TileScheduler{tiles_m, tiles_n, static_cast<int>(desc.batch), Config::kClusterM, policy.band};
+
+  TensorMapRequest req;
+  req.dtype = desc.a.dtype;
+  req.inner = static_cast<uint64_t>(desc.k);
+  req.box_inner = Config::kBlockK;
+  req.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+  req.batches = static_cast<uint64_t>(desc.batch);
+  req.base = args.a, req.outer = desc.m, req.line_stride = desc.a.ld, req.box_outer = Config::kBlockM;
+  req.batch_stride = desc.a.batch_stride;
+  Status s = encode_tensor_map(&params.map_a, req, diag);
+  if (s != Status::kSuccess) return s;
+  req.base = args.b, req.outer = desc.n, req.line_stride = desc.b.ld, req.box_outer = Config::kBlockN / Config::kClusterM;
+  req.batch_stride = desc.b.batch_stride;
+  s = encode_tensor_map(&params.map_b, req, diag);
+  if (s != Status::kSuccess) return s;
+
+  const bool half_out = desc.d.dtype != DataType::kF32;
+  const bool row_major_out = desc.d.order == Order::kRowMajor;
+  const bool plain = desc.epilogue.activation != Activation::kSwiGLU;
+  params.pair_store = half_out && row_major_out && plain && desc.d.ld % 2 == 0 &&
+                      (desc.batch == 1 || desc.d.batch_stride % 2 == 0) && reinterpret_cast<uintptr_t>(args.d) % 4 == 0;
+  params.tma_store = Config::kTmaStore && half_out && row_major_out && plain && desc.d.ld % 8 == 0 &&
+                     (desc.batch == 1 || desc.d.batch_stride % 8 == 0) && aligned16(args.d);
+  if (params.tma_store) {
+    TensorMapRequest out;
+    out.base = args.d;
+    out.dtype = desc.d.dtype;
+    out.inner = static_cast<uint64_t>(params.epilogue.n_out);
+    out.outer = static_cast<uint64_t>(desc.m);
+    out.line_stride = static_cast<uint64_t>(desc.d.ld);
+    out.box_inner = 64;
+    out.box_outer = 64;
+    out.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+    out.batches = static_cast<uint64_t>(desc.batch);
+    out.batch_stride = static_cast<uint64_t>(desc.d.batch_stride);
+    s = encode_tensor_map(&params.map_d, out, diag);
+    if (s != Status::kSuccess) return s;
+  }
+
+  auto kernel = desc.a.dtype == DataType::kBF16 ? sm90_gemm_kernel<Config, sm90::Input::kBF16>
+                                                : sm90_gemm_kernel<Config, sm90::Input::kF16>;
+  constexpr int kSmem = sm90_smem_bytes<Config>();
+  s = set_dynamic_smem(kernel, kSmem, name, diag);
+  if (s != Status::kSuccess) return s;
+
+  cudaLaunchConfig_t config{};
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = Config::kClusterM;
+  attribute[0].val.clusterDim.y = 1;
+  attribute[0].val.clusterDim.z = 1;
+  config.blockDim = dim3(Config::kThreads);
+  config.dynamicSmemBytes = kSmem;
+  config.stream = args.stream;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+
+  int clusters = params.scheduler.total_cluster_tiles();
+  if (policy.persistent) {
+    // As many clusters as fit on the GPU at once; cached per configuration because the
+    // occupancy query costs microseconds and the answer never changes for one device.
+    static std::atomic<int> resident_clusters{0};
+    if (resident_clusters.load() == 0) {
+      config.gridDim = dim3(Config::kClusterM * 1024);
+      int found = 0;
+      const cudaError_t e = cudaOccupancyMaxActiveClusters(&found, kernel, &config);
+      if (e != cudaSuccess || found <= 0) {
+        return fail(diag, Status::kCudaError, "%s: cluster occupancy query failed: %s", name, cudaGetErrorName(e));
+      }
+      resident_clusters.store(found);
+    }
+    clusters = std::min(clusters, resident_clusters.load());
+  }
+  config.gridDim = dim3(static_cast<unsigned>(clusters * Config::kClusterM));
+  const cudaError_t e = cudaLaunchKernelEx(&config, kernel, params);
+  if (e != cudaSuccess) {
+    return fail(diag, Status::kCudaError, "%s: launch failed: %s", name, cudaGetErrorName(e));
+  }
+  return check_launch(diag, name);
+}
+
+}  // namespace anvil::detail

@@ -1,0 +1,23 @@
+// The kernel parameter block of the warp-specialized Hopper GEMM, filled on the host.
+// Tensor maps must live in parameter (constant) space for the TMA unit: the whole
+// struct is passed as a __grid_constant__ argument.
+#pragma once
+
+#include <cuda.h>
+
+#include "kernels/common/epilogue_params.h"
+#include "kernels/sm90/tile_scheduler.cuh"
+
+namespace anvil::detail {
+
+struct Sm90Params {
+  CUtensorMap map_a, map_b, map_d;
+  int k_tiles;
+  bool batched;     // operand maps are 3-D (k, rows, batch)
+  bool tma_store;   // epilogue through shared memory and TMA stores (map_d valid)
+  bool pair_store;  // direct epilogue may store two adjacent outputs as one 32-bit word
+  TileScheduler scheduler;
+  EpilogueParams epilogue;
+};
+
+}  // namespace anvil::detail

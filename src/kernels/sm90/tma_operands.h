@@ -1,0 +1,63 @@
+// Host-side rules and tensor maps for the TMA + wgmma kernels' operands. These kernels
+// read both inputs K-major (A row-major, B column-major: the nn.Linear layout) straight
+// from the caller's buffers, which TMA allows only with 16-byte aligned bases and strides.
+#pragma once
+
+#include <cuda.h>
+
+#include "anvil/gemm.h"
+#include "host/registry.h"
+#include "host/tensor_map.h"
+
+namespace anvil::detail {
+
+struct TmaLadderLimits {
+  bool batch = false;    // strided batch supported
+  bool swiglu = false;   // SwiGLU epilogue supported
+};
+
+inline Status check_kmajor_tma(const char* name, const GemmDesc& desc, const GemmArgs* args, TmaLadderLimits limits,
+                               Diagnostic* diag) {
+  if (desc.a.order != Order::kRowMajor || desc.b.order != Order::kColMajor) {
+    return fail(diag, Status::kNotSupported, "%s: needs A row-major and B column-major (K-major operands)", name);
+  }
+  if (!limits.batch && desc.batch != 1) return fail(diag, Status::kNotSupported, "%s: no strided batch", name);
+  if (!limits.swiglu && desc.epilogue.activation == Activation::kSwiGLU) {
+    return fail(diag, Status::kNotSupported, "%s: no SwiGLU epilogue", name);
+  }
+  if (desc.k == 0) return fail(diag, Status::kNotSupported, "%s: K = 0 has no tensor-core work", name);
+  if ((desc.m + 127) / 128 > 65535) return fail(diag, Status::kNotSupported, "%s: m too large for the grid", name);
+  if (desc.a.ld % 8 != 0 || desc.b.ld % 8 != 0) {
+    return fail(diag, Status::kMisalignedOperand, "%s: TMA needs leading dimensions that are multiples of 8 elements (lda=%lld ldb=%lld)",
+                name, static_cast<long long>(desc.a.ld), static_cast<long long>(desc.b.ld));
+  }
+  if (desc.batch > 1 && (desc.a.batch_stride % 8 != 0 || desc.b.batch_stride % 8 != 0)) {
+    return fail(diag, Status::kMisalignedOperand, "%s: batch strides must be multiples of 8 elements", name);
+  }
+  if (args != nullptr && (reinterpret_cast<uintptr_t>(args->a) % 16 != 0 || reinterpret_cast<uintptr_t>(args->b) % 16 != 0)) {
+    return fail(diag, Status::kMisalignedOperand, "%s: TMA needs 16-byte aligned A and B", name);
+  }
+  return Status::kSuccess;
+}
+
+}  // namespace anvil::detail
+
+namespace anvil::detail {
+
+// A K-major operand (rows x k, `layout.ld` elements between rows) as 64-wide boxes of
+// box_rows rows with the 128-byte swizzle: 64 bf16/fp16 values fill exactly one swizzle row.
+inline Status encode_kmajor_sw128(CUtensorMap* map, const void* base, const MatrixLayout& layout, int64_t k,
+                                  int64_t rows, int box_rows, Diagnostic* diag) {
+  TensorMapRequest req;
+  req.base = base;
+  req.dtype = layout.dtype;
+  req.inner = static_cast<uint64_t>(k);
+  req.outer = static_cast<uint64_t>(rows);
+  req.line_stride = static_cast<uint64_t>(layout.ld);
+  req.box_inner = 64;
+  req.box_outer = static_cast<uint32_t>(box_rows);
+  req.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+  return encode_tensor_map(map, req, diag);
+}
+
+}  // namespace anvil::detail

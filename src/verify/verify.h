@@ -1,0 +1,68 @@
+// Verification toolkit shared by the tests and anvil-bench: random inputs, poisoned
+// outputs, a reference GEMM that is simple and obviously right, and the comparison.
+//
+// Reference semantics are exactly the public API's (anvil/gemm.h):
+//   z = alpha * sum_k op(A)[i,k] * op(B)[k,j]  (+ bias[j] or bias[i])
+//   D[i,j] = act(z) + beta * C[i,j]
+// and for SwiGLU (GEMM width n, output width n/2, block kSwiGLUBlock, see anvil/swiglu.h):
+//   D[i,j] = silu(z[i, gate_col(j)]) * z[i, up_col(j)] + beta * C[i,j]
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "anvil/gemm.h"
+
+namespace anvil::verify {
+
+// Elements of one operand's storage for a batch (covers batch_stride and ld).
+int64_t storage_elements(const MatrixLayout& layout, int64_t rows, int64_t cols, int64_t batch);
+size_t dtype_bytes(DataType dtype);
+
+// Uniform random values in [-scale, scale], rounded to dtype; deterministic per seed.
+cudaError_t fill_random(void* ptr, DataType dtype, int64_t count, uint64_t seed, float scale,
+                        cudaStream_t stream);
+// Writes a NaN pattern so that any element a kernel fails to write is caught.
+cudaError_t poison(void* ptr, DataType dtype, int64_t count, cudaStream_t stream);
+
+// GPU reference: one thread per output, fp32 accumulation in k order. Writes the
+// logical M x N_out result of every batch into ref (row-major, fp32, batch-major).
+cudaError_t reference_gemm(const GemmDesc& desc, const GemmArgs& args, float* ref,
+                           cudaStream_t stream);
+
+// CPU fp64 reference over host copies (same storage as on the device), for small problems.
+// Inputs are raw bytes in the desc's dtypes; output is M x N_out x batch row-major double.
+void cpu_reference(const GemmDesc& desc, const void* a, const void* b, const void* c,
+                   const void* bias, std::vector<double>& out);
+
+struct Tolerance {
+  double rel_frobenius;  // ||D - ref||_F / ||ref||_F must be below this
+  double max_abs;        // and every |D - ref| <= max_abs + max_rel * |ref|
+  double max_rel;
+};
+// Documented per output dtype and K (docs/verification.md).
+Tolerance tolerance_for(const GemmDesc& desc);
+
+struct Comparison {
+  double rel_frobenius = 0;
+  double max_abs_err = 0;
+  int64_t worst_index = -1;      // flat index into the logical output (batch-major)
+  int64_t nonfinite = 0;         // NaN/Inf in D (unwritten poison lands here)
+  int64_t out_of_tolerance = 0;  // elements breaking the element bound
+  int64_t count = 0;
+  bool passed = false;
+};
+
+// Compares device D (in desc.d's storage) with the device fp32 reference.
+Comparison compare(const GemmDesc& desc, const void* d, const float* ref, const Tolerance& tol,
+                   cudaStream_t stream);
+// Host version: D already copied into logical fp64 values.
+Comparison compare_host(const std::vector<double>& d, const std::vector<double>& ref,
+                        const Tolerance& tol);
+
+// Rows and columns of the logical output (n/2 for SwiGLU).
+int64_t output_cols(const GemmDesc& desc);
+
+}  // namespace anvil::verify

@@ -1,0 +1,301 @@
+// The public API's host-side contract: status strings, the kernel table, and the
+// validation every call runs before it looks at the GPU. Runs on machines without one.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "anvil/anvil.h"
+
+namespace {
+
+using anvil::Activation;
+using anvil::BiasMode;
+using anvil::DataType;
+using anvil::Diagnostic;
+using anvil::GemmArgs;
+using anvil::GemmDesc;
+using anvil::Order;
+using anvil::Status;
+
+// Stand-ins for device pointers: validation compares them with null and checks their
+// alignment but never dereferences them.
+alignas(256) unsigned char g_fake_memory[4096];
+void* fake(size_t byte_offset = 0) { return g_fake_memory + byte_offset; }
+
+GemmArgs full_args() {
+  GemmArgs args;
+  args.a = fake(0);
+  args.b = fake(512);
+  args.c = fake(1024);
+  args.d = fake(1536);
+  args.bias = fake(2048);
+  return args;
+}
+
+GemmDesc base_desc() { return anvil::linear_desc(128, 256, 64, DataType::kBF16, DataType::kBF16); }
+
+// What a valid problem gets without a GPU: success, or the device check's refusal.
+bool passes_description_checks(Status s) { return s == Status::kSuccess || s == Status::kArchMismatch; }
+
+// Runs can_implement and checks the diagnostic agrees with the returned status.
+Status check(const GemmDesc& desc, const GemmArgs* args, std::string* message = nullptr) {
+  Diagnostic diag;
+  const Status s = anvil::can_implement(desc, args, &diag);
+  if (s != Status::kSuccess) {
+    EXPECT_EQ(diag.status, s) << "the diagnostic must carry the returned status";
+    EXPECT_GT(std::strlen(diag.message), 0u) << "a refusal must say why";
+  }
+  if (message != nullptr) *message = diag.message;
+  return s;
+}
+
+TEST(StatusStrings, EveryStatusHasItsOwnName) {
+  std::set<std::string> names;
+  for (int s = int(Status::kSuccess); s <= int(Status::kInternalError); ++s) {
+    const char* name = anvil::to_string(static_cast<Status>(s));
+    ASSERT_NE(name, nullptr) << s;
+    EXPECT_GT(std::strlen(name), 0u) << s;
+    names.insert(name);
+  }
+  EXPECT_EQ(names.size(), size_t(int(Status::kInternalError) + 1));
+  EXPECT_NE(anvil::to_string(static_cast<Status>(1000)), nullptr);
+}
+
+TEST(StatusStrings, EveryDataTypeHasItsOwnName) {
+  std::set<std::string> names;
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32}) {
+    const char* name = anvil::to_string(t);
+    ASSERT_NE(name, nullptr);
+    EXPECT_GT(std::strlen(name), 0u);
+    names.insert(name);
+  }
+  EXPECT_EQ(names.size(), 3u);
+  EXPECT_NE(anvil::to_string(static_cast<DataType>(77)), nullptr);
+}
+
+TEST(KernelTable, NamesAreUniqueAndSummarised) {
+  const int count = anvil::kernel_count();
+  ASSERT_GT(count, 0);
+  std::set<std::string> names;
+  for (int i = 0; i < count; ++i) {
+    const char* name = anvil::kernel_name(i);
+    ASSERT_NE(name, nullptr) << i;
+    EXPECT_GT(std::strlen(name), 0u) << i;
+    EXPECT_STRNE(name, "auto") << "'auto' selects the dispatcher and cannot name a kernel";
+    ASSERT_NE(anvil::kernel_summary(i), nullptr) << name;
+    EXPECT_GT(std::strlen(anvil::kernel_summary(i)), 0u) << name;
+    names.insert(name);
+  }
+  EXPECT_EQ(names.size(), size_t(count));
+  EXPECT_EQ(anvil::kernel_name(-1), nullptr);
+  EXPECT_EQ(anvil::kernel_name(count), nullptr);
+  EXPECT_EQ(anvil::kernel_summary(count), nullptr);
+}
+
+TEST(LinearDesc, IsTheNnLinearLayout) {
+  const GemmDesc d = anvil::linear_desc(8, 24, 40, DataType::kF16, DataType::kF32);
+  EXPECT_EQ(d.m, 8);
+  EXPECT_EQ(d.n, 24);
+  EXPECT_EQ(d.k, 40);
+  EXPECT_EQ(d.batch, 1);
+  EXPECT_EQ(d.a.dtype, DataType::kF16);
+  EXPECT_EQ(d.a.order, Order::kRowMajor);
+  EXPECT_EQ(d.a.ld, 40);
+  EXPECT_EQ(d.b.dtype, DataType::kF16);
+  EXPECT_EQ(d.b.order, Order::kColMajor);  // W[N, K] row-major
+  EXPECT_EQ(d.b.ld, 40);
+  EXPECT_EQ(d.d.dtype, DataType::kF32);
+  EXPECT_EQ(d.d.order, Order::kRowMajor);
+  EXPECT_EQ(d.d.ld, 24);
+  EXPECT_EQ(d.alpha, 1.0f);
+  EXPECT_EQ(d.beta, 0.0f);
+  EXPECT_EQ(d.epilogue.activation, Activation::kIdentity);
+  EXPECT_EQ(d.epilogue.bias, BiasMode::kNone);
+  EXPECT_EQ(d.kernel, nullptr);
+}
+
+// Every negative test below changes one thing about this case, so it must itself be valid.
+TEST(Validation, BaseCaseIsValid) {
+  const GemmArgs args = full_args();
+  std::string message;
+  EXPECT_TRUE(passes_description_checks(check(base_desc(), &args, &message))) << message;
+  EXPECT_TRUE(passes_description_checks(check(base_desc(), nullptr, &message))) << message;
+}
+
+TEST(Validation, NullPointers) {
+  const GemmDesc desc = base_desc();
+  GemmArgs args = full_args();
+  args.a = nullptr;
+  EXPECT_EQ(check(desc, &args), Status::kInvalidArgument) << "A";
+  args = full_args();
+  args.b = nullptr;
+  EXPECT_EQ(check(desc, &args), Status::kInvalidArgument) << "B";
+  args = full_args();
+  args.d = nullptr;
+  EXPECT_EQ(check(desc, &args), Status::kInvalidArgument) << "D";
+
+  GemmDesc with_beta = desc;
+  with_beta.beta = 1.0f;
+  args = full_args();
+  args.c = nullptr;
+  EXPECT_EQ(check(with_beta, &args), Status::kInvalidArgument) << "C with beta != 0";
+  EXPECT_TRUE(passes_description_checks(check(desc, &args))) << "C may be null when beta == 0";
+
+  GemmDesc with_bias = desc;
+  with_bias.epilogue.bias = BiasMode::kPerColumn;
+  args = full_args();
+  args.bias = nullptr;
+  EXPECT_EQ(check(with_bias, &args), Status::kInvalidArgument) << "bias";
+
+  args = full_args();
+  args.workspace_bytes = 1024;
+  EXPECT_EQ(check(desc, &args), Status::kInvalidArgument) << "workspace bytes without a workspace";
+}
+
+TEST(Validation, NegativeSizes) {
+  for (int which = 0; which < 4; ++which) {
+    GemmDesc desc = base_desc();
+    (which == 0 ? desc.m : which == 1 ? desc.n : which == 2 ? desc.k : desc.batch) = -1;
+    const GemmArgs args = full_args();
+    EXPECT_EQ(check(desc, &args), Status::kInvalidArgument) << "field " << which;
+    EXPECT_EQ(check(desc, nullptr), Status::kInvalidArgument) << "field " << which << ", description only";
+  }
+}
+
+TEST(Validation, LeadingDimensionSmallerThanALine) {
+  const GemmArgs args = full_args();
+  GemmDesc desc = base_desc();
+  desc.a.ld = desc.k - 1;  // row-major A: a line is K long
+  EXPECT_EQ(check(desc, &args), Status::kInvalidArgument) << "lda";
+
+  desc = base_desc();
+  desc.a.order = Order::kColMajor;
+  desc.a.ld = desc.m - 1;  // column-major A: a line is M long
+  EXPECT_EQ(check(desc, &args), Status::kInvalidArgument) << "column-major lda";
+  desc.a.ld = desc.m;
+  EXPECT_TRUE(passes_description_checks(check(desc, &args)));
+
+  desc = base_desc();
+  desc.b.ld = desc.k - 1;  // column-major B: a line is K long
+  EXPECT_EQ(check(desc, &args), Status::kInvalidArgument) << "ldb";
+
+  desc = base_desc();
+  desc.b.order = Order::kRowMajor;
+  desc.b.ld = desc.n - 1;
+  EXPECT_EQ(check(desc, &args), Status::kInvalidArgument) << "row-major ldb";
+
+  desc = base_desc();
+  desc.d.ld = desc.n - 1;
+  desc.c.ld = desc.n - 1;
+  EXPECT_EQ(check(desc, &args), Status::kInvalidArgument) << "ldd";
+
+  // SwiGLU's D is n/2 wide: n/2 is enough, n/2 - 1 is not.
+  desc = base_desc();
+  desc.epilogue.activation = Activation::kSwiGLU;
+  desc.d.ld = desc.n / 2;
+  EXPECT_TRUE(passes_description_checks(check(desc, &args)));
+  desc.d.ld = desc.n / 2 - 1;
+  EXPECT_EQ(check(desc, &args), Status::kInvalidArgument) << "SwiGLU ldd";
+}
+
+TEST(Validation, OverlappingOutputBatches) {
+  const GemmArgs args = full_args();
+  GemmDesc desc = base_desc();
+  desc.batch = 2;
+  desc.a.batch_stride = desc.m * desc.k;
+  desc.b.batch_stride = 0;  // a shared weight is fine
+  desc.d.batch_stride = desc.m * desc.n;
+  EXPECT_TRUE(passes_description_checks(check(desc, &args)));
+  desc.d.batch_stride = desc.m * desc.n - 1;
+  EXPECT_EQ(check(desc, &args), Status::kInvalidArgument);
+}
+
+TEST(Validation, UnsupportedTypeCombinations) {
+  const GemmArgs args = full_args();
+  GemmDesc desc = base_desc();
+  desc.b.dtype = DataType::kF16;  // bf16 x fp16
+  EXPECT_EQ(check(desc, &args), Status::kNotSupported) << "mixed inputs";
+
+  desc = base_desc();
+  desc.a.dtype = DataType::kF32;
+  desc.b.dtype = DataType::kF32;
+  EXPECT_EQ(check(desc, &args), Status::kNotSupported) << "fp32 inputs";
+
+  desc = base_desc();
+  desc.beta = 1.0f;
+  desc.c.dtype = DataType::kF32;  // C must match D when it is read
+  EXPECT_EQ(check(desc, &args), Status::kNotSupported) << "C dtype";
+  desc.beta = 0.0f;
+  EXPECT_TRUE(passes_description_checks(check(desc, &args))) << "C's dtype is irrelevant when beta == 0";
+
+  for (DataType in : {DataType::kBF16, DataType::kF16}) {
+    for (DataType out : {DataType::kBF16, DataType::kF16, DataType::kF32}) {
+      std::string message;
+      EXPECT_TRUE(passes_description_checks(check(anvil::linear_desc(64, 64, 64, in, out), &args, &message)))
+          << anvil::to_string(in) << " -> " << anvil::to_string(out) << ": " << message;
+    }
+  }
+}
+
+TEST(Validation, SwiGLUNeedsWholeGateUpBlocks) {
+  const GemmArgs args = full_args();
+  GemmDesc desc = anvil::linear_desc(64, 192, 64, DataType::kBF16, DataType::kBF16);
+  desc.epilogue.activation = Activation::kSwiGLU;
+  desc.d.ld = 96;
+  EXPECT_EQ(check(desc, &args), Status::kNotSupported);
+}
+
+TEST(Validation, UnknownKernelName) {
+  const GemmArgs args = full_args();
+  GemmDesc desc = base_desc();
+  desc.kernel = "no-such-kernel";
+  std::string message;
+  EXPECT_EQ(check(desc, &args, &message), Status::kNotSupported);
+  EXPECT_NE(message.find("no-such-kernel"), std::string::npos) << message;
+}
+
+TEST(Validation, PointerNotAlignedToItsElement) {
+  const GemmDesc desc = base_desc();
+  GemmArgs args = full_args();
+  args.a = fake(1);  // a bf16 at an odd byte address
+  EXPECT_EQ(check(desc, &args), Status::kMisalignedOperand);
+}
+
+TEST(Validation, EmptyProblemsAreSuccessfulNoOps) {
+  // Nothing to compute means nothing to check on the device and nothing to point at.
+  for (int which = 0; which < 3; ++which) {
+    GemmDesc desc = base_desc();
+    (which == 0 ? desc.m : which == 1 ? desc.n : desc.batch) = 0;
+    const GemmArgs none;
+    Diagnostic diag;
+    EXPECT_EQ(anvil::can_implement(desc, &none, &diag), Status::kSuccess) << which << ": " << diag.message;
+    EXPECT_EQ(anvil::gemm(desc, none, &diag), Status::kSuccess) << which << ": " << diag.message;
+    EXPECT_EQ(anvil::can_implement(desc, nullptr, &diag), Status::kSuccess) << which << ": " << diag.message;
+  }
+}
+
+TEST(Validation, WorkspaceTooSmall) {
+  // Only kernels that split K need a workspace, and only for some shapes; look for one.
+  const int64_t shapes[][3] = {{1, 8192, 28672}, {16, 10240, 8192}, {64, 8192, 8192}, {256, 8192, 28672}, {512, 512, 65536}};
+  for (int i = -1; i < anvil::kernel_count(); ++i) {
+    for (const auto& s : shapes) {
+      GemmDesc desc = anvil::linear_desc(s[0], s[1], s[2], DataType::kBF16, DataType::kBF16);
+      desc.kernel = i < 0 ? nullptr : anvil::kernel_name(i);
+      const size_t need = anvil::workspace_size(desc);
+      if (need == 0) continue;
+      GemmArgs args = full_args();
+      args.workspace = fake(3072);
+      args.workspace_bytes = need - 1;
+      EXPECT_EQ(check(desc, &args), Status::kWorkspaceTooSmall) << (desc.kernel ? desc.kernel : "auto");
+      args.workspace_bytes = need;
+      EXPECT_TRUE(passes_description_checks(check(desc, &args))) << (desc.kernel ? desc.kernel : "auto");
+      return;
+    }
+  }
+  GTEST_SKIP() << "no kernel asks for a workspace on these shapes here (workspace_size is 0 everywhere)";
+}
+
+}  // namespace

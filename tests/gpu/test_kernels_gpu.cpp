@@ -1,0 +1,330 @@
+// Every kernel anvil carries, by name and through the dispatcher, against the reference:
+// correctness over tile-multiple and ragged shapes, layouts, dtypes and epilogues; bitwise
+// determinism; and CUDA graph capture.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gpu/gpu_support.h"
+
+namespace {
+
+using anvil::Activation;
+using anvil::BiasMode;
+using anvil::DataType;
+using anvil::Diagnostic;
+using anvil::GemmDesc;
+using anvil::Order;
+using anvil::Status;
+using anvil_test::DeviceBuffer;
+using anvil_test::Operands;
+namespace verify = anvil::verify;
+
+struct Case {
+  std::string name;
+  GemmDesc desc;
+  bool c_is_d = false;
+  uint64_t seed = 0;
+};
+// Names the case in test listings instead of dumping its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+// Lines padded by `pad` elements; batches spaced by a matrix plus 64 elements, which keeps
+// 16-byte alignment for every dtype so that TMA kernels are not refused for the stride.
+GemmDesc make_desc(int64_t m, int64_t n, int64_t k, DataType in, Order ao, Order bo, DataType out,
+                   int64_t pad = 0, int64_t batch = 1, Activation act = Activation::kIdentity) {
+  GemmDesc d;
+  d.m = m;
+  d.n = n;
+  d.k = k;
+  d.batch = batch;
+  d.epilogue.activation = act;
+  const int64_t n_out = act == Activation::kSwiGLU ? n / 2 : n;
+  auto make = [&](DataType t, Order o, int64_t rows, int64_t cols) {
+    const int64_t ld = anvil_test::packed_ld(o, rows, cols, pad);
+    const int64_t lines = o == Order::kRowMajor ? rows : cols;
+    return anvil_test::layout(t, o, ld, batch > 1 ? lines * ld + 64 : 0);
+  };
+  d.a = make(in, ao, m, k);
+  d.b = make(in, bo, k, n);
+  d.d = make(out, Order::kRowMajor, m, n_out);
+  d.c = d.d;
+  return d;
+}
+
+GemmDesc linear(int64_t m, int64_t n, int64_t k, DataType in = DataType::kBF16, DataType out = DataType::kBF16) {
+  return make_desc(m, n, k, in, Order::kRowMajor, Order::kColMajor, out);
+}
+
+GemmDesc with_epilogue(GemmDesc d, Activation act, BiasMode bias, DataType bias_dtype = DataType::kBF16) {
+  d.epilogue.activation = act;
+  d.epilogue.bias = bias;
+  d.epilogue.bias_dtype = bias_dtype;
+  return d;
+}
+
+std::vector<Case> sweep_cases() {
+  const Order R = Order::kRowMajor, C = Order::kColMajor;
+  const DataType bf = DataType::kBF16, hf = DataType::kF16, f32 = DataType::kF32;
+  std::vector<Case> cases = {
+      // Multiples of the 128x256x64 tiles.
+      {"lin_256x512x256", linear(256, 512, 256)},
+      {"lin_512x1024x512", linear(512, 1024, 512)},
+      // Ragged shapes: every edge predicate, and strides TMA cannot take.
+      {"lin_1x1x1", linear(1, 1, 1)},
+      {"lin_7x13x17", linear(7, 13, 17)},
+      {"lin_129x257x65", linear(129, 257, 65)},
+      {"lin_300x520x1000", linear(300, 520, 1000)},
+      {"lin_1000x1000x1000", linear(1000, 1000, 1000)},
+      // Other dtypes.
+      {"fp16_512x1024x512", linear(512, 1024, 512, hf, hf)},
+      {"fp16_129x257x65", linear(129, 257, 65, hf, hf)},
+      {"bf16_to_fp32_512x1024x512", linear(512, 1024, 512, bf, f32)},
+      {"bf16_to_fp16_300x520x1000", linear(300, 520, 1000, bf, hf)},
+      // The other three layouts.
+      {"rowrow_256x512x256", make_desc(256, 512, 256, bf, R, R, bf)},
+      {"colcol_256x512x256", make_desc(256, 512, 256, bf, C, C, bf)},
+      {"colrow_256x512x256", make_desc(256, 512, 256, bf, C, R, bf)},
+      {"rowrow_129x257x65", make_desc(129, 257, 65, bf, R, R, bf)},
+      {"colcol_129x257x65", make_desc(129, 257, 65, bf, C, C, bf)},
+      {"colrow_129x257x65", make_desc(129, 257, 65, bf, C, R, bf)},
+      // Epilogues.
+      {"bias_col_gelu_tanh", with_epilogue(linear(512, 1024, 512), Activation::kGeluTanh, BiasMode::kPerColumn)},
+      {"bias_col_gelu_erf_fp32_bias",
+       with_epilogue(linear(300, 520, 1000), Activation::kGeluErf, BiasMode::kPerColumn, f32)},
+      {"bias_row_relu", with_epilogue(linear(512, 1024, 512), Activation::kReLU, BiasMode::kPerRow, f32)},
+      {"silu", with_epilogue(linear(512, 1024, 512), Activation::kSiLU, BiasMode::kNone)},
+      {"swiglu_bias_512x1024x512",
+       with_epilogue(make_desc(512, 1024, 512, bf, R, C, bf, 0, 1, Activation::kSwiGLU), Activation::kSwiGLU,
+                     BiasMode::kPerColumn)},
+      {"swiglu_300x768x1000", make_desc(300, 768, 1000, bf, R, C, bf, 0, 1, Activation::kSwiGLU)},
+      // Layout of memory: padded lines, strided batches.
+      {"padded_ld_512x1024x512", make_desc(512, 1024, 512, bf, R, C, bf, 8)},
+      {"batch3_256x512x256", make_desc(256, 512, 256, bf, R, C, bf, 8, 3)},
+  };
+  GemmDesc residual = linear(512, 1024, 512);
+  residual.beta = 1.0f;
+  cases.push_back({"residual_c_is_d_512x1024x512", residual, true});
+  GemmDesc scaled = linear(300, 520, 1000, bf, f32);
+  scaled.alpha = 0.5f;
+  scaled.beta = -0.75f;
+  cases.push_back({"alpha_beta_separate_c_300x520x1000", scaled});
+  for (size_t i = 0; i < cases.size(); ++i) cases[i].seed = 1000 + i;
+  return cases;
+}
+
+// -1 is the dispatcher; the rest index the kernel table.
+std::vector<int> kernel_indices() {
+  std::vector<int> indices = {-1};
+  for (int i = 0; i < anvil::kernel_count(); ++i) indices.push_back(i);
+  return indices;
+}
+
+const char* kernel_label(int index) { return index < 0 ? "auto" : anvil::kernel_name(index); }
+
+std::string test_name_part(const std::string& s) {
+  std::string out = s;
+  for (char& ch : out) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return out;
+}
+
+// Checks can_implement for this desc and kernel. A named kernel may refuse cleanly (its
+// supported set is narrower); the dispatcher must take every case. Sets *refused.
+void check_supported(const Operands& op, int kernel_index, bool* refused) {
+  Diagnostic diag;
+  const Status s = anvil::can_implement(op.desc, &op.args, &diag);
+  *refused = kernel_index >= 0 && (s == Status::kNotSupported || s == Status::kMisalignedOperand);
+  if (*refused) return;
+  ASSERT_EQ(s, Status::kSuccess) << kernel_label(kernel_index) << " on " << anvil_test::describe(op.desc) << ": "
+                                 << anvil::to_string(s) << ": " << diag.message;
+}
+
+void run_gemm(const Operands& op, cudaStream_t stream) {
+  anvil::GemmArgs args = op.args;
+  args.stream = stream;
+  Diagnostic diag;
+  const Status s = anvil::gemm(op.desc, args, &diag);
+  ASSERT_EQ(s, Status::kSuccess) << anvil::to_string(s) << ": " << diag.message;
+  CHECK_CUDA(cudaGetLastError());
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+}
+
+// Bytes of D outside the logical output must still hold the poison.
+void expect_padding_untouched(const Operands& op) {
+  std::vector<unsigned char> bytes;
+  ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.d, bytes));
+  const size_t width = verify::dtype_bytes(op.desc.d.dtype);
+  std::vector<bool> logical(bytes.size() / width, false);
+  const int64_t n_out = op.out_cols();
+  for (int64_t b = 0; b < op.desc.batch; ++b)
+    for (int64_t i = 0; i < op.desc.m; ++i)
+      for (int64_t j = 0; j < n_out; ++j) logical[size_t(anvil_test::offset_of(op.desc.d, i, j, b))] = true;
+  int64_t touched = 0, first = -1;
+  for (size_t e = 0; e < logical.size(); ++e) {
+    if (logical[e]) continue;
+    for (size_t byte = 0; byte < width; ++byte) {
+      if (bytes[e * width + byte] != 0xFF) {
+        if (first < 0) first = int64_t(e);
+        ++touched;
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(touched, 0) << "elements written outside the logical output, first at storage index " << first;
+}
+
+class KernelSweep : public ::testing::TestWithParam<std::tuple<int, Case>> {};
+
+TEST_P(KernelSweep, MatchesReference) {
+  REQUIRE_SM90();
+  const int kernel_index = std::get<0>(GetParam());
+  const Case& c = std::get<1>(GetParam());
+  GemmDesc desc = c.desc;
+  desc.kernel = kernel_index < 0 ? nullptr : anvil::kernel_name(kernel_index);
+
+  Operands op;
+  ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, desc, c.seed, c.c_is_d));
+  bool refused = false;
+  ASSERT_NO_FATAL_FAILURE(check_supported(op, kernel_index, &refused));
+  if (refused) {
+    Diagnostic diag;
+    anvil::can_implement(op.desc, &op.args, &diag);
+    GTEST_SKIP() << kernel_label(kernel_index) << " refuses cleanly: " << diag.message;
+  }
+
+  // Before the GEMM: with C aliasing D, the GEMM overwrites the C the reference reads.
+  CHECK_CUDA(verify::reference_gemm(op.desc, op.args, op.ref.as_float(), nullptr));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  ASSERT_NO_FATAL_FAILURE(run_gemm(op, nullptr));
+
+  const auto cmp = verify::compare(op.desc, op.d.get(), op.ref.as_float(), verify::tolerance_for(op.desc), nullptr);
+  ASSERT_GE(cmp.count, 0) << "the comparison itself failed (CUDA error)";
+  EXPECT_TRUE(cmp.passed) << kernel_label(kernel_index) << " on " << anvil_test::describe(op.desc) << ": "
+                          << anvil_test::describe(cmp);
+  if (!c.c_is_d) {
+    ASSERT_NO_FATAL_FAILURE(expect_padding_untouched(op));
+  }
+}
+
+std::string sweep_name(const ::testing::TestParamInfo<std::tuple<int, Case>>& info) {
+  return test_name_part(kernel_label(std::get<0>(info.param))) + "__" + std::get<1>(info.param).name;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllKernels, KernelSweep,
+                         ::testing::Combine(::testing::ValuesIn(kernel_indices()), ::testing::ValuesIn(sweep_cases())),
+                         sweep_name);
+
+// ---- determinism and graph capture, on a few representative cases ----
+
+std::vector<Case> repeat_cases() {
+  std::vector<Case> cases = {
+      {"lin_512x1024x512", linear(512, 1024, 512), false, 7},
+      {"lin_300x520x1000", linear(300, 520, 1000), false, 8},
+      {"bias_gelu_1000x1000x1000", with_epilogue(linear(1000, 1000, 1000), Activation::kGeluTanh, BiasMode::kPerColumn),
+       false, 9},
+  };
+  return cases;
+}
+
+std::string repeat_name(const ::testing::TestParamInfo<std::tuple<int, Case>>& info) { return sweep_name(info); }
+
+class KernelRepeat : public ::testing::TestWithParam<std::tuple<int, Case>> {
+ protected:
+  // Sets up the operands and says whether the named kernel refuses the case.
+  void prepare(Operands& op, bool* refused) {
+    const int kernel_index = std::get<0>(GetParam());
+    GemmDesc desc = std::get<1>(GetParam()).desc;
+    desc.kernel = kernel_index < 0 ? nullptr : anvil::kernel_name(kernel_index);
+    ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, desc, std::get<1>(GetParam()).seed));
+    ASSERT_NO_FATAL_FAILURE(check_supported(op, kernel_index, refused));
+  }
+};
+
+TEST_P(KernelRepeat, IsBitwiseDeterministic) {
+  REQUIRE_SM90();
+  Operands op;
+  bool refused = false;
+  ASSERT_NO_FATAL_FAILURE(prepare(op, &refused));
+  if (refused) GTEST_SKIP() << kernel_label(std::get<0>(GetParam())) << " refuses this case";
+
+  std::vector<unsigned char> first, second;
+  ASSERT_NO_FATAL_FAILURE(run_gemm(op, nullptr));
+  ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.d, first));
+  CHECK_CUDA(verify::poison(op.d.get(), op.desc.d.dtype, op.d_elements(), nullptr));
+  ASSERT_NO_FATAL_FAILURE(run_gemm(op, nullptr));
+  ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.d, second));
+  ASSERT_EQ(first.size(), second.size());
+  EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size()), 0) << "two runs differ";
+}
+
+// Owns the stream, graph and executable graph so an early test exit releases them.
+struct GraphResources {
+  cudaStream_t stream = nullptr;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ~GraphResources() {
+    if (exec != nullptr) cudaGraphExecDestroy(exec);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+};
+
+TEST_P(KernelRepeat, ReplaysFromACudaGraphLikeTheEagerCall) {
+  REQUIRE_SM90();
+  Operands op;
+  bool refused = false;
+  ASSERT_NO_FATAL_FAILURE(prepare(op, &refused));
+  if (refused) GTEST_SKIP() << kernel_label(std::get<0>(GetParam())) << " refuses this case";
+
+  GraphResources g;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
+  std::vector<unsigned char> eager;
+  ASSERT_NO_FATAL_FAILURE(run_gemm(op, g.stream));
+  ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.d, eager));
+
+  // Global mode makes any allocation or synchronisation inside gemm() fail the capture.
+  anvil::GemmArgs args = op.args;
+  args.stream = g.stream;
+  Diagnostic diag;
+  CHECK_CUDA(cudaStreamBeginCapture(g.stream, cudaStreamCaptureModeGlobal));
+  const Status s = anvil::gemm(op.desc, args, &diag);
+  const cudaError_t end = cudaStreamEndCapture(g.stream, &g.graph);
+  ASSERT_EQ(s, Status::kSuccess) << "gemm() during capture: " << anvil::to_string(s) << ": " << diag.message;
+  CHECK_CUDA(end);
+  CHECK_CUDA(cudaGraphInstantiate(&g.exec, g.graph, 0));
+
+  for (int replay = 0; replay < 2; ++replay) {
+    CHECK_CUDA(verify::poison(op.d.get(), op.desc.d.dtype, op.d_elements(), g.stream));
+    CHECK_CUDA(cudaGraphLaunch(g.exec, g.stream));
+    CHECK_CUDA(cudaStreamSynchronize(g.stream));
+    std::vector<unsigned char> replayed;
+    ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.d, replayed));
+    ASSERT_EQ(replayed.size(), eager.size());
+    EXPECT_EQ(std::memcmp(replayed.data(), eager.data(), eager.size()), 0) << "replay " << replay;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllKernels, KernelRepeat,
+                         ::testing::Combine(::testing::ValuesIn(kernel_indices()), ::testing::ValuesIn(repeat_cases())),
+                         repeat_name);
+
+// The probe scripts/test.sh prints: says which GPU the tier ran on, or why it skipped.
+TEST(GpuTier, Sm90DeviceAvailable) {
+  REQUIRE_SM90();
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("GPU tier running on %s (sm_%d%d, %d SMs)\n", prop.name, prop.major, prop.minor,
+              prop.multiProcessorCount);
+}
+
+}  // namespace

@@ -1,0 +1,141 @@
+// Shared data of anvil-bench: what to run (options, problems, kernels) and what came out
+// (rows), so that option parsing, measuring and reporting live in separate files.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "anvil/gemm.h"
+
+namespace bench {
+
+struct Problem {
+  std::string name;
+  int64_t m = 0, n = 0, k = 0;
+};
+
+struct Options {
+  std::vector<std::string> shape_files;
+  std::vector<int64_t> ms, ns, ks;
+  std::vector<std::string> only;  // keep just these shape names
+  anvil::DataType dtype = anvil::DataType::kBF16;
+  std::optional<anvil::DataType> out_dtype;  // default: same as dtype
+  std::vector<std::string> kernels = {"anvil", "cublas"};
+  int repeats = 7;
+  double min_replay_ms = 20.0;
+  int max_iters = 2000;
+  int max_input_sets = 64;
+  double mem_cap_gb = 40.0;
+  bool verify = true;
+  bool list = false;
+  std::string json_path, csv_path, anchors_path;
+  int device = 0;
+  uint64_t seed = 20261129;
+};
+
+// Exits with a message and status 1 on a bad command line; prints help and exits 0 on -h.
+Options parse_options(int argc, char** argv);
+
+// The problems the options name: shape files first (in file order), then the --m/--n/--k
+// product. Exits with a message on unreadable or malformed input.
+std::vector<Problem> load_problems(const Options& opt);
+
+struct KernelSpec {
+  enum class Kind { kAnvilAuto, kAnvilNamed, kCublas };
+  std::string label;  // what the row's `kernel` says
+  Kind kind = Kind::kAnvilAuto;
+};
+
+// Expands "anvil", "cublas", "all-ladder", "all" and registry names; exits on unknown ones.
+std::vector<KernelSpec> expand_kernels(const std::vector<std::string>& names);
+
+const char* dtype_name(anvil::DataType t);  // "bf16", "fp16", "f32"
+std::optional<anvil::DataType> parse_dtype(const std::string& s);
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct Row {
+  std::string kernel;
+  std::string name;
+  int64_t m = 0, n = 0, k = 0;
+  std::string dtype, out_dtype;
+  std::string status = "ok";  // ok | unsupported | error
+  std::string message;
+  std::optional<std::string> dispatched;
+  std::string method;
+  std::string algo;  // cuBLASLt's chosen configuration, for the record
+  std::vector<double> samples_us;
+  double us_median = kNaN, us_min = kNaN, us_max = kNaN;
+  double tflops = kNaN, gbps = kNaN, speedup_vs_cublas = kNaN;
+  std::optional<bool> verified;
+  double rel_error = kNaN, max_abs_error = kNaN;
+  int64_t nonfinite = -1, out_of_tolerance = -1;
+  double tol_rel_frobenius = kNaN;
+  int64_t iters = 0;
+  int input_sets = 0;
+  double sm_clock_mhz_after = kNaN;  // right after this problem's timing loop
+  double flops = 0, min_bytes = 0;
+};
+
+struct AnchorCheck {
+  std::string name;
+  int64_t m = 0, n = 0, k = 0;
+  std::string dtype;
+  double cublas_us = kNaN, anchor_us = kNaN, ratio = kNaN;  // ratio = cublas_us / anchor_us
+};
+
+struct RunInfo {
+  std::string gpu;
+  int sm_count = 0;
+  int64_t l2_bytes = 0;
+  std::string compute_capability;
+  int driver = 0, runtime = 0;
+  std::optional<std::string> driver_release;  // nvidia-smi's driver_version
+  double sm_clock_mhz_before = kNaN, sm_clock_mhz_after = kNaN;
+  std::string commit, date;
+  std::string dtype, out_dtype;
+  std::string method;
+  std::vector<std::string> kernels;
+  std::vector<std::string> shape_files;
+  int repeats = 0;
+  double min_replay_ms = 0;
+  int max_iters = 0;
+  bool verify = true;
+  std::string anchors_path;
+  std::optional<std::string> anchors_device;
+  std::vector<AnchorCheck> anchor_check;
+  std::optional<std::string> aborted;
+};
+
+struct Results {
+  RunInfo info;
+  std::vector<Row> rows;
+};
+
+// Reporting (report.cpp).
+void print_table(const Results& r);
+void print_anchor_check(const RunInfo& info);
+std::string to_json(const Results& r);
+std::string to_csv(const Results& r);
+// Writes text to path; returns false with a message on stderr on failure.
+bool write_file(const std::string& path, const std::string& text);
+
+// Anchors (anchors.cpp): loads the file up front, so a typo fails before a long run.
+struct Anchor {
+  std::string name;
+  int64_t m = 0, n = 0, k = 0;
+  std::string dtype;  // normalised: bf16 | fp16
+  double us_median = kNaN;
+};
+struct AnchorFile {
+  std::string path;
+  std::optional<std::string> device;
+  std::vector<Anchor> rows;
+};
+AnchorFile load_anchors(const std::string& path);
+std::vector<AnchorCheck> check_anchors(const AnchorFile& anchors, const std::vector<Row>& rows);
+
+}  // namespace bench

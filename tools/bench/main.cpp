@@ -1,0 +1,767 @@
+// anvil-bench: times anvil's kernels against cuBLASLt on nn.Linear problems.
+//
+// The numbers are meant to be quoted, so the protocol errs on the side of honesty:
+//  - inputs are random (never zeros, which run measurably faster on tensor cores) and
+//    rotate through enough sets that their total exceeds 3x L2, so no launch finds its
+//    operands already cached by the previous one;
+//  - launches are captured back to back in a CUDA graph, so launch overhead is not
+//    counted against short kernels, and a replay lasts long enough (>= 20 ms) for event
+//    resolution not to matter;
+//  - the kernels compared on one problem are timed in turn within each repeat, so clock
+//    changes under the 700 W power cap hit them all alike and their ratios are fair;
+//  - every kernel, cuBLAS included, is checked against an independent reference, both on
+//    a direct launch and on the captured graph that is actually timed.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "anvil/gemm.h"
+#include "bench.h"
+#include "check.h"
+#include "cublaslt_gemm.h"
+#include "spin.h"
+#include "system_info.h"
+#include "verify/verify.h"
+
+namespace bench {
+namespace {
+
+constexpr size_t kAlign = 256;  // what TMA and cuBLASLt's fastest paths want
+constexpr double kWarmupTargetMs = 5.0;
+// Long enough for the host to queue a round of graph replays behind it.
+constexpr double kSpinUs = 1000.0;
+constexpr int kMaxWarmupRounds = 12;
+constexpr float kFillScale = 1.0f;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// Left free beyond the input sets for graphs, cuBLAS internals and the CUDA context.
+constexpr size_t kHeadroomBytes = size_t(1) << 30;
+
+const char* kMethod =
+    "Per (shape, kernel): random inputs (never zeros) in R rotating input sets (A, W, D), R "
+    "chosen so that R x (bytes of A + W + D) > 3x L2 (2 <= R <= max-input-sets, memory "
+    "permitting). Warm-up launches time an estimate, then iters launches (a multiple of R, "
+    "enough for one replay to last >= min-replay-ms, at most max-iters) cycling through the "
+    "sets are captured back to back in one CUDA graph; the graph is replayed once as warm-up "
+    "(and verified), then replayed `repeats` times, each replay timed with CUDA events; "
+    "per-call time = replay time / iters; median, min and max of the repeats are reported. "
+    "Kernels on one shape are interleaved: each repeat queues one replay of every kernel back "
+    "to back (behind a 1 ms GPU spin, so the first replay does not wait on the host), events "
+    "between them, the starting kernel rotating, so ratios come from the same clocks. Every "
+    "kernel's output is checked against verify::reference_gemm (poisoned output first) after a "
+    "direct launch and after the warm-up replay of its graph. cuBLAS is cuBLASLt in the "
+    "same process on the same buffers (fp32 compute, 32 MiB workspace, heuristic's first "
+    "algorithm). Where a kernel cannot be captured, a batch of iters launches between events is "
+    "timed instead (row method says so). GB/s counts A and W read once and D written once.";
+
+std::string status_text(anvil::Status st, const anvil::Diagnostic& diag) {
+  std::string s = anvil::to_string(st);
+  if (diag.message[0]) s += std::string(": ") + diag.message;
+  return s;
+}
+
+size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+// Device memory owned for one problem; freed on scope exit so a skipped or failed problem
+// leaves nothing behind for the next.
+class DeviceAlloc {
+ public:
+  DeviceAlloc() = default;
+  ~DeviceAlloc() {
+    if (ptr_) (void)cudaFree(ptr_);
+  }
+  DeviceAlloc(const DeviceAlloc&) = delete;
+  DeviceAlloc& operator=(const DeviceAlloc&) = delete;
+  // False only for an out-of-memory refusal, which the caller reports per row; any other
+  // failure is fatal.
+  bool allocate(size_t bytes) {
+    cudaError_t e = cudaMalloc(&ptr_, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();  // clear it so later calls do not report it
+      ptr_ = nullptr;
+      return false;
+    }
+    BENCH_CUDA(e);
+    return true;
+  }
+  char* get() const { return static_cast<char*>(ptr_); }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
+struct Device {
+  int ordinal = 0;
+  cudaDeviceProp prop{};
+  std::string pci_bus_id;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  std::unique_ptr<CublasLtGemm> cublas;
+  bool spin_ok = true;
+};
+
+// Where one problem's rotating input sets live.
+struct InputSets {
+  int count = 0;
+  size_t a_bytes = 0, w_bytes = 0, d_bytes = 0, set_bytes = 0;
+  char* base = nullptr;
+  void* a(int s) const { return base + size_t(s) * set_bytes; }
+  void* w(int s) const { return base + size_t(s) * set_bytes + align_up(a_bytes); }
+  void* d(int s) const {
+    return base + size_t(s) * set_bytes + align_up(a_bytes) + align_up(w_bytes);
+  }
+};
+
+struct Candidate {
+  const KernelSpec* spec = nullptr;
+  size_t row = 0;  // index into Results::rows (the vector may grow meanwhile)
+  anvil::GemmDesc desc;
+  bool active = false;
+  cudaGraphExec_t graph = nullptr;
+  int iters = 0;
+};
+
+struct ProblemContext {
+  const Problem* problem = nullptr;
+  Device* dev = nullptr;
+  InputSets sets;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+
+// One launch of candidate c on input set s. Returns false with a reason instead of
+// exiting, because a failure inside graph capture is expected for some kernels.
+bool launch(const Candidate& c, const ProblemContext& ctx, int s, std::string& err) {
+  if (c.spec->kind == KernelSpec::Kind::kCublas) {
+    cublasStatus_t st =
+        ctx.dev->cublas->run(ctx.sets.a(s), ctx.sets.w(s), ctx.sets.d(s), ctx.dev->stream);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+      err = std::string("cublasLtMatmul: ") + cublas_status_text(st);
+      return false;
+    }
+    return true;
+  }
+  anvil::GemmArgs args;
+  args.a = ctx.sets.a(s);
+  args.b = ctx.sets.w(s);
+  args.d = ctx.sets.d(s);
+  args.workspace = ctx.workspace;
+  args.workspace_bytes = ctx.workspace_bytes;
+  args.stream = ctx.dev->stream;
+  anvil::Diagnostic diag;
+  anvil::Status st = anvil::gemm(c.desc, args, &diag);
+  if (st != anvil::Status::kSuccess) {
+    err = "anvil::gemm: " + status_text(st, diag);
+    return false;
+  }
+  return true;
+}
+
+// Waits for the stream; a failure here is a kernel fault (bad address, trap), after which
+// the CUDA context is unusable, so it ends the run naming the culprit.
+void sync_or_die(const ProblemContext& ctx, const std::string& who) {
+  cudaError_t e = cudaStreamSynchronize(ctx.dev->stream);
+  if (e != cudaSuccess)
+    fatal("%s on %s failed while running: %s (%s)", who.c_str(), ctx.problem->name.c_str(),
+          cudaGetErrorName(e), cudaGetErrorString(e));
+  e = cudaGetLastError();
+  if (e != cudaSuccess)
+    fatal("%s on %s left a CUDA error: %s (%s)", who.c_str(), ctx.problem->name.c_str(),
+          cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+float elapsed_ms(const Device& dev) {
+  BENCH_CUDA(cudaEventSynchronize(dev.stop));
+  float ms = 0;
+  BENCH_CUDA(cudaEventElapsedTime(&ms, dev.start, dev.stop));
+  return ms;
+}
+
+// Times n direct launches cycling through the sets; NaN (with err) if a launch failed.
+double time_batch(const Candidate& c, const ProblemContext& ctx, int n, std::string& err) {
+  const Device& dev = *ctx.dev;
+  BENCH_CUDA(cudaEventRecord(dev.start, dev.stream));
+  for (int i = 0; i < n; ++i) {
+    if (!launch(c, ctx, i % ctx.sets.count, err)) {
+      sync_or_die(ctx, c.spec->label);
+      return kNaN;
+    }
+  }
+  BENCH_CUDA(cudaEventRecord(dev.stop, dev.stream));
+  float ms = elapsed_ms(dev);
+  sync_or_die(ctx, c.spec->label);
+  return ms;
+}
+
+// Launch counts are multiples of the set count, so every replay starts on set 0 after set
+// R-1 was last touched: the first launch of a replay finds no operand in L2 either.
+int64_t round_to_sets(int64_t n, int sets) { return (n + sets - 1) / sets * sets; }
+
+int choose_iters(double est_us, const Options& opt, int sets) {
+  int64_t cap = std::max<int64_t>(sets, int64_t(opt.max_iters) / sets * sets);
+  double want = est_us > 0 ? opt.min_replay_ms * 1000.0 / est_us : double(cap);
+  int64_t it = round_to_sets(static_cast<int64_t>(std::ceil(std::min(want, 1e9))), sets);
+  return static_cast<int>(std::clamp<int64_t>(it, sets, cap));
+}
+
+// Captures iters launches into a graph. Returns false with a reason when the kernel
+// cannot be captured; the stream is left out of capture mode either way.
+bool capture(Candidate& c, const ProblemContext& ctx, std::string& why) {
+  cudaStream_t stream = ctx.dev->stream;
+  BENCH_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  std::string err;
+  bool ok = true;
+  for (int i = 0; i < c.iters && ok; ++i) ok = launch(c, ctx, i % ctx.sets.count, err);
+  cudaGraph_t graph = nullptr;
+  cudaError_t e = cudaStreamEndCapture(stream, &graph);
+  if (!ok || e != cudaSuccess || graph == nullptr) {
+    why = !ok ? err : std::string("cudaStreamEndCapture: ") + cudaGetErrorName(e);
+    if (graph) (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError();  // capture errors are not sticky; clear for the fallback
+    return false;
+  }
+  cudaGraphExec_t exec = nullptr;
+  e = cudaGraphInstantiate(&exec, graph, 0);
+  (void)cudaGraphDestroy(graph);
+  if (e != cudaSuccess) {
+    why = std::string("cudaGraphInstantiate: ") + cudaGetErrorName(e);
+    (void)cudaGetLastError();
+    return false;
+  }
+  c.graph = exec;
+  return true;
+}
+
+// Enqueues candidate c's timed unit: one graph replay, or the same launches directly.
+void enqueue_timed(const Candidate& c, const ProblemContext& ctx) {
+  if (c.graph) {
+    BENCH_CUDA(cudaGraphLaunch(c.graph, ctx.dev->stream));
+    return;
+  }
+  std::string err;
+  for (int i = 0; i < c.iters; ++i) {
+    // It launched fine during warm-up, so a refusal now is a bug worth stopping for.
+    if (!launch(c, ctx, i % ctx.sets.count, err))
+      fatal("%s on %s: %s", c.spec->label.c_str(), ctx.problem->name.c_str(), err.c_str());
+  }
+}
+
+// Events for one round of interleaved timing: boundary j is recorded before kernel j's
+// replay, so kernel j's time is the span from event j to event j+1.
+class EventChain {
+ public:
+  explicit EventChain(size_t n) : events_(n, nullptr) {
+    for (auto& e : events_) BENCH_CUDA(cudaEventCreate(&e));
+  }
+  ~EventChain() {
+    for (auto e : events_) (void)cudaEventDestroy(e);
+  }
+  EventChain(const EventChain&) = delete;
+  EventChain& operator=(const EventChain&) = delete;
+  cudaEvent_t operator[](size_t i) const { return events_[i]; }
+
+ private:
+  std::vector<cudaEvent_t> events_;
+};
+
+// Poisons set 0's output, runs `run` (which must write it) and checks it against ref.
+// Records the worse of successive checks in row.
+template <typename Run>
+bool check_output(Row& row, const Candidate& c, const ProblemContext& ctx, const float* ref,
+                  Run&& run, const char* stage) {
+  const anvil::GemmDesc& desc = c.desc;
+  int64_t d_elems =
+      anvil::verify::storage_elements(desc.d, desc.m, anvil::verify::output_cols(desc), 1);
+  BENCH_CUDA(anvil::verify::poison(ctx.sets.d(0), desc.d.dtype, d_elems, ctx.dev->stream));
+  if (!run()) return false;
+  sync_or_die(ctx, c.spec->label);
+  anvil::verify::Tolerance tol = anvil::verify::tolerance_for(desc);
+  anvil::verify::Comparison cmp =
+      anvil::verify::compare(desc, ctx.sets.d(0), ref, tol, ctx.dev->stream);
+  sync_or_die(ctx, std::string("verify::compare after ") + c.spec->label);
+  bool first = !row.verified.has_value();
+  bool passed = cmp.passed && (first || *row.verified);
+  if (first || !cmp.passed || !(cmp.rel_frobenius <= row.rel_error)) {
+    row.rel_error = cmp.rel_frobenius;
+    row.max_abs_error = cmp.max_abs_err;
+    row.nonfinite = cmp.nonfinite;
+    row.out_of_tolerance = cmp.out_of_tolerance;
+  }
+  row.tol_rel_frobenius = tol.rel_frobenius;
+  row.verified = passed;
+  if (!cmp.passed) {
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "verification failed (%s): rel %.3e (tol %.1e), %lld non-finite, %lld out of "
+                  "tolerance, max abs err %.3e",
+                  stage, cmp.rel_frobenius, tol.rel_frobenius,
+                  static_cast<long long>(cmp.nonfinite),
+                  static_cast<long long>(cmp.out_of_tolerance), cmp.max_abs_err);
+    if (row.message.empty()) row.message = buf;
+  }
+  return true;
+}
+
+void mark_all(Results& res, const std::vector<Candidate>& cands, const char* status,
+              const std::string& msg) {
+  for (const auto& c : cands) {
+    Row& row = res.rows[c.row];
+    if (row.status != "ok") continue;
+    row.status = status;
+    row.message = msg;
+  }
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return kNaN;
+  std::sort(v.begin(), v.end());
+  size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+void run_problem(const Problem& p, int index, int total, const Options& opt,
+                 const std::vector<KernelSpec>& specs, Device& dev, Results& res) {
+  const anvil::DataType in = opt.dtype;
+  const anvil::DataType out = opt.out_dtype.value_or(opt.dtype);
+  const anvil::GemmDesc base = anvil::linear_desc(p.m, p.n, p.k, in, out);
+  namespace verify = anvil::verify;
+
+  ProblemContext ctx;
+  ctx.problem = &p;
+  ctx.dev = &dev;
+  const int64_t out_cols = verify::output_cols(base);
+  const int64_t a_elems = verify::storage_elements(base.a, p.m, p.k, 1);
+  const int64_t w_elems = verify::storage_elements(base.b, p.k, p.n, 1);
+  const int64_t d_elems = verify::storage_elements(base.d, p.m, out_cols, 1);
+  ctx.sets.a_bytes = size_t(a_elems) * verify::dtype_bytes(in);
+  ctx.sets.w_bytes = size_t(w_elems) * verify::dtype_bytes(in);
+  ctx.sets.d_bytes = size_t(d_elems) * verify::dtype_bytes(out);
+  ctx.sets.set_bytes =
+      align_up(ctx.sets.a_bytes) + align_up(ctx.sets.w_bytes) + align_up(ctx.sets.d_bytes);
+
+  const double flops = 2.0 * double(p.m) * double(p.n) * double(p.k);
+  const double min_bytes = double(p.m * p.k + p.n * p.k) * double(verify::dtype_bytes(in)) +
+                           double(p.m * out_cols) * double(verify::dtype_bytes(out));
+
+  std::fprintf(stderr, "[%d/%d] %s  M=%lld N=%lld K=%lld\n", index + 1, total, p.name.c_str(),
+               static_cast<long long>(p.m), static_cast<long long>(p.n),
+               static_cast<long long>(p.k));
+
+  // ---- one row per kernel, and the description-level checks ----
+  std::vector<Candidate> cands;
+  size_t workspace_needed = 0;
+  for (const auto& spec : specs) {
+    Row row;
+    row.kernel = spec.label;
+    row.name = p.name;
+    row.m = p.m;
+    row.n = p.n;
+    row.k = p.k;
+    row.dtype = dtype_name(in);
+    row.out_dtype = dtype_name(out);
+    row.flops = flops;
+    row.min_bytes = min_bytes;
+    Candidate c;
+    c.spec = &spec;
+    c.desc = base;
+    if (spec.kind == KernelSpec::Kind::kCublas) {
+      std::string why;
+      if (!dev.cublas->prepare(p.m, p.n, p.k, in, out, why)) {
+        row.status = "unsupported";
+        row.message = why;
+      } else {
+        row.algo = dev.cublas->algo_description();
+      }
+    } else {
+      if (spec.kind == KernelSpec::Kind::kAnvilNamed) {
+        c.desc.kernel = spec.label.c_str();
+        row.dispatched = spec.label;
+      } else {
+        const char* picked = anvil::dispatch_name(c.desc);
+        if (picked) row.dispatched = std::string(picked);
+      }
+      anvil::Diagnostic diag;
+      anvil::Status st = anvil::can_implement(c.desc, nullptr, &diag);
+      if (st != anvil::Status::kSuccess) {
+        row.status = "unsupported";
+        row.message = status_text(st, diag);
+      } else {
+        workspace_needed = std::max(workspace_needed, anvil::workspace_size(c.desc));
+      }
+    }
+    c.active = row.status == "ok";
+    c.row = res.rows.size();
+    res.rows.push_back(std::move(row));
+    cands.push_back(c);
+  }
+  auto any_active = [&]() {
+    return std::any_of(cands.begin(), cands.end(), [](const Candidate& c) { return c.active; });
+  };
+  for (const auto& c : cands) {
+    const Row& row = res.rows[c.row];
+    if (!c.active)
+      std::fprintf(stderr, "    %-28s %s: %s\n", c.spec->label.c_str(), row.status.c_str(),
+                   row.message.c_str());
+  }
+  if (!any_active()) return;
+
+  // ---- input sets: enough to exceed 3x L2, within the memory cap and what is free ----
+  const size_t set_bytes = ctx.sets.set_bytes;
+  const size_t l2 = size_t(std::max(dev.prop.l2CacheSize, 0));
+  int64_t r = int64_t(3 * l2 / set_bytes) + 1;
+  r = std::min<int64_t>(std::max<int64_t>(r, 2), opt.max_input_sets);
+  const size_t ref_bytes = opt.verify ? align_up(size_t(p.m * out_cols) * sizeof(float)) : 0;
+  size_t free_bytes = 0, total_bytes = 0;
+  BENCH_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const double extras = double(ref_bytes + align_up(workspace_needed) + kHeadroomBytes);
+  const double budget = std::min(opt.mem_cap_gb * kGiB, double(free_bytes) - extras);
+  const int64_t fit = budget > 0 ? int64_t(budget / double(set_bytes)) : 0;
+  if (fit < 1) {
+    char buf[200];
+    std::snprintf(
+        buf, sizeof(buf),
+        "one input set (%.2f GiB) plus reference does not fit: %.2f GiB free, cap %.1f GiB",
+        double(set_bytes) / kGiB, double(free_bytes) / kGiB, opt.mem_cap_gb);
+    mark_all(res, cands, "error", buf);
+    std::fprintf(stderr, "    skipped: %s\n", buf);
+    return;
+  }
+  r = std::min(r, fit);
+  const int sets = static_cast<int>(r);
+  ctx.sets.count = sets;
+
+  DeviceAlloc set_mem, ref_mem, ws_mem;
+  if (!set_mem.allocate(size_t(sets) * set_bytes) || (ref_bytes && !ref_mem.allocate(ref_bytes)) ||
+      (workspace_needed && !ws_mem.allocate(align_up(workspace_needed)))) {
+    mark_all(res, cands, "error", "cudaMalloc: out of device memory");
+    std::fprintf(stderr, "    skipped: out of device memory\n");
+    return;
+  }
+  ctx.sets.base = set_mem.get();
+  ctx.workspace = ws_mem.get();
+  ctx.workspace_bytes = workspace_needed ? align_up(workspace_needed) : 0;
+  float* ref = reinterpret_cast<float*>(ref_mem.get());
+
+  for (int s = 0; s < sets; ++s) {
+    // Distinct seeds per set and operand, so no two sets hold the same data.
+    uint64_t seed = opt.seed + uint64_t(s) * 2;
+    BENCH_CUDA(verify::fill_random(ctx.sets.a(s), in, a_elems, seed, kFillScale, dev.stream));
+    BENCH_CUDA(verify::fill_random(ctx.sets.w(s), in, w_elems, seed + 1, kFillScale, dev.stream));
+  }
+  sync_or_die(ctx, "verify::fill_random");
+
+  // ---- argument-level checks (alignment, workspace) on the real pointers ----
+  for (auto& c : cands) {
+    if (!c.active || c.spec->kind == KernelSpec::Kind::kCublas) continue;
+    anvil::GemmArgs args;
+    args.a = ctx.sets.a(0);
+    args.b = ctx.sets.w(0);
+    args.d = ctx.sets.d(0);
+    args.workspace = ctx.workspace;
+    args.workspace_bytes = ctx.workspace_bytes;
+    args.stream = dev.stream;
+    anvil::Diagnostic diag;
+    anvil::Status st = anvil::can_implement(c.desc, &args, &diag);
+    if (st != anvil::Status::kSuccess) {
+      Row& row = res.rows[c.row];
+      row.status = "unsupported";
+      row.message = status_text(st, diag);
+      c.active = false;
+      std::fprintf(stderr, "    %-28s unsupported: %s\n", c.spec->label.c_str(),
+                   row.message.c_str());
+    }
+  }
+  if (!any_active()) return;
+
+  // ---- the reference, once per problem, on set 0 ----
+  if (opt.verify) {
+    anvil::GemmArgs args;
+    args.a = ctx.sets.a(0);
+    args.b = ctx.sets.w(0);
+    BENCH_CUDA(cudaEventRecord(dev.start, dev.stream));
+    BENCH_CUDA(verify::reference_gemm(base, args, ref, dev.stream));
+    BENCH_CUDA(cudaEventRecord(dev.stop, dev.stream));
+    float ms = elapsed_ms(dev);
+    sync_or_die(ctx, "verify::reference_gemm");
+    std::fprintf(stderr, "    reference: %.1f ms; %d input sets of %.1f MiB (L2 %.1f MiB)\n", ms,
+                 sets, double(set_bytes) / (1 << 20), double(l2) / (1 << 20));
+  } else {
+    std::fprintf(stderr, "    %d input sets of %.1f MiB (L2 %.1f MiB)\n", sets,
+                 double(set_bytes) / (1 << 20), double(l2) / (1 << 20));
+  }
+
+  // ---- per kernel: verify, warm up, choose iters, capture, replay once ----
+  for (auto& c : cands) {
+    if (!c.active) continue;
+    Row& row = res.rows[c.row];
+    row.input_sets = sets;
+    if (c.spec->kind == KernelSpec::Kind::kCublas) {
+      // Descriptors are per problem and the kernel list has at most one cuBLAS entry, but
+      // preparing again keeps this independent of the row loop above.
+      std::string why;
+      if (!dev.cublas->prepare(p.m, p.n, p.k, in, out, why)) fatal("cuBLASLt: %s", why.c_str());
+    }
+    std::string err;
+    auto fail_row = [&](const std::string& msg) {
+      row.status = "error";
+      row.message = msg;
+      c.active = false;
+      std::fprintf(stderr, "    %-28s error: %s\n", c.spec->label.c_str(), msg.c_str());
+    };
+
+    if (opt.verify) {
+      bool launched = check_output(
+          row, c, ctx, ref, [&] { return launch(c, ctx, 0, err); }, "direct launch");
+      if (!launched) {
+        sync_or_die(ctx, c.spec->label);
+        fail_row(err);
+        continue;
+      }
+    }
+
+    // Warm-up doubling as the estimate: batches grow until one lasts kWarmupTargetMs,
+    // then the last batch's per-call time sizes the graph.
+    int n = sets;
+    double ms = 0;
+    const int64_t cap = std::max<int64_t>(sets, int64_t(opt.max_iters) / sets * sets);
+    for (int round = 0;; ++round) {
+      ms = time_batch(c, ctx, n, err);
+      if (std::isnan(ms)) break;
+      if (ms >= kWarmupTargetMs || n >= cap || round + 1 >= kMaxWarmupRounds) break;
+      double grow = kWarmupTargetMs / std::max(ms, 1e-3);
+      int64_t next = round_to_sets(static_cast<int64_t>(std::ceil(n * std::min(grow, 1e4))), sets);
+      n = static_cast<int>(std::min<int64_t>(std::max<int64_t>(next, int64_t(n) * 2), cap));
+    }
+    if (std::isnan(ms)) {
+      fail_row(err);
+      continue;
+    }
+    const double est_us = ms * 1000.0 / n;
+    c.iters = choose_iters(est_us, opt, sets);
+    row.iters = c.iters;
+
+    std::string why;
+    if (capture(c, ctx, why)) {
+      row.method = "graph";
+      if (opt.verify) {
+        check_output(
+            row, c, ctx, ref,
+            [&] {
+              BENCH_CUDA(cudaGraphLaunch(c.graph, dev.stream));
+              return true;
+            },
+            "graph replay");
+      } else {
+        BENCH_CUDA(cudaGraphLaunch(c.graph, dev.stream));
+        sync_or_die(ctx, c.spec->label);
+      }
+    } else {
+      row.method = "events-batch (graph capture failed: " + why + ")";
+      enqueue_timed(c, ctx);  // the warm-up the graph replay would have been
+      sync_or_die(ctx, c.spec->label);
+    }
+    std::fprintf(stderr, "    %-28s ready: ~%.2f us/call, %d launches per replay, %s%s\n",
+                 c.spec->label.c_str(), est_us, c.iters, c.graph ? "graph" : "no graph",
+                 row.verified ? (*row.verified ? ", verified" : ", VERIFICATION FAILED") : "");
+  }
+
+  // ---- interleaved timing ----
+  std::vector<Candidate*> active;
+  for (auto& c : cands)
+    if (c.active) active.push_back(&c);
+  EventChain events(active.size() + 1);
+  for (int rep = 0; rep < opt.repeats && !active.empty(); ++rep) {
+    // Rotating who goes first keeps any drift inside a round from always favouring the
+    // same kernel.
+    std::vector<Candidate*> order;
+    for (size_t j = 0; j < active.size(); ++j)
+      order.push_back(active[(j + size_t(rep)) % active.size()]);
+    if (dev.spin_ok && launch_spin(dev.stream, kSpinUs) != cudaSuccess) {
+      // Only a nicety (e.g. no sm_90a image on another GPU): go on without it.
+      (void)cudaGetLastError();
+      dev.spin_ok = false;
+    }
+    // The whole round is queued before waiting, so consecutive replays run back to back
+    // with no host round trip between them.
+    BENCH_CUDA(cudaEventRecord(events[0], dev.stream));
+    for (size_t j = 0; j < order.size(); ++j) {
+      enqueue_timed(*order[j], ctx);
+      BENCH_CUDA(cudaEventRecord(events[j + 1], dev.stream));
+    }
+    sync_or_die(ctx, "timed replays (" + std::to_string(order.size()) + " kernels)");
+    for (size_t j = 0; j < order.size(); ++j) {
+      float ms = 0;
+      BENCH_CUDA(cudaEventElapsedTime(&ms, events[j], events[j + 1]));
+      res.rows[order[j]->row].samples_us.push_back(double(ms) * 1000.0 / order[j]->iters);
+    }
+  }
+  double clock_after = sm_clock_mhz(dev.pci_bus_id).value_or(kNaN);
+
+  for (auto& c : cands) {
+    if (c.graph) {
+      (void)cudaGraphExecDestroy(c.graph);
+      c.graph = nullptr;
+    }
+    if (!c.active) continue;
+    Row& row = res.rows[c.row];
+    row.sm_clock_mhz_after = clock_after;
+    if (row.samples_us.empty()) continue;
+    row.us_median = median_of(row.samples_us);
+    row.us_min = *std::min_element(row.samples_us.begin(), row.samples_us.end());
+    row.us_max = *std::max_element(row.samples_us.begin(), row.samples_us.end());
+    row.tflops = flops / row.us_median / 1e6;
+    row.gbps = min_bytes / row.us_median / 1e3;
+  }
+  // A cuBLAS that failed verification still serves as the baseline: its row shows the
+  // failure, and hiding every ratio would make the cause harder to see.
+  double cublas_us = kNaN;
+  for (const auto& c : cands) {
+    const Row& row = res.rows[c.row];
+    if (c.spec->kind == KernelSpec::Kind::kCublas && row.status == "ok") cublas_us = row.us_median;
+  }
+  for (const auto& c : cands) {
+    Row& row = res.rows[c.row];
+    if (row.status == "ok" && std::isfinite(cublas_us))
+      row.speedup_vs_cublas = cublas_us / row.us_median;
+    if (row.status != "ok") continue;
+    char ratio[48] = "";
+    if (std::isfinite(row.speedup_vs_cublas))
+      std::snprintf(ratio, sizeof(ratio), "  %.3fx cuBLAS", row.speedup_vs_cublas);
+    std::fprintf(stderr, "    %-28s %10.2f us  %7.1f TFLOP/s  %6.0f GB/s  [%.2f..%.2f]%s%s\n",
+                 c.spec->label.c_str(), row.us_median, row.tflops, row.gbps, row.us_min, row.us_max,
+                 ratio, row.verified && !*row.verified ? "  WRONG RESULT" : "");
+  }
+}
+
+void list_kernels() {
+  std::printf("anvil kernels (use with --kernels; 'anvil' = the dispatcher's pick):\n");
+  for (int i = 0; i < anvil::kernel_count(); ++i) {
+    const char* summary = anvil::kernel_summary(i);
+    std::printf("  %-28s %s\n", anvil::kernel_name(i), summary ? summary : "");
+  }
+  std::printf("  %-28s %s\n", "cublas", "cuBLASLt, fp32 compute, heuristic's first algorithm");
+}
+
+void write_outputs(const Options& opt, const Results& res) {
+  bool ok = true;
+  if (!opt.json_path.empty()) ok &= write_file(opt.json_path, to_json(res));
+  if (!opt.csv_path.empty()) ok &= write_file(opt.csv_path, to_csv(res));
+  if (!ok) std::exit(1);
+}
+
+int run(int argc, char** argv) {
+  Options opt = parse_options(argc, argv);
+  if (opt.list) {
+    list_kernels();
+    return 0;
+  }
+  // Everything that can be checked without a GPU is checked first, so a typo in a suite or
+  // a kernel name fails in a second rather than after minutes of measuring.
+  std::vector<Problem> problems = load_problems(opt);
+  std::vector<KernelSpec> specs = expand_kernels(opt.kernels);
+  std::optional<AnchorFile> anchors;
+  if (!opt.anchors_path.empty()) anchors = load_anchors(opt.anchors_path);
+
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    std::fprintf(stderr,
+                 "anvil-bench: no usable CUDA GPU (%s); anvil-bench must run on a machine with "
+                 "an NVIDIA GPU and driver.\n",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "no devices");
+    return 2;
+  }
+  if (opt.device >= count) {
+    std::fprintf(stderr, "anvil-bench: --device %d, but only %d CUDA device(s)\n", opt.device,
+                 count);
+    return 1;
+  }
+
+  Device dev;
+  dev.ordinal = opt.device;
+  BENCH_CUDA(cudaSetDevice(dev.ordinal));
+  BENCH_CUDA(cudaGetDeviceProperties(&dev.prop, dev.ordinal));
+  char bus[64] = {};
+  if (cudaDeviceGetPCIBusId(bus, sizeof(bus), dev.ordinal) == cudaSuccess) dev.pci_bus_id = bus;
+  BENCH_CUDA(cudaStreamCreateWithFlags(&dev.stream, cudaStreamNonBlocking));
+  BENCH_CUDA(cudaEventCreate(&dev.start));
+  BENCH_CUDA(cudaEventCreate(&dev.stop));
+  bool want_cublas = std::any_of(specs.begin(), specs.end(), [](const KernelSpec& s) {
+    return s.kind == KernelSpec::Kind::kCublas;
+  });
+  if (want_cublas) dev.cublas = std::make_unique<CublasLtGemm>();
+
+  Results res;
+  RunInfo& info = res.info;
+  info.gpu = dev.prop.name;
+  info.sm_count = dev.prop.multiProcessorCount;
+  info.l2_bytes = dev.prop.l2CacheSize;
+  info.compute_capability = std::to_string(dev.prop.major) + "." + std::to_string(dev.prop.minor);
+  BENCH_CUDA(cudaDriverGetVersion(&info.driver));
+  BENCH_CUDA(cudaRuntimeGetVersion(&info.runtime));
+  info.driver_release =
+      first_line_of("nvidia-smi --query-gpu=driver_version --format=csv,noheader" +
+                    (dev.pci_bus_id.empty() ? std::string() : " -i " + dev.pci_bus_id));
+  info.commit = commit_id();
+  info.date = utc_now_iso8601();
+  info.dtype = dtype_name(opt.dtype);
+  info.out_dtype = dtype_name(opt.out_dtype.value_or(opt.dtype));
+  info.method = kMethod;
+  for (const auto& s : specs) info.kernels.push_back(s.label);
+  info.shape_files = opt.shape_files;
+  info.repeats = opt.repeats;
+  info.min_replay_ms = opt.min_replay_ms;
+  info.max_iters = opt.max_iters;
+  info.verify = opt.verify;
+  if (anchors) {
+    info.anchors_path = anchors->path;
+    info.anchors_device = anchors->device;
+  }
+
+  if (dev.prop.major != 9)
+    std::fprintf(stderr,
+                 "anvil-bench: warning: %s is sm_%d%d; anvil's kernels are built for sm_90a and "
+                 "will be reported unsupported\n",
+                 dev.prop.name, dev.prop.major, dev.prop.minor);
+  std::fprintf(stderr, "anvil-bench: %s, %d SMs, L2 %.0f MiB, driver %d, runtime %d, commit %s\n",
+               info.gpu.c_str(), info.sm_count, double(info.l2_bytes) / (1 << 20), info.driver,
+               info.runtime, info.commit.c_str());
+
+  // If a CUDA error ends the run part-way, what was measured so far is still written.
+  set_fatal_hook([&](const std::string& why) {
+    res.info.aborted = why;
+    res.info.sm_clock_mhz_after = kNaN;
+    if (!opt.json_path.empty()) write_file(opt.json_path, to_json(res));
+    if (!opt.csv_path.empty()) write_file(opt.csv_path, to_csv(res));
+    if (!res.rows.empty()) print_table(res);
+  });
+
+  info.sm_clock_mhz_before = sm_clock_mhz(dev.pci_bus_id).value_or(kNaN);
+  for (size_t i = 0; i < problems.size(); ++i)
+    run_problem(problems[i], static_cast<int>(i), static_cast<int>(problems.size()), opt, specs,
+                dev, res);
+  info.sm_clock_mhz_after = sm_clock_mhz(dev.pci_bus_id).value_or(kNaN);
+
+  if (anchors) info.anchor_check = check_anchors(*anchors, res.rows);
+  set_fatal_hook(nullptr);
+
+  print_table(res);
+  print_anchor_check(info);
+  write_outputs(opt, res);
+
+  dev.cublas.reset();
+  (void)cudaEventDestroy(dev.start);
+  (void)cudaEventDestroy(dev.stop);
+  (void)cudaStreamDestroy(dev.stream);
+  return 0;
+}
+
+}  // namespace
+}  // namespace bench
+
+int main(int argc, char** argv) { return bench::run(argc, argv); }

@@ -1,0 +1,321 @@
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "bench.h"
+#include "json.h"
+
+namespace bench {
+
+namespace {
+
+const char* kUsage =
+    "usage: anvil-bench [options]\n"
+    "\n"
+    "Times anvil's GEMM kernels against cuBLASLt on nn.Linear problems\n"
+    "D[M,N] = A[M,K] W[N,K]^T (all row-major), verifying every result.\n"
+    "\n"
+    "problems:\n"
+    "  --shapes FILE        shape suite {\"shapes\": [{\"name\", \"M\", \"N\", \"K\"}, ...]};\n"
+    "                       may be given more than once\n"
+    "  --m LIST --n LIST --k LIST\n"
+    "                       comma lists; every combination is run (names m<M>n<N>k<K>)\n"
+    "  --only NAMES         keep only these shape names (comma list)\n"
+    "\n"
+    "what to run:\n"
+    "  --kernels LIST       comma list of: anvil (the dispatcher's pick), cublas,\n"
+    "                       all-ladder (every ladder-* kernel), all (every anvil kernel),\n"
+    "                       or kernel names from --list   [anvil,cublas]\n"
+    "  --dtype bf16|fp16    input dtype   [bf16]\n"
+    "  --out-dtype bf16|fp16|f32   output dtype   [same as --dtype]\n"
+    "  --list               print anvil's kernels and exit\n"
+    "\n"
+    "measuring:\n"
+    "  --repeats N          timed graph replays per kernel, interleaved   [7]\n"
+    "  --min-replay-ms MS   launches per replay are chosen to last at least this   [20]\n"
+    "  --max-iters N        cap on launches per replay   [2000]\n"
+    "  --max-input-sets N   cap on rotating input sets   [64]\n"
+    "  --mem-cap-gb GB      cap on the input sets' total size   [40]\n"
+    "  --no-verify          skip the correctness check\n"
+    "  --seed N             base seed of the random inputs\n"
+    "  --device N           CUDA device ordinal   [0]\n"
+    "\n"
+    "output:\n"
+    "  --json FILE          full results as JSON\n"
+    "  --csv FILE           one line per (shape, kernel)\n"
+    "  --check-anchors FILE compare the cuBLAS times with an anchor file's us_median\n"
+    "\n"
+    "Exit status: 0 done, 1 error, 2 no usable CUDA GPU.\n";
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::fprintf(stderr, "anvil-bench: %s\n(anvil-bench --help lists the options)\n", msg.c_str());
+  std::exit(1);
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    std::string item = s.substr(start, comma - start);
+    // Surrounding spaces come from quoting like --kernels "anvil, cublas".
+    size_t b = item.find_first_not_of(' ');
+    size_t e = item.find_last_not_of(' ');
+    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+    start = comma + 1;
+  }
+  return out;
+}
+
+int64_t parse_int(const std::string& s, const char* what, int64_t lo, int64_t hi) {
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || errno != 0 || v < lo || v > hi) {
+    usage_error(std::string("bad value for ") + what + ": '" + s + "'");
+  }
+  return v;
+}
+
+double parse_positive_double(const std::string& s, const char* what) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || !(v > 0)) {
+    usage_error(std::string("bad value for ") + what + ": '" + s + "'");
+  }
+  return v;
+}
+
+std::vector<int64_t> parse_dims(const std::string& s, const char* what) {
+  std::vector<int64_t> out;
+  for (const auto& item : split_commas(s)) out.push_back(parse_int(item, what, 1, 1 << 24));
+  if (out.empty()) usage_error(std::string("empty list for ") + what);
+  return out;
+}
+
+// A shape dimension read from JSON: a positive whole number that fits the kernels' sizes.
+bool json_dim(const json::Value* v, int64_t& out) {
+  if (!v || !v->is_number()) return false;
+  double d = v->as_number();
+  if (!(d >= 1 && d <= (1 << 24)) || d != static_cast<double>(static_cast<int64_t>(d)))
+    return false;
+  out = static_cast<int64_t>(d);
+  return true;
+}
+
+// snprintf rather than string concatenation: GCC 12 raises a false -Wrestrict on
+// "m" + std::to_string(...) at -O3.
+std::string dims_name(int64_t m, int64_t n, int64_t k) {
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "m%lldn%lldk%lld", static_cast<long long>(m),
+                static_cast<long long>(n), static_cast<long long>(k));
+  return buf;
+}
+
+}  // namespace
+
+const char* dtype_name(anvil::DataType t) {
+  switch (t) {
+    case anvil::DataType::kBF16:
+      return "bf16";
+    case anvil::DataType::kF16:
+      return "fp16";
+    case anvil::DataType::kF32:
+      return "f32";
+  }
+  return "?";
+}
+
+std::optional<anvil::DataType> parse_dtype(const std::string& s) {
+  if (s == "bf16" || s == "bfloat16") return anvil::DataType::kBF16;
+  if (s == "fp16" || s == "f16" || s == "float16" || s == "half") return anvil::DataType::kF16;
+  if (s == "f32" || s == "fp32" || s == "float32") return anvil::DataType::kF32;
+  return std::nullopt;
+}
+
+Options parse_options(int argc, char** argv) {
+  Options opt;
+  bool kernels_given = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    // Both "--opt value" and "--opt=value" are accepted.
+    std::string inline_value;
+    bool has_inline = false;
+    if (a.rfind("--", 0) == 0) {
+      size_t eq = a.find('=');
+      if (eq != std::string::npos) {
+        inline_value = a.substr(eq + 1);
+        a = a.substr(0, eq);
+        has_inline = true;
+      }
+    }
+    auto value = [&]() -> std::string {
+      if (has_inline) return inline_value;
+      if (i + 1 >= argc) usage_error(a + " needs a value");
+      return argv[++i];
+    };
+    auto no_value = [&]() {
+      if (has_inline) usage_error(a + " takes no value");
+    };
+
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (a == "--list") {
+      no_value();
+      opt.list = true;
+    } else if (a == "--shapes") {
+      opt.shape_files.push_back(value());
+    } else if (a == "--m") {
+      opt.ms = parse_dims(value(), "--m");
+    } else if (a == "--n") {
+      opt.ns = parse_dims(value(), "--n");
+    } else if (a == "--k") {
+      opt.ks = parse_dims(value(), "--k");
+    } else if (a == "--only") {
+      for (auto& s : split_commas(value())) opt.only.push_back(s);
+    } else if (a == "--dtype") {
+      std::string v = value();
+      auto t = parse_dtype(v);
+      if (!t || *t == anvil::DataType::kF32)
+        usage_error("--dtype must be bf16 or fp16, not '" + v + "'");
+      opt.dtype = *t;
+    } else if (a == "--out-dtype") {
+      std::string v = value();
+      auto t = parse_dtype(v);
+      if (!t) usage_error("--out-dtype must be bf16, fp16 or f32, not '" + v + "'");
+      opt.out_dtype = *t;
+    } else if (a == "--kernels") {
+      if (!kernels_given) opt.kernels.clear();
+      kernels_given = true;
+      for (auto& s : split_commas(value())) opt.kernels.push_back(s);
+    } else if (a == "--repeats") {
+      opt.repeats = static_cast<int>(parse_int(value(), "--repeats", 1, 1000));
+    } else if (a == "--min-replay-ms") {
+      opt.min_replay_ms = parse_positive_double(value(), "--min-replay-ms");
+    } else if (a == "--max-iters") {
+      opt.max_iters = static_cast<int>(parse_int(value(), "--max-iters", 1, 1000000));
+    } else if (a == "--max-input-sets") {
+      opt.max_input_sets = static_cast<int>(parse_int(value(), "--max-input-sets", 1, 4096));
+    } else if (a == "--mem-cap-gb") {
+      opt.mem_cap_gb = parse_positive_double(value(), "--mem-cap-gb");
+    } else if (a == "--no-verify") {
+      no_value();
+      opt.verify = false;
+    } else if (a == "--seed") {
+      opt.seed = static_cast<uint64_t>(parse_int(value(), "--seed", 0, INT64_MAX));
+    } else if (a == "--device") {
+      opt.device = static_cast<int>(parse_int(value(), "--device", 0, 1024));
+    } else if (a == "--json") {
+      opt.json_path = value();
+    } else if (a == "--csv") {
+      opt.csv_path = value();
+    } else if (a == "--check-anchors") {
+      opt.anchors_path = value();
+    } else {
+      usage_error(std::string("unknown option '") + argv[i] + "'");
+    }
+  }
+  if (opt.kernels.empty()) usage_error("--kernels names no kernel");
+  return opt;
+}
+
+std::vector<Problem> load_problems(const Options& opt) {
+  std::vector<Problem> problems;
+  for (const auto& path : opt.shape_files) {
+    json::Value doc;
+    std::string err;
+    if (!json::parse_file(path, doc, err)) usage_error("cannot read shapes: " + err);
+    const json::Value* shapes = doc.find("shapes");
+    if (!shapes || !shapes->is_array())
+      usage_error(path + ": expected a top-level object with a \"shapes\" array");
+    size_t index = 0;
+    for (const auto& s : shapes->items()) {
+      Problem p;
+      const json::Value* name = s.find("name");
+      if (!s.is_object() || !json_dim(s.find("M"), p.m) || !json_dim(s.find("N"), p.n) ||
+          !json_dim(s.find("K"), p.k)) {
+        usage_error(path + ": shapes[" + std::to_string(index) +
+                    "] needs positive integer M, N and K");
+      }
+      if (name && name->is_string() && !name->as_string().empty()) {
+        p.name = name->as_string();
+      } else {
+        p.name = dims_name(p.m, p.n, p.k);
+      }
+      problems.push_back(std::move(p));
+      ++index;
+    }
+  }
+
+  bool any_dims = !opt.ms.empty() || !opt.ns.empty() || !opt.ks.empty();
+  if (any_dims) {
+    if (opt.ms.empty() || opt.ns.empty() || opt.ks.empty())
+      usage_error("--m, --n and --k must be given together");
+    for (int64_t m : opt.ms)
+      for (int64_t n : opt.ns)
+        for (int64_t k : opt.ks) problems.push_back({dims_name(m, n, k), m, n, k});
+  }
+
+  if (!opt.only.empty()) {
+    std::vector<Problem> kept;
+    for (const auto& want : opt.only) {
+      bool found = false;
+      for (const auto& p : problems) {
+        if (p.name == want) {
+          kept.push_back(p);
+          found = true;
+        }
+      }
+      if (!found) usage_error("--only: no shape named '" + want + "'");
+    }
+    problems = std::move(kept);
+  }
+
+  if (problems.empty() && !opt.list) usage_error("no problems: give --shapes FILE or --m/--n/--k");
+  return problems;
+}
+
+std::vector<KernelSpec> expand_kernels(const std::vector<std::string>& names) {
+  std::vector<KernelSpec> out;
+  std::set<std::string> seen;
+  auto add = [&](const std::string& label, KernelSpec::Kind kind) {
+    if (seen.insert(label).second) out.push_back({label, kind});
+  };
+  for (const auto& name : names) {
+    if (name == "anvil" || name == "auto") {
+      add("anvil", KernelSpec::Kind::kAnvilAuto);
+    } else if (name == "cublas" || name == "cublaslt") {
+      add("cublas", KernelSpec::Kind::kCublas);
+    } else if (name == "all-ladder" || name == "all") {
+      bool ladder_only = name == "all-ladder";
+      int added = 0;
+      for (int i = 0; i < anvil::kernel_count(); ++i) {
+        std::string kn = anvil::kernel_name(i);
+        if (ladder_only && kn.rfind("ladder-", 0) != 0) continue;
+        add(kn, KernelSpec::Kind::kAnvilNamed);
+        ++added;
+      }
+      if (added == 0) usage_error("'" + name + "' matches no kernel in this build");
+    } else {
+      bool known = false;
+      for (int i = 0; i < anvil::kernel_count(); ++i) {
+        if (name == anvil::kernel_name(i)) known = true;
+      }
+      if (!known) {
+        std::string msg = "unknown kernel '" + name + "'; known: anvil, cublas, all-ladder, all";
+        for (int i = 0; i < anvil::kernel_count(); ++i)
+          msg += std::string(", ") + anvil::kernel_name(i);
+        usage_error(msg);
+      }
+      add(name, KernelSpec::Kind::kAnvilNamed);
+    }
+  }
+  return out;
+}
+
+}  // namespace bench
