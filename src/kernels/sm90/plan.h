@@ -1,0 +1,49 @@
+// The production kernel's configuration choice, as plain host arithmetic that the CPU
+// tests exercise: how many output tiles each candidate tile shape makes, how many waves
+// of the GPU's SMs that is, and how much of the last wave is wasted.
+#pragma once
+
+#include <cstdint>
+
+namespace anvil::detail {
+
+enum class Sm90Variant : int {
+  kWide = 0,    // 128x256 tiles, 4 stages of 48 KiB
+  kNarrow = 1,  // 128x128 tiles, 6 stages of 32 KiB: twice the tiles for short/narrow problems
+};
+
+struct TileShape {
+  int block_m, block_n;
+};
+
+constexpr TileShape tile_shape(Sm90Variant v) { return v == Sm90Variant::kWide ? TileShape{128, 256} : TileShape{128, 128}; }
+
+struct WavePlan {
+  int64_t tiles = 0;
+  double waves = 0;       // tiles / SMs
+  double efficiency = 0;  // tiles / (ceil(waves) * SMs): the fraction of SM-tile slots doing work
+};
+
+constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+inline WavePlan wave_plan(int64_t m, int64_t n, int64_t batch, TileShape shape, int sm_count) {
+  WavePlan p;
+  p.tiles = ceil_div(m, shape.block_m) * ceil_div(n, shape.block_n) * batch;
+  p.waves = static_cast<double>(p.tiles) / sm_count;
+  const int64_t slots = ceil_div(p.tiles, sm_count) * sm_count;
+  p.efficiency = slots > 0 ? static_cast<double>(p.tiles) / static_cast<double>(slots) : 0.0;
+  return p;
+}
+
+// Wide tiles do 1.33x more math per shared-memory byte, so they win whenever they fill
+// the GPU about as well; narrow tiles win when wide ones leave SMs idle (fewer than one
+// wave, or a much emptier last wave).
+inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count) {
+  const WavePlan wide = wave_plan(m, n, batch, tile_shape(Sm90Variant::kWide), sm_count);
+  const WavePlan narrow = wave_plan(m, n, batch, tile_shape(Sm90Variant::kNarrow), sm_count);
+  if (wide.waves < 1.0 && narrow.waves > wide.waves) return Sm90Variant::kNarrow;
+  if (narrow.efficiency > wide.efficiency + 0.15) return Sm90Variant::kNarrow;
+  return Sm90Variant::kWide;
+}
+
+}  // namespace anvil::detail
