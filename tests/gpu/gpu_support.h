@@ -38,7 +38,10 @@ inline const std::string& sm90_unavailable_reason() {
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
       cudaGetLastError();
-      return std::string("cudaGetDeviceCount failed: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+      std::string why = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+      // The static runtime reports a missing driver library as an old driver.
+      if (e == cudaErrorInsufficientDriver) why += "; no usable NVIDIA driver (libcuda.so.1) here";
+      return why;
     }
     if (count == 0) return std::string("cudaGetDeviceCount reports no CUDA device");
     cudaDeviceProp prop{};
