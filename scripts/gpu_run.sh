@@ -2,7 +2,7 @@
 # The one command for the GPU machine: configure, build, run the GPU tests and the
 # benchmark suites, writing logs and JSON under $OUT (default ./out).
 #
-#   scripts/gpu_run.sh [phase ...]     phases: build tests llm square ladder all (default: all)
+#   scripts/gpu_run.sh [phase ...]     phases: build tests llm anchors ablations square ladder all (default: all)
 #
 # Environment: OUT (results folder), ANVIL_BUILD_DIR (default build-gpu), DTYPE (bf16).
 set -uo pipefail
@@ -38,6 +38,19 @@ fi
 if want llm; then
   "$bench" --shapes suites/llm.json --dtype "$DTYPE" --kernels anvil,cublas \
     --check-anchors suites/anchors-h200-cublas.json --json "$OUT/llm-$DTYPE-$stamp.json" 2>"$OUT/llm.err" | tee "$OUT/llm.txt" || status=1
+fi
+
+if want anchors; then
+  # cuBLAS alone, as the anchors were measured (no other kernel's power draw in between).
+  "$bench" --shapes suites/llm.json --dtype bf16 --kernels cublas --no-verify \
+    --check-anchors suites/anchors-h200-cublas.json --json "$OUT/anchors-cublas-bf16-$stamp.json" 2>"$OUT/anchors.err" | tee "$OUT/anchors.txt" || status=1
+fi
+
+if want ablations; then
+  # The flat or negative ladder steps against their one-change ablations (docs/ladder.md).
+  "$bench" --shapes suites/ladder.json --only square-4096,square-8192 --dtype "$DTYPE" \
+    --kernels ladder-04-swizzle,ladder-05-pipeline,ablation-05-two-stages,ladder-07-two-consumers,ladder-08-tma-store,ladder-09-cluster-multicast,ablation-09-no-multicast,ablation-09-four-stages,cublas \
+    --json "$OUT/ablations-$DTYPE-$stamp.json" 2>"$OUT/ablations.err" | tee "$OUT/ablations.txt" || status=1
 fi
 
 if want square; then

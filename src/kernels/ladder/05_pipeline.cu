@@ -18,12 +18,13 @@ namespace {
 
 using namespace anvil::sm90;
 
-constexpr int kBlockM = 128, kBlockN = 128, kBlockK = 64, kStages = 4;
+constexpr int kBlockM = 128, kBlockN = 128, kBlockK = 64;
 constexpr int kTileBytesA = kBlockM * kBlockK * 2;
 constexpr int kTileBytesB = kBlockN * kBlockK * 2;
+template <int kStages>
 constexpr int kSmemBytes = kStages * (kTileBytesA + kTileBytesB) + 1024 + 256;
 
-template <Input kInput>
+template <Input kInput, int kStages>
 __global__ void __launch_bounds__(128, 1)
     pipelined_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int64_t k,
                      EpilogueParams epilogue) {
@@ -80,27 +81,34 @@ __global__ void __launch_bounds__(128, 1)
 }
 
 constexpr const char* kName = "ladder-05-pipeline";
+constexpr const char* kTwoStagesName = "ablation-05-two-stages";
 
+template <int kStages>
 Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
-  return check_kmajor_tma(kName, desc, args, TmaLadderLimits{}, diag);
+  return check_kmajor_tma(kStages == 4 ? kName : kTwoStagesName, desc, args, TmaLadderLimits{}, diag);
 }
 
+template <int kStages>
 Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  const char* name = kStages == 4 ? kName : kTwoStagesName;
   CUtensorMap map_a, map_b;
   Status s = encode_kmajor_sw128(&map_a, args.a, desc.a, desc.k, desc.m, kBlockM, diag);
   if (s == Status::kSuccess) s = encode_kmajor_sw128(&map_b, args.b, desc.b, desc.k, desc.n, kBlockN, diag);
   if (s != Status::kSuccess) return s;
-  auto kernel = desc.a.dtype == DataType::kBF16 ? pipelined_kernel<Input::kBF16> : pipelined_kernel<Input::kF16>;
-  s = set_dynamic_smem(kernel, kSmemBytes, kName, diag);
+  auto kernel = desc.a.dtype == DataType::kBF16 ? pipelined_kernel<Input::kBF16, kStages> : pipelined_kernel<Input::kF16, kStages>;
+  s = set_dynamic_smem(kernel, kSmemBytes<kStages>, name, diag);
   if (s != Status::kSuccess) return s;
   const dim3 grid(static_cast<unsigned>((desc.n + kBlockN - 1) / kBlockN), static_cast<unsigned>((desc.m + kBlockM - 1) / kBlockM));
-  kernel<<<grid, 128, kSmemBytes, args.stream>>>(map_a, map_b, desc.k, make_epilogue_params(desc, args));
-  return check_launch(diag, kName);
+  kernel<<<grid, 128, kSmemBytes<kStages>, args.stream>>>(map_a, map_b, desc.k, make_epilogue_params(desc, args));
+  return check_launch(diag, name);
 }
 
 }  // namespace
 
 extern const KernelInfo kLadder05Pipeline{kName, "step 4 + 4-stage ring with full/empty barriers and phase bits",
-                                          check, launch, nullptr};
+                                          check<4>, launch<4>, nullptr};
+// Two 32 KiB stages leave room for a second CTA on each SM (occupancy against depth).
+extern const KernelInfo kAblation05TwoStages{kTwoStagesName, "ablation: step 5 with 2 stages (2 CTAs per SM)",
+                                             check<2>, launch<2>, nullptr};
 
 }  // namespace anvil::detail

@@ -12,13 +12,12 @@ namespace anvil::detail {
 
 template <class Config>
 __device__ __forceinline__ void release_stage(StageBarriers<Config::kStages>& barriers, int stage) {
-  if (threadIdx.x % 128 == 0) {
-    if constexpr (Config::kClusterM == 1) {
-      sm90::mbarrier_arrive(&barriers.empty[stage]);
-    } else {
-#pragma unroll
-      for (int rank = 0; rank < Config::kClusterM; ++rank) sm90::mbarrier_arrive_cluster(&barriers.empty[stage], rank);
-    }
+  const int t = threadIdx.x % 128;
+  if constexpr (Config::kMulticastCtas == 1) {
+    if (t == 0) sm90::mbarrier_arrive(&barriers.empty[stage]);
+  } else {
+    // Thread r signals CTA r: the remote arrivals go out in parallel, not one after another.
+    if (t < Config::kMulticastCtas) sm90::mbarrier_arrive_cluster(&barriers.empty[stage], t);
   }
 }
 

@@ -60,7 +60,7 @@ Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, 
   req.batch_stride = desc.a.batch_stride;
   Status s = encode_tensor_map(&params.map_a, req, diag);
   if (s != Status::kSuccess) return s;
-  req.base = args.b, req.outer = desc.n, req.line_stride = desc.b.ld, req.box_outer = Config::kBlockN / Config::kClusterM;
+  req.base = args.b, req.outer = desc.n, req.line_stride = desc.b.ld, req.box_outer = Config::kBlockN / Config::kMulticastCtas;
   req.batch_stride = desc.b.batch_stride;
   s = encode_tensor_map(&params.map_b, req, diag);
   if (s != Status::kSuccess) return s;

@@ -35,15 +35,24 @@ inline WavePlan wave_plan(int64_t m, int64_t n, int64_t batch, TileShape shape, 
   return p;
 }
 
-// Wide tiles do 1.33x more math per shared-memory byte, so they win whenever they fill
-// the GPU about as well; narrow tiles win when wide ones leave SMs idle (fewer than one
-// wave, or a much emptier last wave).
+// Relative cost of one SM's work on a problem: full waves of tiles times the time one
+// tile takes. A narrow tile is half a wide one's math, but wide tiles do 1.33x more math
+// per shared-memory byte; measured on the H200 (2026-11-29 ladder run) narrow 128x128
+// tiles ran at about 0.8x the TFLOP/s of wide ones on full waves.
+inline double estimated_cost(const WavePlan& plan, TileShape shape, double relative_speed, int sm_count) {
+  const double waves = static_cast<double>(ceil_div(plan.tiles, sm_count));
+  return waves * shape.block_m * shape.block_n / relative_speed;
+}
+
+inline constexpr double kNarrowRelativeSpeed = 0.8;
+
+// The variant with the lower estimated cost; ties go to wide tiles.
 inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count) {
-  const WavePlan wide = wave_plan(m, n, batch, tile_shape(Sm90Variant::kWide), sm_count);
-  const WavePlan narrow = wave_plan(m, n, batch, tile_shape(Sm90Variant::kNarrow), sm_count);
-  if (wide.waves < 1.0 && narrow.waves > wide.waves) return Sm90Variant::kNarrow;
-  if (narrow.efficiency > wide.efficiency + 0.15) return Sm90Variant::kNarrow;
-  return Sm90Variant::kWide;
+  const TileShape wide_shape = tile_shape(Sm90Variant::kWide), narrow_shape = tile_shape(Sm90Variant::kNarrow);
+  const double wide = estimated_cost(wave_plan(m, n, batch, wide_shape, sm_count), wide_shape, 1.0, sm_count);
+  const double narrow =
+      estimated_cost(wave_plan(m, n, batch, narrow_shape, sm_count), narrow_shape, kNarrowRelativeSpeed, sm_count);
+  return narrow < wide ? Sm90Variant::kNarrow : Sm90Variant::kWide;
 }
 
 }  // namespace anvil::detail

@@ -17,14 +17,15 @@ __device__ void run_producer(const CUtensorMap& map_a, const CUtensorMap& map_b,
                              const TileScheduler& scheduler, uint32_t cta_rank, int cluster, int clusters,
                              uint8_t (*tiles_a)[Config::kStageBytesA], uint8_t (*tiles_b)[Config::kStageBytesB],
                              StageBarriers<Config::kStages>& barriers) {
-  constexpr int kSliceRows = Config::kBlockN / Config::kClusterM;
+  constexpr int kSliceRows = Config::kBlockN / Config::kMulticastCtas;
   constexpr int kSliceBytes = kSliceRows * Config::kBlockK * 2;
-  constexpr uint16_t kClusterMask = (1u << Config::kClusterM) - 1;
+  constexpr uint16_t kClusterMask = (1u << Config::kMulticastCtas) - 1;
+  const uint32_t slice = Config::kMulticastCtas > 1 ? cta_rank : 0;
   StageRing<Config::kStages> ring;
   for (int linear = cluster; linear < scheduler.total_cluster_tiles(); linear += clusters) {
     const TileCoord tile = scheduler.tile(linear, cta_rank);
     const int row_a = tile.m_tile * Config::kBlockM;
-    const int row_b = tile.n_tile * Config::kBlockN + static_cast<int>(cta_rank) * kSliceRows;
+    const int row_b = tile.n_tile * Config::kBlockN + static_cast<int>(slice) * kSliceRows;
     for (int kt = 0; kt < k_tiles; ++kt) {
       // A fresh barrier counts as having completed the phase before phase 0, so the
       // first lap passes straight through.
@@ -32,17 +33,17 @@ __device__ void run_producer(const CUtensorMap& map_a, const CUtensorMap& map_b,
       uint64_t* full = &barriers.full[ring.stage];
       sm90::mbarrier_arrive_expect_tx(full, Config::kStageBytesA + Config::kStageBytesB);
       const int k = kt * Config::kBlockK;
-      uint8_t* slice_b = tiles_b[ring.stage] + cta_rank * kSliceBytes;
+      uint8_t* slice_b = tiles_b[ring.stage] + slice * kSliceBytes;
       if (batched) {
         sm90::tma_load_3d(tiles_a[ring.stage], &map_a, full, k, row_a, tile.batch);
-        if constexpr (Config::kClusterM > 1) {
+        if constexpr (Config::kMulticastCtas > 1) {
           sm90::tma_load_3d_multicast(slice_b, &map_b, full, k, row_b, tile.batch, kClusterMask);
         } else {
           sm90::tma_load_3d(slice_b, &map_b, full, k, row_b, tile.batch);
         }
       } else {
         sm90::tma_load_2d(tiles_a[ring.stage], &map_a, full, k, row_a);
-        if constexpr (Config::kClusterM > 1) {
+        if constexpr (Config::kMulticastCtas > 1) {
           sm90::tma_load_2d_multicast(slice_b, &map_b, full, k, row_b, kClusterMask);
         } else {
           sm90::tma_load_2d(slice_b, &map_b, full, k, row_b);
