@@ -49,7 +49,7 @@ fi
 if want ablations; then
   # The flat or negative ladder steps against their one-change ablations (docs/ladder.md).
   "$bench" --shapes suites/ladder.json --only square-4096,square-8192 --dtype "$DTYPE" \
-    --kernels ladder-04-swizzle,ladder-05-pipeline,ablation-05-two-stages,ladder-07-two-consumers,ladder-08-tma-store,ladder-09-cluster-multicast,ablation-09-no-multicast,ablation-09-four-stages,cublas \
+    --kernels ladder-04-swizzle,ladder-05-pipeline,ablation-05-two-stages,ladder-07-two-consumers,ladder-08-tma-store,ladder-09-cluster-multicast,ablation-09-no-multicast,ablation-09-cross-release,ablation-09-four-stages,ladder-10-persistent,sm90-gemm,cublas \
     --json "$OUT/ablations-$DTYPE-$stamp.json" 2>"$OUT/ablations.err" | tee "$OUT/ablations.txt" || status=1
 fi
 

@@ -19,15 +19,16 @@ extern const KernelInfo kSm90Gemm;
 extern const KernelInfo kAblation05TwoStages;
 extern const KernelInfo kAblation09NoMulticast;
 extern const KernelInfo kAblation09FourStages;
+extern const KernelInfo kAblation09CrossRelease;
 
 namespace {
 // Ladder order first, then the production kernels the dispatcher prefers, then the
 // ablations that explain the ladder's flat or negative steps (docs/ladder.md).
-const std::array<const KernelInfo*, 14> kKernels = {
+const std::array<const KernelInfo*, 15> kKernels = {
     &kLadder01Naive,          &kLadder02SmemTiling,   &kLadder03TmaWgmma, &kLadder04Swizzle,
     &kLadder05Pipeline,       &kLadder06WarpSpecialized, &kLadder07TwoConsumers, &kLadder08TmaStore,
     &kLadder09Cluster,        &kLadder10Persistent,   &kSm90Gemm,
-    &kAblation05TwoStages,    &kAblation09NoMulticast, &kAblation09FourStages,
+    &kAblation05TwoStages,    &kAblation09NoMulticast, &kAblation09FourStages, &kAblation09CrossRelease,
 };
 }  // namespace
 

@@ -12,6 +12,25 @@
 
 namespace bench {
 
+// What --epilogue fuses into anvil's kernels. cuBLAS (and anvil-plain) always run the
+// plain GEMM of the same shape, so their times are the baseline the fused cost is read
+// against.
+enum class Epilogue {
+  kNone = 0,
+  kBias,      // + bias[j], fp32, length N (nn.Linear)
+  kBiasGelu,  // gelu_tanh(z + bias[j])
+  kBiasRelu,  // relu(z + bias[j])
+  kSilu,      // silu(z), no bias
+  kSwiGLU,    // silu(gate) * up: N is the GEMM width, D is M x N/2 (anvil/swiglu.h)
+  kResidual,  // z + 1 * C, C a separate input of D's shape and dtype
+};
+
+const char* epilogue_name(Epilogue e);  // the --epilogue spelling
+std::optional<Epilogue> parse_epilogue(const std::string& s);
+// plain (beta 0, no epilogue) with e applied: activation, bias, beta and, for SwiGLU,
+// C's and D's leading dimension N/2.
+anvil::GemmDesc with_epilogue(const anvil::GemmDesc& plain, Epilogue e);
+
 struct Problem {
   std::string name;
   int64_t m = 0, n = 0, k = 0;
@@ -24,6 +43,7 @@ struct Options {
   anvil::DataType dtype = anvil::DataType::kBF16;
   std::optional<anvil::DataType> out_dtype;  // default: same as dtype
   std::vector<std::string> kernels = {"anvil", "cublas"};
+  Epilogue epilogue = Epilogue::kNone;
   int repeats = 7;
   double min_replay_ms = 20.0;
   int max_iters = 2000;
@@ -44,12 +64,14 @@ Options parse_options(int argc, char** argv);
 std::vector<Problem> load_problems(const Options& opt);
 
 struct KernelSpec {
-  enum class Kind { kAnvilAuto, kAnvilNamed, kCublas };
+  // kAnvilPlain: the dispatcher's pick on the plain GEMM, ignoring --epilogue.
+  enum class Kind { kAnvilAuto, kAnvilNamed, kAnvilPlain, kCublas };
   std::string label;  // what the row's `kernel` says
   Kind kind = Kind::kAnvilAuto;
 };
 
-// Expands "anvil", "cublas", "all-ladder", "all" and registry names; exits on unknown ones.
+// Expands "anvil", "anvil-plain", "cublas", "all-ladder", "all" and registry names; exits
+// on unknown ones.
 std::vector<KernelSpec> expand_kernels(const std::vector<std::string>& names);
 
 const char* dtype_name(anvil::DataType t);  // "bf16", "fp16", "f32"
@@ -62,6 +84,7 @@ struct Row {
   std::string name;
   int64_t m = 0, n = 0, k = 0;
   std::string dtype, out_dtype;
+  std::string epilogue = "none";  // what this row computed: --epilogue, or none for plain rows
   std::string status = "ok";  // ok | unsupported | error
   std::string message;
   std::optional<std::string> dispatched;
@@ -97,6 +120,7 @@ struct RunInfo {
   double sm_clock_mhz_before = kNaN, sm_clock_mhz_after = kNaN;
   std::string commit, date;
   std::string dtype, out_dtype;
+  std::string epilogue = "none";  // --epilogue
   std::string method;
   std::vector<std::string> kernels;
   std::vector<std::string> shape_files;

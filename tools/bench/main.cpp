@@ -57,7 +57,46 @@ const char* kMethod =
     "direct launch and after the warm-up replay of its graph. cuBLAS is cuBLASLt in the "
     "same process on the same buffers (fp32 compute, 32 MiB workspace, heuristic's first "
     "algorithm). Where a kernel cannot be captured, a batch of iters launches between events is "
-    "timed instead (row method says so). GB/s counts A and W read once and D written once.";
+    "timed instead (row method says so).";
+
+// The method text for the JSON: kMethod, then what --epilogue changes. With no epilogue
+// it reads as it did before the option existed.
+std::string method_text(Epilogue e) {
+  std::string m = kMethod;
+  if (e == Epilogue::kNone) return m + " GB/s counts A and W read once and D written once.";
+  m += std::string(" Epilogue '") + epilogue_name(e) +
+       "': the anvil rows (the dispatcher's pick and named kernels) run the GEMM with this "
+       "epilogue fused; the cublas row (and an anvil-plain row) run the plain GEMM of the same "
+       "shape with no epilogue, so speedup_vs_cublas of a fused row is plain cuBLAS time / "
+       "fused anvil time and includes the epilogue's cost. Each row is verified against "
+       "verify::reference_gemm with its own description (fused or plain).";
+  switch (e) {
+    case Epilogue::kBias:
+    case Epilogue::kBiasGelu:
+    case Epilogue::kBiasRelu:
+      m += " Bias: per column (length N, nn.Linear), fp32, random, one buffer per shape shared "
+           "by all input sets" +
+           std::string(e == Epilogue::kBiasGelu ? "; GELU is the tanh form." : ".");
+      break;
+    case Epilogue::kSwiGLU:
+      m += " SwiGLU: N is the GEMM width (gate and up columns interleaved in blocks of 64, "
+           "anvil/swiglu.h; a random W stands in for the fused weight) and anvil's D is "
+           "M x N/2 (ld N/2), while the plain rows write M x N; each set's D slot is sized "
+           "for the larger. Shapes whose N is not a multiple of 128 are unsupported.";
+      break;
+    case Epilogue::kResidual:
+      m += " Residual: beta = 1 and C a random input of D's shape and dtype, distinct from D, "
+           "one per input set (it rotates with A, W and D and counts towards the set size).";
+      break;
+    default:
+      break;
+  }
+  m += " FLOPs are 2*M*N*K for every row (the GEMM's; epilogue arithmetic is not counted). "
+       "GB/s counts each row's own minimum traffic: A and W read once, its D written once "
+       "(M x N/2 for a fused SwiGLU row), plus C read once (residual) and the N fp32 bias "
+       "values read once (bias modes).";
+  return m;
+}
 
 std::string status_text(anvil::Status st, const anvil::Diagnostic& diag) {
   std::string s = anvil::to_string(st);
@@ -106,14 +145,19 @@ struct Device {
 };
 
 // Where one problem's rotating input sets live.
+// c_bytes is 0 unless a fused row reads C (--epilogue residual).
 struct InputSets {
   int count = 0;
-  size_t a_bytes = 0, w_bytes = 0, d_bytes = 0, set_bytes = 0;
+  size_t a_bytes = 0, w_bytes = 0, c_bytes = 0, d_bytes = 0, set_bytes = 0;
   char* base = nullptr;
   void* a(int s) const { return base + size_t(s) * set_bytes; }
   void* w(int s) const { return base + size_t(s) * set_bytes + align_up(a_bytes); }
-  void* d(int s) const {
+  void* c(int s) const {
     return base + size_t(s) * set_bytes + align_up(a_bytes) + align_up(w_bytes);
+  }
+  void* d(int s) const {
+    return base + size_t(s) * set_bytes + align_up(a_bytes) + align_up(w_bytes) +
+           align_up(c_bytes);
   }
 };
 
@@ -121,6 +165,9 @@ struct Candidate {
   const KernelSpec* spec = nullptr;
   size_t row = 0;  // index into Results::rows (the vector may grow meanwhile)
   anvil::GemmDesc desc;
+  // Runs the plain GEMM while --epilogue asks for a fused one (cublas, anvil-plain), so it
+  // is checked against the plain reference. Always false without an epilogue.
+  bool plain = false;
   bool active = false;
   cudaGraphExec_t graph = nullptr;
   int iters = 0;
@@ -130,9 +177,25 @@ struct ProblemContext {
   const Problem* problem = nullptr;
   Device* dev = nullptr;
   InputSets sets;
+  void* bias = nullptr;  // one per problem, shared by all sets; null without a bias epilogue
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
 };
+
+// The arguments of an anvil launch of c on input set s; C and bias only where c's
+// description reads them.
+anvil::GemmArgs anvil_args(const Candidate& c, const ProblemContext& ctx, int s) {
+  anvil::GemmArgs args;
+  args.a = ctx.sets.a(s);
+  args.b = ctx.sets.w(s);
+  if (c.desc.beta != 0.0f) args.c = ctx.sets.c(s);
+  args.d = ctx.sets.d(s);
+  if (c.desc.epilogue.bias != anvil::BiasMode::kNone) args.bias = ctx.bias;
+  args.workspace = ctx.workspace;
+  args.workspace_bytes = ctx.workspace_bytes;
+  args.stream = ctx.dev->stream;
+  return args;
+}
 
 // One launch of candidate c on input set s. Returns false with a reason instead of
 // exiting, because a failure inside graph capture is expected for some kernels.
@@ -146,13 +209,7 @@ bool launch(const Candidate& c, const ProblemContext& ctx, int s, std::string& e
     }
     return true;
   }
-  anvil::GemmArgs args;
-  args.a = ctx.sets.a(s);
-  args.b = ctx.sets.w(s);
-  args.d = ctx.sets.d(s);
-  args.workspace = ctx.workspace;
-  args.workspace_bytes = ctx.workspace_bytes;
-  args.stream = ctx.dev->stream;
+  const anvil::GemmArgs args = anvil_args(c, ctx, s);
   anvil::Diagnostic diag;
   anvil::Status st = anvil::gemm(c.desc, args, &diag);
   if (st != anvil::Status::kSuccess) {
@@ -328,34 +385,66 @@ void run_problem(const Problem& p, int index, int total, const Options& opt,
                  const std::vector<KernelSpec>& specs, Device& dev, Results& res) {
   const anvil::DataType in = opt.dtype;
   const anvil::DataType out = opt.out_dtype.value_or(opt.dtype);
-  const anvil::GemmDesc base = anvil::linear_desc(p.m, p.n, p.k, in, out);
   namespace verify = anvil::verify;
+  // plain: what cuBLAS (and anvil-plain) compute; fused: what the anvil rows compute. The
+  // two are the same description without --epilogue.
+  const anvil::GemmDesc plain = anvil::linear_desc(p.m, p.n, p.k, in, out);
+  const anvil::GemmDesc fused = with_epilogue(plain, opt.epilogue);
+  const bool has_epilogue = opt.epilogue != Epilogue::kNone;
+  const bool fused_reads_c = fused.beta != 0.0f;
+  const bool fused_reads_bias = fused.epilogue.bias != anvil::BiasMode::kNone;
 
   ProblemContext ctx;
   ctx.problem = &p;
   ctx.dev = &dev;
-  const int64_t out_cols = verify::output_cols(base);
-  const int64_t a_elems = verify::storage_elements(base.a, p.m, p.k, 1);
-  const int64_t w_elems = verify::storage_elements(base.b, p.k, p.n, 1);
-  const int64_t d_elems = verify::storage_elements(base.d, p.m, out_cols, 1);
-  ctx.sets.a_bytes = size_t(a_elems) * verify::dtype_bytes(in);
-  ctx.sets.w_bytes = size_t(w_elems) * verify::dtype_bytes(in);
-  ctx.sets.d_bytes = size_t(d_elems) * verify::dtype_bytes(out);
-  ctx.sets.set_bytes =
-      align_up(ctx.sets.a_bytes) + align_up(ctx.sets.w_bytes) + align_up(ctx.sets.d_bytes);
+  const size_t in_bytes = verify::dtype_bytes(in);
+  const size_t out_bytes = verify::dtype_bytes(out);
+  const int64_t a_elems = verify::storage_elements(plain.a, p.m, p.k, 1);
+  const int64_t w_elems = verify::storage_elements(plain.b, p.k, p.n, 1);
+  // A per-column bias has one value per GEMM column.
+  const int64_t bias_elems = fused_reads_bias ? p.n : 0;
+  const size_t bias_bytes = size_t(bias_elems) * verify::dtype_bytes(fused.epilogue.bias_dtype);
+  auto d_elems_of = [&](const anvil::GemmDesc& d) {
+    return verify::storage_elements(d.d, p.m, verify::output_cols(d), 1);
+  };
+  const int64_t c_elems = verify::storage_elements(fused.c, p.m, verify::output_cols(fused), 1);
 
   const double flops = 2.0 * double(p.m) * double(p.n) * double(p.k);
-  const double min_bytes = double(p.m * p.k + p.n * p.k) * double(verify::dtype_bytes(in)) +
-                           double(p.m * out_cols) * double(verify::dtype_bytes(out));
+  // A row's own minimum traffic: A and W read once, its D written once, plus C and the
+  // bias where its description reads them.
+  auto min_bytes_of = [&](const anvil::GemmDesc& d) {
+    const double out_elems = double(p.m) * double(verify::output_cols(d));
+    double bytes = double(p.m * p.k + p.n * p.k) * double(in_bytes) + out_elems * double(out_bytes);
+    if (d.beta != 0.0f) bytes += out_elems * double(out_bytes);
+    if (d.epilogue.bias != anvil::BiasMode::kNone) bytes += double(bias_bytes);
+    return bytes;
+  };
 
-  std::fprintf(stderr, "[%d/%d] %s  M=%lld N=%lld K=%lld\n", index + 1, total, p.name.c_str(),
+  std::fprintf(stderr, "[%d/%d] %s  M=%lld N=%lld K=%lld%s%s\n", index + 1, total, p.name.c_str(),
                static_cast<long long>(p.m), static_cast<long long>(p.n),
-               static_cast<long long>(p.k));
+               static_cast<long long>(p.k), has_epilogue ? "  epilogue " : "",
+               has_epilogue ? epilogue_name(opt.epilogue) : "");
+
+  // A SwiGLU shape needs whole 128-column gate/up block pairs; otherwise no row of the
+  // shape is a SwiGLU measurement, the plain ones included.
+  std::string shape_unsupported;
+  if (opt.epilogue == Epilogue::kSwiGLU && p.n % (2 * anvil::kSwiGLUBlock) != 0) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf),
+                  "--epilogue swiglu needs N (the GEMM width) to be a multiple of %lld, got %lld",
+                  static_cast<long long>(2 * anvil::kSwiGLUBlock), static_cast<long long>(p.n));
+    shape_unsupported = buf;
+  }
 
   // ---- one row per kernel, and the description-level checks ----
   std::vector<Candidate> cands;
   size_t workspace_needed = 0;
   for (const auto& spec : specs) {
+    Candidate c;
+    c.spec = &spec;
+    c.plain = has_epilogue && (spec.kind == KernelSpec::Kind::kCublas ||
+                               spec.kind == KernelSpec::Kind::kAnvilPlain);
+    c.desc = c.plain ? plain : fused;
     Row row;
     row.kernel = spec.label;
     row.name = p.name;
@@ -364,12 +453,13 @@ void run_problem(const Problem& p, int index, int total, const Options& opt,
     row.k = p.k;
     row.dtype = dtype_name(in);
     row.out_dtype = dtype_name(out);
+    row.epilogue = epilogue_name(c.plain ? Epilogue::kNone : opt.epilogue);
     row.flops = flops;
-    row.min_bytes = min_bytes;
-    Candidate c;
-    c.spec = &spec;
-    c.desc = base;
-    if (spec.kind == KernelSpec::Kind::kCublas) {
+    row.min_bytes = min_bytes_of(c.desc);
+    if (!shape_unsupported.empty()) {
+      row.status = "unsupported";
+      row.message = shape_unsupported;
+    } else if (spec.kind == KernelSpec::Kind::kCublas) {
       std::string why;
       if (!dev.cublas->prepare(p.m, p.n, p.k, in, out, why)) {
         row.status = "unsupported";
@@ -410,15 +500,41 @@ void run_problem(const Problem& p, int index, int total, const Options& opt,
   }
   if (!any_active()) return;
 
+  // ---- what the active rows need: each set's D slot fits the largest output (a plain
+  // row's M x N next to SwiGLU's M x N/2), C only for fused rows that read it ----
+  bool need_fused = false, need_plain = false;
+  int64_t d_elems = 0;
+  for (const auto& c : cands) {
+    if (!c.active) continue;
+    (c.plain ? need_plain : need_fused) = true;
+    d_elems = std::max(d_elems, d_elems_of(c.desc));
+  }
+  const bool need_c = need_fused && fused_reads_c;
+  const bool need_bias = need_fused && fused_reads_bias;
+  ctx.sets.a_bytes = size_t(a_elems) * in_bytes;
+  ctx.sets.w_bytes = size_t(w_elems) * in_bytes;
+  ctx.sets.c_bytes = need_c ? size_t(c_elems) * out_bytes : 0;
+  ctx.sets.d_bytes = size_t(d_elems) * out_bytes;
+  ctx.sets.set_bytes = align_up(ctx.sets.a_bytes) + align_up(ctx.sets.w_bytes) +
+                       align_up(ctx.sets.c_bytes) + align_up(ctx.sets.d_bytes);
+
   // ---- input sets: enough to exceed 3x L2, within the memory cap and what is free ----
   const size_t set_bytes = ctx.sets.set_bytes;
   const size_t l2 = size_t(std::max(dev.prop.l2CacheSize, 0));
   int64_t r = int64_t(3 * l2 / set_bytes) + 1;
   r = std::min<int64_t>(std::max<int64_t>(r, 2), opt.max_input_sets);
-  const size_t ref_bytes = opt.verify ? align_up(size_t(p.m * out_cols) * sizeof(float)) : 0;
+  // One fp32 reference per description the active rows use.
+  const size_t ref_fused_bytes =
+      opt.verify && need_fused ? align_up(size_t(p.m * verify::output_cols(fused)) * sizeof(float))
+                               : 0;
+  const size_t ref_plain_bytes =
+      opt.verify && need_plain ? align_up(size_t(p.m * p.n) * sizeof(float)) : 0;
+  const size_t ref_bytes = ref_fused_bytes + ref_plain_bytes;
+  const size_t bias_alloc = need_bias ? align_up(bias_bytes) : 0;
   size_t free_bytes = 0, total_bytes = 0;
   BENCH_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const double extras = double(ref_bytes + align_up(workspace_needed) + kHeadroomBytes);
+  const double extras =
+      double(ref_bytes + bias_alloc + align_up(workspace_needed) + kHeadroomBytes);
   const double budget = std::min(opt.mem_cap_gb * kGiB, double(free_bytes) - extras);
   const int64_t fit = budget > 0 ? int64_t(budget / double(set_bytes)) : 0;
   if (fit < 1) {
@@ -435,36 +551,41 @@ void run_problem(const Problem& p, int index, int total, const Options& opt,
   const int sets = static_cast<int>(r);
   ctx.sets.count = sets;
 
-  DeviceAlloc set_mem, ref_mem, ws_mem;
+  DeviceAlloc set_mem, ref_mem, bias_mem, ws_mem;
   if (!set_mem.allocate(size_t(sets) * set_bytes) || (ref_bytes && !ref_mem.allocate(ref_bytes)) ||
+      (bias_alloc && !bias_mem.allocate(bias_alloc)) ||
       (workspace_needed && !ws_mem.allocate(align_up(workspace_needed)))) {
     mark_all(res, cands, "error", "cudaMalloc: out of device memory");
     std::fprintf(stderr, "    skipped: out of device memory\n");
     return;
   }
   ctx.sets.base = set_mem.get();
+  ctx.bias = bias_mem.get();
   ctx.workspace = ws_mem.get();
   ctx.workspace_bytes = workspace_needed ? align_up(workspace_needed) : 0;
-  float* ref = reinterpret_cast<float*>(ref_mem.get());
+  float* ref_fused = reinterpret_cast<float*>(ref_mem.get());
+  float* ref_plain = reinterpret_cast<float*>(ref_mem.get() + ref_fused_bytes);
+  auto ref_for = [&](const Candidate& c) { return c.plain ? ref_plain : ref_fused; };
 
   for (int s = 0; s < sets; ++s) {
     // Distinct seeds per set and operand, so no two sets hold the same data.
     uint64_t seed = opt.seed + uint64_t(s) * 2;
     BENCH_CUDA(verify::fill_random(ctx.sets.a(s), in, a_elems, seed, kFillScale, dev.stream));
     BENCH_CUDA(verify::fill_random(ctx.sets.w(s), in, w_elems, seed + 1, kFillScale, dev.stream));
+    // C and bias take seeds past any set's A and W (--max-input-sets <= 4096).
+    if (need_c)
+      BENCH_CUDA(verify::fill_random(ctx.sets.c(s), out, c_elems, opt.seed + 0x10000 + uint64_t(s),
+                                     kFillScale, dev.stream));
   }
+  if (need_bias)
+    BENCH_CUDA(verify::fill_random(ctx.bias, fused.epilogue.bias_dtype, bias_elems,
+                                   opt.seed + 0x20000, kFillScale, dev.stream));
   sync_or_die(ctx, "verify::fill_random");
 
   // ---- argument-level checks (alignment, workspace) on the real pointers ----
   for (auto& c : cands) {
     if (!c.active || c.spec->kind == KernelSpec::Kind::kCublas) continue;
-    anvil::GemmArgs args;
-    args.a = ctx.sets.a(0);
-    args.b = ctx.sets.w(0);
-    args.d = ctx.sets.d(0);
-    args.workspace = ctx.workspace;
-    args.workspace_bytes = ctx.workspace_bytes;
-    args.stream = dev.stream;
+    const anvil::GemmArgs args = anvil_args(c, ctx, 0);
     anvil::Diagnostic diag;
     anvil::Status st = anvil::can_implement(c.desc, &args, &diag);
     if (st != anvil::Status::kSuccess) {
@@ -478,18 +599,29 @@ void run_problem(const Problem& p, int index, int total, const Options& opt,
   }
   if (!any_active()) return;
 
-  // ---- the reference, once per problem, on set 0 ----
+  // ---- the references, once per problem, on set 0 ----
   if (opt.verify) {
-    anvil::GemmArgs args;
-    args.a = ctx.sets.a(0);
-    args.b = ctx.sets.w(0);
     BENCH_CUDA(cudaEventRecord(dev.start, dev.stream));
-    BENCH_CUDA(verify::reference_gemm(base, args, ref, dev.stream));
+    if (need_fused) {
+      anvil::GemmArgs args;
+      args.a = ctx.sets.a(0);
+      args.b = ctx.sets.w(0);
+      if (fused_reads_c) args.c = ctx.sets.c(0);
+      if (fused_reads_bias) args.bias = ctx.bias;
+      BENCH_CUDA(verify::reference_gemm(fused, args, ref_fused, dev.stream));
+    }
+    if (need_plain) {
+      anvil::GemmArgs args;
+      args.a = ctx.sets.a(0);
+      args.b = ctx.sets.w(0);
+      BENCH_CUDA(verify::reference_gemm(plain, args, ref_plain, dev.stream));
+    }
     BENCH_CUDA(cudaEventRecord(dev.stop, dev.stream));
     float ms = elapsed_ms(dev);
     sync_or_die(ctx, "verify::reference_gemm");
-    std::fprintf(stderr, "    reference: %.1f ms; %d input sets of %.1f MiB (L2 %.1f MiB)\n", ms,
-                 sets, double(set_bytes) / (1 << 20), double(l2) / (1 << 20));
+    std::fprintf(stderr, "    reference%s: %.1f ms; %d input sets of %.1f MiB (L2 %.1f MiB)\n",
+                 need_fused && need_plain ? "s (fused, plain)" : "", ms, sets,
+                 double(set_bytes) / (1 << 20), double(l2) / (1 << 20));
   } else {
     std::fprintf(stderr, "    %d input sets of %.1f MiB (L2 %.1f MiB)\n", sets,
                  double(set_bytes) / (1 << 20), double(l2) / (1 << 20));
@@ -516,7 +648,7 @@ void run_problem(const Problem& p, int index, int total, const Options& opt,
 
     if (opt.verify) {
       bool launched = check_output(
-          row, c, ctx, ref, [&] { return launch(c, ctx, 0, err); }, "direct launch");
+          row, c, ctx, ref_for(c), [&] { return launch(c, ctx, 0, err); }, "direct launch");
       if (!launched) {
         sync_or_die(ctx, c.spec->label);
         fail_row(err);
@@ -550,7 +682,7 @@ void run_problem(const Problem& p, int index, int total, const Options& opt,
       row.method = "graph";
       if (opt.verify) {
         check_output(
-            row, c, ctx, ref,
+            row, c, ctx, ref_for(c),
             [&] {
               BENCH_CUDA(cudaGraphLaunch(c.graph, dev.stream));
               return true;
@@ -615,7 +747,7 @@ void run_problem(const Problem& p, int index, int total, const Options& opt,
     row.us_min = *std::min_element(row.samples_us.begin(), row.samples_us.end());
     row.us_max = *std::max_element(row.samples_us.begin(), row.samples_us.end());
     row.tflops = flops / row.us_median / 1e6;
-    row.gbps = min_bytes / row.us_median / 1e3;
+    row.gbps = row.min_bytes / row.us_median / 1e3;
   }
   // A cuBLAS that failed verification still serves as the baseline: its row shows the
   // failure, and hiding every ratio would make the cause harder to see.

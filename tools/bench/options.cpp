@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -27,8 +28,20 @@ const char* kUsage =
     "\n"
     "what to run:\n"
     "  --kernels LIST       comma list of: anvil (the dispatcher's pick), cublas,\n"
+    "                       anvil-plain (the dispatcher's pick without --epilogue),\n"
     "                       all-ladder (every ladder-* kernel), all (every anvil kernel),\n"
     "                       or kernel names from --list   [anvil,cublas]\n"
+    "  --epilogue NAME      what anvil's kernels fuse after the GEMM   [none]\n"
+    "                         none       D = A W^T\n"
+    "                         bias       + bias (fp32, length N, per column)\n"
+    "                         bias-gelu  gelu_tanh(. + bias)\n"
+    "                         bias-relu  relu(. + bias)\n"
+    "                         silu       silu(.)\n"
+    "                         swiglu     silu(gate) * up: N is the GEMM width, D is M x N/2;\n"
+    "                                    N must be a multiple of 128\n"
+    "                         residual   + C (beta = 1, C a separate input shaped like D)\n"
+    "                       cublas and anvil-plain stay the plain GEMM of the same shape, so\n"
+    "                       'vs cuBLAS' includes the fused epilogue's cost\n"
     "  --dtype bf16|fp16    input dtype   [bf16]\n"
     "  --out-dtype bf16|fp16|f32   output dtype   [same as --dtype]\n"
     "  --list               print anvil's kernels and exit\n"
@@ -137,6 +150,70 @@ std::optional<anvil::DataType> parse_dtype(const std::string& s) {
   return std::nullopt;
 }
 
+namespace {
+constexpr Epilogue kEpilogues[] = {Epilogue::kNone,     Epilogue::kBias,  Epilogue::kBiasGelu,
+                                   Epilogue::kBiasRelu, Epilogue::kSilu,  Epilogue::kSwiGLU,
+                                   Epilogue::kResidual};
+}  // namespace
+
+const char* epilogue_name(Epilogue e) {
+  switch (e) {
+    case Epilogue::kNone:
+      return "none";
+    case Epilogue::kBias:
+      return "bias";
+    case Epilogue::kBiasGelu:
+      return "bias-gelu";
+    case Epilogue::kBiasRelu:
+      return "bias-relu";
+    case Epilogue::kSilu:
+      return "silu";
+    case Epilogue::kSwiGLU:
+      return "swiglu";
+    case Epilogue::kResidual:
+      return "residual";
+  }
+  return "?";
+}
+
+std::optional<Epilogue> parse_epilogue(const std::string& s) {
+  for (Epilogue e : kEpilogues)
+    if (s == epilogue_name(e)) return e;
+  return std::nullopt;
+}
+
+anvil::GemmDesc with_epilogue(const anvil::GemmDesc& plain, Epilogue e) {
+  anvil::GemmDesc d = plain;
+  auto biased = [&](anvil::Activation act) {
+    d.epilogue = {act, anvil::BiasMode::kPerColumn, anvil::DataType::kF32};
+  };
+  switch (e) {
+    case Epilogue::kNone:
+      break;
+    case Epilogue::kBias:
+      biased(anvil::Activation::kIdentity);
+      break;
+    case Epilogue::kBiasGelu:
+      biased(anvil::Activation::kGeluTanh);
+      break;
+    case Epilogue::kBiasRelu:
+      biased(anvil::Activation::kReLU);
+      break;
+    case Epilogue::kSilu:
+      d.epilogue.activation = anvil::Activation::kSiLU;
+      break;
+    case Epilogue::kSwiGLU:
+      d.epilogue.activation = anvil::Activation::kSwiGLU;
+      // D (and C, unused) are M x N/2, stored densely.
+      d.c.ld = d.d.ld = std::max<int64_t>(d.n / 2, 1);
+      break;
+    case Epilogue::kResidual:
+      d.beta = 1.0f;  // C keeps linear_desc's layout, which is D's
+      break;
+  }
+  return d;
+}
+
 Options parse_options(int argc, char** argv) {
   Options opt;
   bool kernels_given = false;
@@ -189,6 +266,13 @@ Options parse_options(int argc, char** argv) {
       auto t = parse_dtype(v);
       if (!t) usage_error("--out-dtype must be bf16, fp16 or f32, not '" + v + "'");
       opt.out_dtype = *t;
+    } else if (a == "--epilogue") {
+      std::string v = value();
+      auto e = parse_epilogue(v);
+      if (!e)
+        usage_error("--epilogue must be none, bias, bias-gelu, bias-relu, silu, swiglu or "
+                    "residual, not '" + v + "'");
+      opt.epilogue = *e;
     } else if (a == "--kernels") {
       if (!kernels_given) opt.kernels.clear();
       kernels_given = true;
@@ -289,6 +373,8 @@ std::vector<KernelSpec> expand_kernels(const std::vector<std::string>& names) {
   for (const auto& name : names) {
     if (name == "anvil" || name == "auto") {
       add("anvil", KernelSpec::Kind::kAnvilAuto);
+    } else if (name == "anvil-plain") {
+      add("anvil-plain", KernelSpec::Kind::kAnvilPlain);
     } else if (name == "cublas" || name == "cublaslt") {
       add("cublas", KernelSpec::Kind::kCublas);
     } else if (name == "all-ladder" || name == "all") {
@@ -307,7 +393,8 @@ std::vector<KernelSpec> expand_kernels(const std::vector<std::string>& names) {
         if (name == anvil::kernel_name(i)) known = true;
       }
       if (!known) {
-        std::string msg = "unknown kernel '" + name + "'; known: anvil, cublas, all-ladder, all";
+        std::string msg = "unknown kernel '" + name +
+                          "'; known: anvil, anvil-plain, cublas, all-ladder, all";
         for (int i = 0; i < anvil::kernel_count(); ++i)
           msg += std::string(", ") + anvil::kernel_name(i);
         usage_error(msg);

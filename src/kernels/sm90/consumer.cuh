@@ -13,11 +13,11 @@ namespace anvil::detail {
 template <class Config>
 __device__ __forceinline__ void release_stage(StageBarriers<Config::kStages>& barriers, int stage) {
   const int t = threadIdx.x % 128;
-  if constexpr (Config::kMulticastCtas == 1) {
+  if constexpr (Config::kReleaseCtas == 1) {
     if (t == 0) sm90::mbarrier_arrive(&barriers.empty[stage]);
   } else {
     // Thread r signals CTA r: the remote arrivals go out in parallel, not one after another.
-    if (t < Config::kMulticastCtas) sm90::mbarrier_arrive_cluster(&barriers.empty[stage], t);
+    if (t < Config::kReleaseCtas) sm90::mbarrier_arrive_cluster(&barriers.empty[stage], t);
   }
 }
 

@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
     sm90::tma_prefetch_descriptor(&params.map_a);
     sm90::tma_prefetch_descriptor(&params.map_b);
     // Every consumer warpgroup of every CTA that receives a multicast stage frees it.
-    shared.barriers.init(Config::kConsumers * Config::kMulticastCtas);
+    shared.barriers.init(Config::kConsumers * Config::kReleaseCtas);
   }
   // Peers must see initialised barriers before the first multicast lands in them.
   if constexpr (Config::kClusterM > 1) {

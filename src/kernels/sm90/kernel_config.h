@@ -4,8 +4,12 @@
 
 namespace anvil::detail {
 
+// How the CTAs of a cluster share B. kMulticast is the real design; the other two exist
+// for the ladder's step-9 ablations.
+enum class ClusterB { kMulticast, kLocalLoads, kLocalLoadsCrossRelease };
+
 template <int kBlockN_, int kConsumers_, int kSlabs_, int kStages_, int kClusterM_, bool kTmaStore_,
-          bool kMulticast_ = true>
+          ClusterB kClusterB_ = ClusterB::kMulticast>
 struct KernelConfig {
   static constexpr int kBlockK = 64;  // one 128-byte swizzle row of bf16/fp16
   static constexpr int kBlockN = kBlockN_;
@@ -14,8 +18,10 @@ struct KernelConfig {
   static constexpr int kBlockM = 64 * kSlabs * kConsumers;
   static constexpr int kStages = kStages_;
   static constexpr int kClusterM = kClusterM_;  // CTAs along M sharing (multicasting) the B tile
-  // CTAs that fill each other's B stages; 1 means a cluster whose CTAs load alone (ablation).
-  static constexpr int kMulticastCtas = kMulticast_ ? kClusterM : 1;
+  // CTAs that fill each other's B stages (1: each CTA loads its whole B tile) ...
+  static constexpr int kMulticastCtas = kClusterB_ == ClusterB::kMulticast ? kClusterM : 1;
+  // ... and CTAs whose consumers must free a stage before it is refilled.
+  static constexpr int kReleaseCtas = kClusterB_ == ClusterB::kLocalLoads ? 1 : kClusterM;
   static constexpr bool kTmaStore = kTmaStore_;
 
   static constexpr int kThreads = 128 * (1 + kConsumers);

@@ -1,0 +1,78 @@
+// The production kernel's resource arithmetic and tile-shape choice (src/kernels/sm90/plan.h,
+// kernel_config.h): host-only functions, tested without a GPU.
+#include <gtest/gtest.h>
+
+#include "kernels/sm90/kernel_config.h"
+#include "kernels/sm90/plan.h"
+
+namespace anvil::detail {
+namespace {
+
+constexpr int kH200Sms = 132;
+
+TEST(WavePlan, CountsTilesWithPartialEdges) {
+  const WavePlan p = wave_plan(4096, 4096, 1, TileShape{128, 256}, kH200Sms);
+  EXPECT_EQ(p.tiles, 32 * 16);
+  EXPECT_NEAR(p.waves, 512.0 / 132.0, 1e-12);
+  EXPECT_NEAR(p.efficiency, 512.0 / (4 * 132.0), 1e-12);
+
+  // One row or column past a tile boundary costs a whole extra row or column of tiles.
+  EXPECT_EQ(wave_plan(4097, 4096, 1, TileShape{128, 256}, kH200Sms).tiles, 33 * 16);
+  EXPECT_EQ(wave_plan(4096, 4097, 1, TileShape{128, 256}, kH200Sms).tiles, 32 * 17);
+  EXPECT_EQ(wave_plan(1, 1, 3, TileShape{128, 256}, kH200Sms).tiles, 3);
+}
+
+TEST(WavePlan, EmptyProblemHasNoTiles) {
+  const WavePlan p = wave_plan(0, 4096, 1, TileShape{128, 256}, kH200Sms);
+  EXPECT_EQ(p.tiles, 0);
+  EXPECT_EQ(p.efficiency, 0.0);
+}
+
+TEST(ChooseVariant, LargeProblemsTakeWideTiles) {
+  EXPECT_EQ(choose_sm90_variant(4096, 4096, 1, kH200Sms), Sm90Variant::kWide);
+  EXPECT_EQ(choose_sm90_variant(8192, 8192, 1, kH200Sms), Sm90Variant::kWide);
+  EXPECT_EQ(choose_sm90_variant(8192, 28672, 1, kH200Sms), Sm90Variant::kWide);
+}
+
+TEST(ChooseVariant, UnderfilledWideWaveTakesNarrowTiles) {
+  // 256 x 8192: 64 wide tiles leave half the SMs idle; 128 narrow tiles fill one wave.
+  EXPECT_EQ(choose_sm90_variant(256, 8192, 1, kH200Sms), Sm90Variant::kNarrow);
+}
+
+TEST(ChooseVariant, NarrowTilesThatSpillIntoASecondWaveLose) {
+  // 256 x 10240: 80 wide tiles = one wave; 160 narrow tiles = two waves, the second
+  // nearly empty (measured 2x slower on 2026-11-29 before this rule).
+  EXPECT_EQ(choose_sm90_variant(256, 10240, 1, kH200Sms), Sm90Variant::kWide);
+}
+
+TEST(ChooseVariant, CostFollowsWholeWaves) {
+  const TileShape wide{128, 256};
+  const WavePlan one_wave = wave_plan(128 * 132, 256, 1, wide, kH200Sms);
+  const WavePlan one_more = wave_plan(128 * 133, 256, 1, wide, kH200Sms);
+  EXPECT_DOUBLE_EQ(estimated_cost(one_more, wide, 1.0, kH200Sms), 2 * estimated_cost(one_wave, wide, 1.0, kH200Sms));
+}
+
+TEST(KernelConfig, SharedMemoryAndRegistersFitTheSm) {
+  using Wide = KernelConfig<256, 2, 1, 4, 1, false>;
+  static_assert(Wide::kBlockM == 128 && Wide::kThreads == 384);
+  EXPECT_EQ(Wide::kStageBytesA, 128 * 64 * 2);
+  EXPECT_EQ(Wide::kStageBytesB, 256 * 64 * 2);
+  // 4 stages of 48 KiB: 192 KiB of the 227 KiB a CTA may use.
+  EXPECT_LE(Wide::kStages * (Wide::kStageBytesA + Wide::kStageBytesB) + Wide::kEpilogueBytes + 1024, 227 * 1024);
+
+  using Store = KernelConfig<256, 2, 1, 3, 2, true>;
+  EXPECT_EQ(Store::kEpilogueBytes, 128 * 256 * 2);
+  EXPECT_EQ(Store::kMulticastCtas, 2);
+  EXPECT_LE(Store::kStages * (Store::kStageBytesA + Store::kStageBytesB) + Store::kEpilogueBytes + 1024, 227 * 1024);
+
+  EXPECT_EQ(Store::kReleaseCtas, 2);
+  using NoMulticast = KernelConfig<256, 2, 1, 3, 2, true, ClusterB::kLocalLoads>;
+  EXPECT_EQ(NoMulticast::kMulticastCtas, 1);
+  EXPECT_EQ(NoMulticast::kReleaseCtas, 1);
+  using CrossRelease = KernelConfig<256, 2, 1, 3, 2, true, ClusterB::kLocalLoadsCrossRelease>;
+  EXPECT_EQ(CrossRelease::kMulticastCtas, 1);
+  EXPECT_EQ(CrossRelease::kReleaseCtas, 2);
+}
+
+}  // namespace
+}  // namespace anvil::detail
