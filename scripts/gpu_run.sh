@@ -2,7 +2,7 @@
 # The one command for the GPU machine: configure, build, run the GPU tests and the
 # benchmark suites, writing logs and JSON under $OUT (default ./out).
 #
-#   scripts/gpu_run.sh [phase ...]     phases: build tests llm anchors ablations square ladder all (default: all)
+#   scripts/gpu_run.sh [phase ...]     phases: build tests sanitize llm anchors ablations epilogue unaligned square ladder all (default: all)
 #
 # Environment: OUT (results folder), ANVIL_BUILD_DIR (default build-gpu), DTYPE (bf16).
 set -uo pipefail
@@ -35,6 +35,19 @@ if want tests; then
   done
 fi
 
+if want sanitize; then
+  # compute-sanitizer over every kernel family at small shapes (tile multiples and ragged
+  # edges, plain and fused epilogues). Each tool's summary line lands in sanitize.txt.
+  filter='AllKernels/KernelSweep.*lin_256x512x256:AllKernels/KernelSweep.*lin_129x257x65:AllKernels/KernelSweep.*swiglu_300x768x1000:AllKernels/KernelSweep.*batch3_256x512x256'
+  for tool in memcheck racecheck synccheck initcheck; do
+    timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 9 "$BUILD/tests/anvil_gpu_tests" --gtest_filter="$filter" \
+      >"$OUT/sanitize-$tool.log" 2>&1
+    rc=$?
+    echo "$tool: exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|tests? ran|PASSED|FAILED' "$OUT/sanitize-$tool.log" | tr '\n' ' ')" | tee -a "$OUT/sanitize.txt"
+    [ $rc -eq 0 ] || status=1
+  done
+fi
+
 if want llm; then
   "$bench" --shapes suites/llm.json --dtype "$DTYPE" --kernels anvil,cublas \
     --check-anchors suites/anchors-h200-cublas.json --json "$OUT/llm-$DTYPE-$stamp.json" 2>"$OUT/llm.err" | tee "$OUT/llm.txt" || status=1
@@ -42,7 +55,9 @@ fi
 
 if want anchors; then
   # cuBLAS alone, as the anchors were measured (no other kernel's power draw in between).
-  "$bench" --shapes suites/llm.json --dtype bf16 --kernels cublas --no-verify \
+  # Short replays (one pass over the input sets, like the anchors' method) keep the GPU at
+  # its boost clock; the suites' 20 ms replays measure sustained, power-capped speed.
+  "$bench" --shapes suites/llm.json --dtype bf16 --kernels cublas --no-verify --min-replay-ms 0.001 \
     --check-anchors suites/anchors-h200-cublas.json --json "$OUT/anchors-cublas-bf16-$stamp.json" 2>"$OUT/anchors.err" | tee "$OUT/anchors.txt" || status=1
 fi
 
@@ -51,6 +66,23 @@ if want ablations; then
   "$bench" --shapes suites/ladder.json --only square-4096,square-8192 --dtype "$DTYPE" \
     --kernels ladder-04-swizzle,ladder-05-pipeline,ablation-05-two-stages,ladder-07-two-consumers,ladder-08-tma-store,ladder-09-cluster-multicast,ablation-09-no-multicast,ablation-09-cross-release,ablation-09-four-stages,ladder-10-persistent,sm90-gemm,cublas \
     --json "$OUT/ablations-$DTYPE-$stamp.json" 2>"$OUT/ablations.err" | tee "$OUT/ablations.txt" || status=1
+fi
+
+if want epilogue; then
+  # Fused epilogues against the same GEMM unfused (anvil-plain) and cuBLAS's plain GEMM.
+  for epi in bias-gelu swiglu; do
+    "$bench" --shapes suites/llm.json --only square-8192,llama70b-prefill-qkv,llama70b-prefill-mlp_up --dtype "$DTYPE" \
+      --kernels anvil,anvil-plain,cublas --epilogue $epi --json "$OUT/epilogue-$epi-$DTYPE-$stamp.json" \
+      2>"$OUT/epilogue-$epi.err" | tee "$OUT/epilogue-$epi.txt" || status=1
+  done
+fi
+
+if want unaligned; then
+  # Strides TMA cannot read (K or N not a multiple of 8) against the aligned neighbours.
+  "$bench" --m 4096 --n 4096,4097 --k 4096,4095 --dtype "$DTYPE" --kernels anvil,cublas \
+    --json "$OUT/unaligned-$DTYPE-$stamp.json" 2>"$OUT/unaligned.err" | tee "$OUT/unaligned.txt" || status=1
+  "$bench" --m 4097 --n 4097 --k 4097 --dtype "$DTYPE" --kernels anvil,cublas \
+    --json "$OUT/unaligned-odd-$DTYPE-$stamp.json" 2>>"$OUT/unaligned.err" | tee -a "$OUT/unaligned.txt" || status=1
 fi
 
 if want square; then

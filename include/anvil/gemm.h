@@ -97,8 +97,12 @@ const char* to_string(DataType dtype);
 // the description alone (pointer alignment is then not checked).
 Status can_implement(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag = nullptr);
 
-// Workspace bytes gemm(desc, ...) needs; 0 for most problems.
+// Workspace bytes gemm(desc, ...) needs, assuming 16-byte-aligned A and B base pointers;
+// 0 for K-major operands with 16-byte-aligned strides (the nn.Linear layout). Other
+// layouts and odd strides are repacked into the workspace before the tensor-core kernel.
 size_t workspace_size(const GemmDesc& desc);
+// The same for these pointers (a misaligned A or B base is repacked too).
+size_t workspace_size(const GemmDesc& desc, const GemmArgs& args);
 
 // Enqueues D = ... on args.stream. Returns the same status can_implement would, or
 // kCudaError if the launch itself failed.

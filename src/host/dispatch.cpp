@@ -41,7 +41,7 @@ Status resolve(const GemmDesc& desc, const GemmArgs* args, const KernelInfo** ou
     if (s != Status::kSuccess) return s;
   }
   if (args != nullptr) {
-    const size_t need = (*out)->workspace != nullptr ? (*out)->workspace(desc) : 0;
+    const size_t need = (*out)->workspace != nullptr ? (*out)->workspace(desc, args) : 0;
     if (args->workspace_bytes < need) {
       return detail::fail(diag, Status::kWorkspaceTooSmall, "%s needs %zu workspace bytes, got %zu", (*out)->name, need,
                           args->workspace_bytes);
@@ -63,7 +63,16 @@ Status can_implement(const GemmDesc& desc, const GemmArgs* args, Diagnostic* dia
 size_t workspace_size(const GemmDesc& desc) {
   const KernelInfo* kernel = nullptr;
   if (resolve(desc, nullptr, &kernel, nullptr) != Status::kSuccess || kernel->workspace == nullptr) return 0;
-  return kernel->workspace(desc);
+  return kernel->workspace(desc, nullptr);
+}
+
+size_t workspace_size(const GemmDesc& desc, const GemmArgs& args) {
+  const KernelInfo* kernel = nullptr;
+  GemmArgs probe = args;
+  probe.workspace_bytes = ~size_t{0};  // ask what is needed, not whether it is there
+  probe.workspace = probe.workspace != nullptr ? probe.workspace : reinterpret_cast<void*>(256);
+  if (resolve(desc, &probe, &kernel, nullptr) != Status::kSuccess || kernel->workspace == nullptr) return 0;
+  return kernel->workspace(desc, &args);
 }
 
 Status gemm(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {

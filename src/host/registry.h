@@ -20,7 +20,8 @@ struct KernelInfo {
   // that already passed it. args is null for a description-only query.
   Status (*check)(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag);
   Status (*launch)(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag);
-  size_t (*workspace)(const GemmDesc& desc);  // may be null: needs none
+  // Workspace bytes; args null means 16-byte-aligned base pointers. May be null: needs none.
+  size_t (*workspace)(const GemmDesc& desc, const GemmArgs* args);
 };
 
 std::span<const KernelInfo* const> all_kernels();

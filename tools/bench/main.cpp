@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "anvil/gemm.h"
+#include "anvil/swiglu.h"
 #include "bench.h"
 #include "check.h"
 #include "cublaslt_gemm.h"
@@ -144,8 +145,8 @@ struct Device {
   bool spin_ok = true;
 };
 
-// Where one problem's rotating input sets live.
-// c_bytes is 0 unless a fused row reads C (--epilogue residual).
+// Where one problem's rotating input sets live: A, W, C, D per set, C empty (c_bytes 0)
+// unless a fused row reads it (--epilogue residual).
 struct InputSets {
   int count = 0;
   size_t a_bytes = 0, w_bytes = 0, c_bytes = 0, d_bytes = 0, set_bytes = 0;
@@ -776,6 +777,8 @@ void list_kernels() {
     const char* summary = anvil::kernel_summary(i);
     std::printf("  %-28s %s\n", anvil::kernel_name(i), summary ? summary : "");
   }
+  std::printf("  %-28s %s\n", "anvil-plain",
+              "the dispatcher's pick on the plain GEMM (ignores --epilogue)");
   std::printf("  %-28s %s\n", "cublas", "cuBLASLt, fp32 compute, heuristic's first algorithm");
 }
 
@@ -843,7 +846,8 @@ int run(int argc, char** argv) {
   info.date = utc_now_iso8601();
   info.dtype = dtype_name(opt.dtype);
   info.out_dtype = dtype_name(opt.out_dtype.value_or(opt.dtype));
-  info.method = kMethod;
+  info.epilogue = epilogue_name(opt.epilogue);
+  info.method = method_text(opt.epilogue);
   for (const auto& s : specs) info.kernels.push_back(s.label);
   info.shape_files = opt.shape_files;
   info.repeats = opt.repeats;

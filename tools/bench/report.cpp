@@ -28,7 +28,8 @@ std::string verified_text(const Row& r) {
 
 std::string kernel_text(const Row& r) {
   // Showing the dispatcher's pick next to "anvil" saves looking it up in the JSON.
-  if (r.kernel == "anvil" && r.dispatched) return "anvil[" + *r.dispatched + "]";
+  if ((r.kernel == "anvil" || r.kernel == "anvil-plain") && r.dispatched)
+    return r.kernel + "[" + *r.dispatched + "]";
   return r.kernel;
 }
 
@@ -60,6 +61,15 @@ void print_table(const Results& res) {
   }
   std::printf("\n%s, %s -> %s, commit %s\n", res.info.gpu.c_str(), res.info.dtype.c_str(),
               res.info.out_dtype.c_str(), res.info.commit.c_str());
+  if (res.info.epilogue != "none") {
+    // The rows do not say which ran fused, so the header does.
+    std::printf("epilogue %s fused into the anvil rows; cublas and anvil-plain run the plain "
+                "GEMM%s\n",
+                res.info.epilogue.c_str(),
+                res.info.epilogue == "swiglu"
+                    ? " (N is the GEMM width; fused D is M x N/2, plain D M x N)"
+                    : "");
+  }
   std::printf("%-*s %6s %6s %6s  %-*s %10s %9s %8s %9s  %s\n", static_cast<int>(name_w), "shape",
               "M", "N", "K", static_cast<int>(kernel_w), "kernel", "us", "TFLOP/s", "GB/s",
               "vs cuBLAS", "verified");
@@ -139,6 +149,8 @@ std::string to_json(const Results& res) {
   w.value(info.dtype);
   w.key("out_dtype");
   w.value(info.out_dtype);
+  w.key("epilogue");
+  w.value(info.epilogue);
   w.key("method");
   w.value(info.method);
   w.key("repeats");
@@ -180,6 +192,8 @@ std::string to_json(const Results& res) {
     w.value(r.dtype);
     w.key("out_dtype");
     w.value(r.out_dtype);
+    w.key("epilogue");
+    w.value(r.epilogue);
     w.key("status");
     w.value(r.status);
     w.key("message");

@@ -1,12 +1,15 @@
-// The production Hopper GEMM the dispatcher picks for problems it can route through TMA:
-// persistent, warp-specialized, banded raster. The tile shape is chosen per problem by
-// choose_sm90_variant (plan.h); only the configurations it can return are instantiated.
+// The production Hopper GEMM the dispatcher picks: persistent, warp-specialized, banded
+// raster. The tile shape is chosen per problem by choose_sm90_variant (plan.h); only the
+// configurations it can return are instantiated. Operands TMA cannot read in place
+// (MN-major, odd strides, misaligned bases, broadcast batches) are first repacked into
+// the workspace as K-major copies (repack.cuh).
 #include <cuda_runtime.h>
 
 #include <atomic>
 
 #include "kernels/sm90/launch.cuh"
 #include "kernels/sm90/plan.h"
+#include "kernels/sm90/repack.cuh"
 
 namespace anvil::detail {
 namespace {
@@ -15,37 +18,119 @@ using Wide = KernelConfig<256, 2, 1, 4, 1, false>;    // 128x256, 4 x 48 KiB sta
 using Narrow = KernelConfig<128, 2, 1, 6, 1, false>;  // 128x128, 6 x 32 KiB stages
 constexpr const char* kName = "sm90-gemm";
 constexpr LaunchPolicy kPolicy{true, 8};
+constexpr size_t kWorkspaceAlign = 256;
 
 int sm_count() {
   static std::atomic<int> cached{0};
   if (cached.load() == 0) {
-    int device = 0, count = 132;
-    if (cudaGetDevice(&device) == cudaSuccess &&
-        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) == cudaSuccess) {
-      cached.store(count);
-    } else {
+    int device = 0, count = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
       cudaGetLastError();
       return 132;
     }
+    cached.store(count);
   }
   return cached.load();
 }
 
+size_t align_up(size_t bytes) { return (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign; }
+
+// Which operands need a K-major copy, and the description of the problem on the copies.
+struct RepackPlan {
+  bool a = false, b = false;
+  size_t a_bytes = 0, b_bytes = 0;
+  GemmDesc packed;
+};
+
+// An operand is read in place when it is K-major with TMA-legal strides and base.
+bool readable_in_place(const MatrixLayout& layout, Order k_major, int64_t batch, const void* base, bool know_base) {
+  if (layout.order != k_major || layout.ld % 8 != 0) return false;
+  if (batch > 1 && (layout.batch_stride == 0 || layout.batch_stride % 8 != 0)) return false;
+  return !know_base || reinterpret_cast<uintptr_t>(base) % 16 == 0;
+}
+
+RepackPlan plan_repack(const GemmDesc& desc, const GemmArgs* args) {
+  RepackPlan plan;
+  plan.packed = desc;
+  const int64_t packed_ld = (desc.k + 7) / 8 * 8;
+  const bool know_base = args != nullptr;
+  plan.a = !readable_in_place(desc.a, Order::kRowMajor, desc.batch, know_base ? args->a : nullptr, know_base);
+  plan.b = !readable_in_place(desc.b, Order::kColMajor, desc.batch, know_base ? args->b : nullptr, know_base);
+  if (plan.a) {
+    plan.packed.a = MatrixLayout{desc.a.dtype, Order::kRowMajor, packed_ld, desc.m * packed_ld};
+    plan.a_bytes = align_up(static_cast<size_t>(desc.m * packed_ld * desc.batch) * 2);
+  }
+  if (plan.b) {
+    plan.packed.b = MatrixLayout{desc.b.dtype, Order::kColMajor, packed_ld, desc.n * packed_ld};
+    plan.b_bytes = align_up(static_cast<size_t>(desc.n * packed_ld * desc.batch) * 2);
+  }
+  return plan;
+}
+
+// Source strides of A (rows = M) or B (rows = N) for the repack kernel.
+RepackSource repack_source(const void* ptr, const MatrixLayout& layout, bool is_b) {
+  // A(i, k) is row-major-K when A is row-major; B(k, j) read as row j is K-contiguous when
+  // B is column-major.
+  const bool k_contiguous = is_b ? layout.order == Order::kColMajor : layout.order == Order::kRowMajor;
+  return RepackSource{static_cast<const uint16_t*>(ptr), k_contiguous ? layout.ld : 1, k_contiguous ? 1 : layout.ld,
+                      layout.batch_stride};
+}
+
 Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
+  if (desc.k == 0) return fail(diag, Status::kNotSupported, "%s: K = 0 has no tensor-core work", kName);
+  const RepackPlan plan = plan_repack(desc, args);
+  if ((plan.a || plan.b) && (desc.batch > 65535 || (std::max(desc.m, desc.n) + kRepackTile - 1) / kRepackTile > 65535)) {
+    return fail(diag, Status::kNotSupported, "%s: too large to repack (batch or rows beyond the grid)", kName);
+  }
+  if ((plan.a || plan.b) && args != nullptr && reinterpret_cast<uintptr_t>(args->workspace) % 16 != 0) {
+    return fail(diag, Status::kMisalignedOperand, "%s: the workspace must be 16-byte aligned for repacked operands", kName);
+  }
+  // The kernel itself sees the packed description and a 16-byte-aligned workspace.
+  GemmArgs packed_args;
+  if (args != nullptr) {
+    packed_args = *args;
+    if (plan.a) packed_args.a = reinterpret_cast<const void*>(kWorkspaceAlign);
+    if (plan.b) packed_args.b = reinterpret_cast<const void*>(kWorkspaceAlign);
+  }
   // SwiGLU needs 128-column pairs, which both tile widths provide.
-  return sm90_check<Narrow>(kName, desc, args, diag);
+  return sm90_check<Narrow>(kName, plan.packed, args != nullptr ? &packed_args : nullptr, diag);
+}
+
+size_t workspace(const GemmDesc& desc, const GemmArgs* args) {
+  const RepackPlan plan = plan_repack(desc, args);
+  return plan.a_bytes + plan.b_bytes;
 }
 
 Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  if (choose_sm90_variant(desc.m, desc.n, desc.batch, sm_count()) == Sm90Variant::kNarrow) {
-    return sm90_launch<Narrow>(kName, kPolicy, desc, args, diag);
+  const RepackPlan plan = plan_repack(desc, &args);
+  GemmArgs packed_args = args;
+  auto* workspace_bytes = static_cast<uint8_t*>(args.workspace);
+  if (plan.a) {
+    auto* dst = reinterpret_cast<uint16_t*>(workspace_bytes);
+    const Status s = launch_repack(repack_source(args.a, desc.a, false), dst, plan.packed.a.ld,
+                                   plan.packed.a.batch_stride, desc.m, desc.k, desc.batch, args.stream, diag);
+    if (s != Status::kSuccess) return s;
+    packed_args.a = dst;
   }
-  return sm90_launch<Wide>(kName, kPolicy, desc, args, diag);
+  if (plan.b) {
+    auto* dst = reinterpret_cast<uint16_t*>(workspace_bytes + plan.a_bytes);
+    const Status s = launch_repack(repack_source(args.b, desc.b, true), dst, plan.packed.b.ld,
+                                   plan.packed.b.batch_stride, desc.n, desc.k, desc.batch, args.stream, diag);
+    if (s != Status::kSuccess) return s;
+    packed_args.b = dst;
+  }
+  if (choose_sm90_variant(desc.m, desc.n, desc.batch, sm_count()) == Sm90Variant::kNarrow) {
+    return sm90_launch<Narrow>(kName, kPolicy, plan.packed, packed_args, diag);
+  }
+  return sm90_launch<Wide>(kName, kPolicy, plan.packed, packed_args, diag);
 }
 
 }  // namespace
 
-extern const KernelInfo kSm90Gemm{kName, "production: persistent, warp-specialized, 128x256 or 128x128 by wave plan",
-                                  check, launch, nullptr};
+extern const KernelInfo kSm90Gemm{kName,
+                                  "production: persistent, warp-specialized, 128x256 or 128x128 by wave plan; "
+                                  "any layout/stride (repacked into the workspace)",
+                                  check, launch, workspace};
 
 }  // namespace anvil::detail
