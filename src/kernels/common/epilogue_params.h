@@ -24,7 +24,6 @@ struct EpilogueParams {
   MatrixRef c;  // read only when beta != 0
   MatrixRef d;
   int64_t m = 0, n_out = 0;  // output extent (n_out = n/2 for SwiGLU)
-  bool plain = true;         // D = alpha * acc: no bias, activation or C to apply
 };
 
 inline MatrixRef matrix_ref(const void* ptr, const MatrixLayout& layout) {
@@ -49,8 +48,6 @@ inline EpilogueParams make_epilogue_params(const GemmDesc& desc, const GemmArgs&
   p.d = matrix_ref(args.d, desc.d);
   p.m = desc.m;
   p.n_out = desc.epilogue.activation == Activation::kSwiGLU ? desc.n / 2 : desc.n;
-  p.plain = desc.epilogue.activation == Activation::kIdentity && desc.epilogue.bias == BiasMode::kNone &&
-            desc.beta == 0.0f;
   return p;
 }
 

@@ -18,10 +18,31 @@
 
 namespace anvil::detail {
 
-// Plain GEMMs skip the out-of-line general epilogue entirely.
-__device__ __forceinline__ float output_value(const EpilogueParams& p, int64_t batch, int64_t row, int64_t col,
-                                              float acc) {
-  return p.plain ? p.alpha * acc : epilogue_value(p, batch, row, col, acc);
+// The fused math, applied to the accumulators in place before any store path runs:
+// acc = act(alpha * acc + bias) + beta * C. The activation is a template constant
+// (store_tile switches on it once per tile), so the unrolled loop has no per-element
+// branch and no out-of-line call - a call would spill the live accumulators around it -
+// and the store paths below exist once per kernel instead of once per activation.
+template <class Config, Activation kAct>
+__device__ __forceinline__ void apply_epilogue_math(const EpilogueParams& p, int64_t batch, int64_t row0, int64_t col0,
+                                                    float (&acc)[Config::kSlabs][Config::kBlockN / 2]) {
+  const int t = threadIdx.x % 128;
+  const bool column_bias = p.bias_mode == BiasMode::kPerColumn, row_bias = p.bias_mode == BiasMode::kPerRow;
+#pragma unroll
+  for (int slab = 0; slab < Config::kSlabs; ++slab) {
+#pragma unroll
+    for (int i = 0; i < Config::kBlockN / 2; ++i) {
+      const FragmentCoord c = fragment_coord(i, t);
+      const int64_t row = row0 + slab * 64 + c.row, col = col0 + c.col;
+      const bool inside = row < p.m && col < p.n_out;  // edges: nothing to read past the matrix
+      float z = p.alpha * acc[slab][i];
+      if (column_bias && col < p.n_out) z += load_float(p.bias, p.bias_dtype, col);
+      if (row_bias && row < p.m) z += load_float(p.bias, p.bias_dtype, row);
+      float y = activate(z, kAct);
+      if (p.beta != 0.0f && inside) y += p.beta * load_float(p.c.ptr, p.c.dtype, element_offset(p.c, batch, row, col));
+      acc[slab][i] = y;
+    }
+  }
 }
 
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi, DataType dtype) {
@@ -39,8 +60,8 @@ __device__ __forceinline__ void warpgroup_sync(int consumer) {
 }
 
 template <class Config>
-__device__ __forceinline__ void store_tile(const Sm90Params& params, const TileCoord& tile, int consumer,
-                                           float (&acc)[Config::kSlabs][Config::kBlockN / 2], uint8_t* epilogue_smem) {
+__device__ __forceinline__ void store_accumulators(const Sm90Params& params, const TileCoord& tile, int consumer,
+                                              float (&acc)[Config::kSlabs][Config::kBlockN / 2], uint8_t* epilogue_smem) {
   const EpilogueParams& p = params.epilogue;
   const int64_t row0 = int64_t{tile.m_tile} * Config::kBlockM + consumer * Config::kSlabs * 64;
   const int64_t col0 = int64_t{tile.n_tile} * Config::kBlockN;
@@ -63,8 +84,8 @@ __device__ __forceinline__ void store_tile(const Sm90Params& params, const TileC
           // Elements past the edge are clipped by the TMA store, but their bias and C
           // must not be read.
           const bool in_rows = row < p.m;
-          const float y0 = in_rows && col < p.n_out ? output_value(p, tile.batch, row, col, acc[slab][i]) : 0.0f;
-          const float y1 = in_rows && col + 1 < p.n_out ? output_value(p, tile.batch, row, col + 1, acc[slab][i + 1]) : 0.0f;
+          const float y0 = in_rows && col < p.n_out ? acc[slab][i] : 0.0f;
+          const float y1 = in_rows && col + 1 < p.n_out ? acc[slab][i + 1] : 0.0f;
           const uint32_t packed = pack_half2(y0, y1, p.d.dtype);
           const int box = slab * (Config::kBlockN / 64) + c.col / 64;
           const int chunk = ((c.col % 64) / 8) ^ (c.row % 8);
@@ -104,10 +125,10 @@ __device__ __forceinline__ void store_tile(const Sm90Params& params, const TileC
         const FragmentCoord c = fragment_coord(i, t);
         const int64_t row = row0 + slab * 64 + c.row, col = col0 + c.col;
         if (row >= p.m || col >= p.n_out) continue;
-        const float y0 = output_value(p, tile.batch, row, col, acc[slab][i]);
+        const float y0 = acc[slab][i];
         const int64_t offset = element_offset(p.d, tile.batch, row, col);
         if (col + 1 < p.n_out) {
-          const float y1 = output_value(p, tile.batch, row, col + 1, acc[slab][i + 1]);
+          const float y1 = acc[slab][i + 1];
           // offset is even: the host checked ld, batch stride and base alignment.
           reinterpret_cast<uint32_t*>(d)[offset / 2] = pack_half2(y0, y1, p.d.dtype);
         } else {
@@ -118,18 +139,79 @@ __device__ __forceinline__ void store_tile(const Sm90Params& params, const TileC
     return;
   }
 
+  // Any other output (fp32, column-major, odd leading dimension): one element at a time.
+  void* d = const_cast<void*>(p.d.ptr);
 #pragma unroll
   for (int slab = 0; slab < Config::kSlabs; ++slab) {
-    if constexpr (Config::kBlockN % 128 == 0) {
-      if (p.activation == Activation::kSwiGLU) {
-        store_fragment_swiglu<Config::kBlockN>(p, tile.batch, row0 + slab * 64, col0, acc[slab]);
-        continue;
+#pragma unroll
+    for (int i = 0; i < Config::kBlockN / 2; ++i) {
+      const FragmentCoord c = fragment_coord(i, t);
+      const int64_t row = row0 + slab * 64 + c.row, col = col0 + c.col;
+      if (row < p.m && col < p.n_out) {
+        store_float(d, p.d.dtype, element_offset(p.d, tile.batch, row, col), acc[slab][i]);
       }
     }
-    {
-      store_fragment_generic<Config::kBlockN>(p, tile.batch, row0 + slab * 64, col0, acc[slab]);
+  }
+}
+
+// SwiGLU: GEMM columns c and c + 64 of a 128-column block are the gate and up halves of
+// output column (c / 128) * 64 + c % 64; both sit in this thread's registers, 32 apart.
+template <class Config>
+__device__ __forceinline__ void store_tile_swiglu(const Sm90Params& params, const TileCoord& tile, int consumer,
+                                                  float (&acc)[Config::kSlabs][Config::kBlockN / 2]) {
+  static_assert(Config::kBlockN % 128 == 0, "SwiGLU pairs need 128-column tiles");
+  const EpilogueParams& p = params.epilogue;
+  const int64_t row0 = int64_t{tile.m_tile} * Config::kBlockM + consumer * Config::kSlabs * 64;
+  const int64_t gemm_col0 = int64_t{tile.n_tile} * Config::kBlockN;
+  const int t = threadIdx.x % 128;
+  void* d = const_cast<void*>(p.d.ptr);
+#pragma unroll
+  for (int slab = 0; slab < Config::kSlabs; ++slab) {
+#pragma unroll
+    for (int i = 0; i < Config::kBlockN / 2; ++i) {
+      const FragmentCoord c = fragment_coord(i, t);
+      if ((c.col % 128) >= 64) continue;
+      const int64_t row = row0 + slab * 64 + c.row;
+      const int64_t gate_col = gemm_col0 + c.col;
+      const int64_t col = (gate_col / 128) * 64 + gate_col % 64;
+      if (row >= p.m || col >= p.n_out) continue;
+      float gate = p.alpha * acc[slab][i], up = p.alpha * acc[slab][i + 32];
+      if (p.bias_mode == BiasMode::kPerColumn) {
+        gate += load_float(p.bias, p.bias_dtype, gate_col);
+        up += load_float(p.bias, p.bias_dtype, gate_col + 64);
+      } else if (p.bias_mode == BiasMode::kPerRow) {
+        const float b = load_float(p.bias, p.bias_dtype, row);
+        gate += b;
+        up += b;
+      }
+      float y = silu(gate) * up;
+      if (p.beta != 0.0f) y += p.beta * load_float(p.c.ptr, p.c.dtype, element_offset(p.c, tile.batch, row, col));
+      store_float(d, p.d.dtype, element_offset(p.d, tile.batch, row, col), y);
     }
   }
+}
+
+// One switch per tile picks the math's instantiation; the stores are shared.
+template <class Config>
+__device__ __forceinline__ void store_tile(const Sm90Params& params, const TileCoord& tile, int consumer,
+                                           float (&acc)[Config::kSlabs][Config::kBlockN / 2], uint8_t* epilogue_smem) {
+  const EpilogueParams& p = params.epilogue;
+  if constexpr (Config::kBlockN % 128 == 0) {
+    if (p.activation == Activation::kSwiGLU) return store_tile_swiglu<Config>(params, tile, consumer, acc);
+  }
+  const int64_t row0 = int64_t{tile.m_tile} * Config::kBlockM + consumer * Config::kSlabs * 64;
+  const int64_t col0 = int64_t{tile.n_tile} * Config::kBlockN;
+  const bool trivial = p.alpha == 1.0f && p.bias_mode == BiasMode::kNone && p.beta == 0.0f;
+  switch (p.activation) {
+    case Activation::kReLU: apply_epilogue_math<Config, Activation::kReLU>(p, tile.batch, row0, col0, acc); break;
+    case Activation::kGeluErf: apply_epilogue_math<Config, Activation::kGeluErf>(p, tile.batch, row0, col0, acc); break;
+    case Activation::kGeluTanh: apply_epilogue_math<Config, Activation::kGeluTanh>(p, tile.batch, row0, col0, acc); break;
+    case Activation::kSiLU: apply_epilogue_math<Config, Activation::kSiLU>(p, tile.batch, row0, col0, acc); break;
+    default:
+      if (!trivial) apply_epilogue_math<Config, Activation::kIdentity>(p, tile.batch, row0, col0, acc);
+      break;
+  }
+  store_accumulators<Config>(params, tile, consumer, acc, epilogue_smem);
 }
 
 // Outstanding TMA stores must complete before the CTA's shared memory goes away.

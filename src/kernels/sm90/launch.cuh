@@ -67,10 +67,10 @@ Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, 
 
   const bool half_out = desc.d.dtype != DataType::kF32;
   const bool row_major_out = desc.d.order == Order::kRowMajor;
-  const bool plain = desc.epilogue.activation != Activation::kSwiGLU;
-  params.pair_store = half_out && row_major_out && plain && desc.d.ld % 2 == 0 &&
+  const bool not_swiglu = desc.epilogue.activation != Activation::kSwiGLU;
+  params.pair_store = half_out && row_major_out && not_swiglu && desc.d.ld % 2 == 0 &&
                       (desc.batch == 1 || desc.d.batch_stride % 2 == 0) && reinterpret_cast<uintptr_t>(args.d) % 4 == 0;
-  params.tma_store = Config::kTmaStore && half_out && row_major_out && plain && desc.d.ld % 8 == 0 &&
+  params.tma_store = Config::kTmaStore && half_out && row_major_out && not_swiglu && desc.d.ld % 8 == 0 &&
                      (desc.batch == 1 || desc.d.batch_stride % 8 == 0) && aligned16(args.d);
   if (params.tma_store) {
     TensorMapRequest out;
