@@ -12,36 +12,22 @@
 
 namespace anvil::detail {
 namespace {
-
-constexpr const char* kNoMulticast = "ablation-09-no-multicast";
-constexpr const char* kFourStages = "ablation-09-four-stages";
-using NoMulticast = KernelConfig<256, 2, 1, 3, 2, true, ClusterB::kLocalLoads>;
-using CrossRelease = KernelConfig<256, 2, 1, 3, 2, true, ClusterB::kLocalLoadsCrossRelease>;
-constexpr const char* kCrossRelease = "ablation-09-cross-release";
-using FourStages = KernelConfig<256, 2, 1, 4, 2, false, ClusterB::kMulticast>;
-constexpr LaunchPolicy kPolicy{false, 1};
-
-Status check_no_multicast(const GemmDesc& d, const GemmArgs* a, Diagnostic* g) { return sm90_check<NoMulticast>(kNoMulticast, d, a, g); }
-Status launch_no_multicast(const GemmDesc& d, const GemmArgs& a, Diagnostic* g) {
-  return sm90_launch<NoMulticast>(kNoMulticast, kPolicy, d, a, g);
-}
-Status check_four_stages(const GemmDesc& d, const GemmArgs* a, Diagnostic* g) { return sm90_check<FourStages>(kFourStages, d, a, g); }
-Status launch_four_stages(const GemmDesc& d, const GemmArgs& a, Diagnostic* g) {
-  return sm90_launch<FourStages>(kFourStages, kPolicy, d, a, g);
-}
-
-Status check_cross_release(const GemmDesc& d, const GemmArgs* a, Diagnostic* g) { return sm90_check<CrossRelease>(kCrossRelease, d, a, g); }
-Status launch_cross_release(const GemmDesc& d, const GemmArgs& a, Diagnostic* g) {
-  return sm90_launch<CrossRelease>(kCrossRelease, kPolicy, d, a, g);
-}
-
+constexpr char kNoMulticast[] = "ablation-09-no-multicast";
+constexpr char kCrossRelease[] = "ablation-09-cross-release";
+constexpr char kFourStages[] = "ablation-09-four-stages";
+using NoMulticast = Sm90Kernel<KernelConfig<256, 2, 1, 3, 2, true, ClusterB::kLocalLoads>, false, 1, kNoMulticast>;
+using CrossRelease =
+    Sm90Kernel<KernelConfig<256, 2, 1, 3, 2, true, ClusterB::kLocalLoadsCrossRelease>, false, 1, kCrossRelease>;
+using FourStages = Sm90Kernel<KernelConfig<256, 2, 1, 4, 2, false, ClusterB::kMulticast>, false, 1, kFourStages>;
 }  // namespace
 
-extern const KernelInfo kAblation09CrossRelease{kCrossRelease, "ablation: step 9's cluster, local loads, cross-CTA stage release",
-                                                check_cross_release, launch_cross_release, nullptr};
 extern const KernelInfo kAblation09NoMulticast{kNoMulticast, "ablation: step 9's cluster launch without multicast",
-                                               check_no_multicast, launch_no_multicast, nullptr};
-extern const KernelInfo kAblation09FourStages{kFourStages, "ablation: step 7 (4 stages, direct epilogue) + 2-CTA multicast",
-                                              check_four_stages, launch_four_stages, nullptr};
+                                               NoMulticast::check, NoMulticast::launch, nullptr};
+extern const KernelInfo kAblation09CrossRelease{kCrossRelease,
+                                                "ablation: step 9's cluster, local loads, cross-CTA stage release",
+                                                CrossRelease::check, CrossRelease::launch, nullptr};
+extern const KernelInfo kAblation09FourStages{kFourStages,
+                                              "ablation: step 7 (4 stages, direct epilogue) + 2-CTA multicast",
+                                              FourStages::check, FourStages::launch, nullptr};
 
 }  // namespace anvil::detail

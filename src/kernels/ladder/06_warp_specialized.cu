@@ -8,18 +8,10 @@
 
 namespace anvil::detail {
 namespace {
-
-using Config = KernelConfig<128, 1, 2, 4, 1, false>;
-constexpr const char* kName = "ladder-06-warp-specialized";
-constexpr LaunchPolicy kPolicy{false, 1};
-
-Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) { return sm90_check<Config>(kName, desc, args, diag); }
-Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return sm90_launch<Config>(kName, kPolicy, desc, args, diag);
-}
-
+constexpr char kName[] = "ladder-06-warp-specialized";
+using Kernel = Sm90Kernel<KernelConfig<128, 1, 2, 4, 1, false>, false, 1, kName>;
 }  // namespace
 
-extern const KernelInfo kLadder06WarpSpecialized{kName, "step 5 + producer warpgroup / consumer warpgroup, setmaxnreg", check, launch, nullptr};
+extern const KernelInfo kLadder06WarpSpecialized{kName, "step 5 + producer warpgroup / consumer warpgroup, setmaxnreg", Kernel::check, Kernel::launch, nullptr};
 
 }  // namespace anvil::detail

@@ -7,18 +7,10 @@
 
 namespace anvil::detail {
 namespace {
-
-using Config = KernelConfig<256, 2, 1, 4, 1, false>;
-constexpr const char* kName = "ladder-07-two-consumers";
-constexpr LaunchPolicy kPolicy{false, 1};
-
-Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) { return sm90_check<Config>(kName, desc, args, diag); }
-Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return sm90_launch<Config>(kName, kPolicy, desc, args, diag);
-}
-
+constexpr char kName[] = "ladder-07-two-consumers";
+using Kernel = Sm90Kernel<KernelConfig<256, 2, 1, 4, 1, false>, false, 1, kName>;
 }  // namespace
 
-extern const KernelInfo kLadder07TwoConsumers{kName, "step 6 with 128x256 tiles: two consumer warpgroups, m64n256k16", check, launch, nullptr};
+extern const KernelInfo kLadder07TwoConsumers{kName, "step 6 with 128x256 tiles: two consumer warpgroups, m64n256k16", Kernel::check, Kernel::launch, nullptr};
 
 }  // namespace anvil::detail

@@ -6,18 +6,10 @@
 
 namespace anvil::detail {
 namespace {
-
-using Config = KernelConfig<256, 2, 1, 3, 1, true>;
-constexpr const char* kName = "ladder-08-tma-store";
-constexpr LaunchPolicy kPolicy{false, 1};
-
-Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) { return sm90_check<Config>(kName, desc, args, diag); }
-Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return sm90_launch<Config>(kName, kPolicy, desc, args, diag);
-}
-
+constexpr char kName[] = "ladder-08-tma-store";
+using Kernel = Sm90Kernel<KernelConfig<256, 2, 1, 3, 1, true>, false, 1, kName>;
 }  // namespace
 
-extern const KernelInfo kLadder08TmaStore{kName, "step 7 + epilogue through swizzled shared memory and TMA stores (3 stages)", check, launch, nullptr};
+extern const KernelInfo kLadder08TmaStore{kName, "step 7 + epilogue through swizzled shared memory and TMA stores (3 stages)", Kernel::check, Kernel::launch, nullptr};
 
 }  // namespace anvil::detail

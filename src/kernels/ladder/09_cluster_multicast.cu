@@ -6,18 +6,10 @@
 
 namespace anvil::detail {
 namespace {
-
-using Config = KernelConfig<256, 2, 1, 3, 2, true>;
-constexpr const char* kName = "ladder-09-cluster-multicast";
-constexpr LaunchPolicy kPolicy{false, 1};
-
-Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) { return sm90_check<Config>(kName, desc, args, diag); }
-Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return sm90_launch<Config>(kName, kPolicy, desc, args, diag);
-}
-
+constexpr char kName[] = "ladder-09-cluster-multicast";
+using Kernel = Sm90Kernel<KernelConfig<256, 2, 1, 3, 2, true>, false, 1, kName>;
 }  // namespace
 
-extern const KernelInfo kLadder09Cluster{kName, "step 8 + 2-CTA cluster along M, B tile multicast", check, launch, nullptr};
+extern const KernelInfo kLadder09Cluster{kName, "step 8 + 2-CTA cluster along M, B tile multicast", Kernel::check, Kernel::launch, nullptr};
 
 }  // namespace anvil::detail

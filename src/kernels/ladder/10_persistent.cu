@@ -7,18 +7,10 @@
 
 namespace anvil::detail {
 namespace {
-
-using Config = KernelConfig<256, 2, 1, 3, 2, true>;
-constexpr const char* kName = "ladder-10-persistent";
-constexpr LaunchPolicy kPolicy{true, 8};
-
-Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) { return sm90_check<Config>(kName, desc, args, diag); }
-Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return sm90_launch<Config>(kName, kPolicy, desc, args, diag);
-}
-
+constexpr char kName[] = "ladder-10-persistent";
+using Kernel = Sm90Kernel<KernelConfig<256, 2, 1, 3, 2, true>, true, 8, kName>;
 }  // namespace
 
-extern const KernelInfo kLadder10Persistent{kName, "step 9 + persistent grid, tile scheduler, banded L2-aware raster", check, launch, nullptr};
+extern const KernelInfo kLadder10Persistent{kName, "step 9 + persistent grid, tile scheduler, banded L2-aware raster", Kernel::check, Kernel::launch, nullptr};
 
 }  // namespace anvil::detail

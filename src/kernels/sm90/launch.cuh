@@ -130,4 +130,16 @@ Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, 
   return check_launch(diag, name);
 }
 
+// One registry entry's check and launch for one configuration: what each ladder step and
+// ablation file instantiates, next to the comment that says what the step changes.
+template <class Config, bool kPersistent, int kBand, const char* kName>
+struct Sm90Kernel {
+  static Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
+    return sm90_check<Config>(kName, desc, args, diag);
+  }
+  static Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+    return sm90_launch<Config>(kName, LaunchPolicy{kPersistent, kBand}, desc, args, diag);
+  }
+};
+
 }  // namespace anvil::detail
