@@ -42,46 +42,37 @@ __device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t* bar, uint32_t 
       : "memory");
 }
 
+// One probe of the barrier: true once phase `phase` has completed. The cluster-scope form
+// (acquire.cluster) is for barriers that other CTAs of the cluster arrive on - a peer's
+// consumers freeing a stage, a peer's multicast completing bytes.
+template <bool kClusterScope = false>
 __device__ __forceinline__ bool mbarrier_try_wait(uint64_t* bar, uint32_t phase) {
   uint32_t done;
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.b32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(smem_addr(bar)), "r"(phase)
-      : "memory");
-  return done != 0;
-}
-
-// Blocks until the barrier's current phase has parity != `phase`, i.e. phase `phase`
-// completed. try_wait suspends the thread for a hardware-chosen time, so the loop is cheap.
-__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t phase) {
-  while (!mbarrier_try_wait(bar, phase)) {
-  }
-}
-
-// The same wait with cluster-scope acquire: for barriers that other CTAs of the cluster
-// arrive on (a peer's consumers freeing a stage, a peer's multicast completing bytes).
-__device__ __forceinline__ bool mbarrier_try_wait_cluster(uint64_t* bar, uint32_t phase) {
-  uint32_t done;
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-      "selp.b32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(smem_addr(bar)), "r"(phase)
-      : "memory");
-  return done != 0;
-}
-
-template <bool kClusterScope>
-__device__ __forceinline__ void mbarrier_wait_scoped(uint64_t* bar, uint32_t phase) {
   if constexpr (kClusterScope) {
-    while (!mbarrier_try_wait_cluster(bar, phase)) {
-    }
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        "selp.b32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(phase)
+        : "memory");
   } else {
-    mbarrier_wait(bar, phase);
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.b32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(phase)
+        : "memory");
+  }
+  return done != 0;
+}
+
+// Blocks until phase `phase` of the barrier has completed. try_wait suspends the thread
+// for a hardware-chosen time, so the loop is cheap.
+template <bool kClusterScope = false>
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t phase) {
+  while (!mbarrier_try_wait<kClusterScope>(bar, phase)) {
   }
 }
 
