@@ -12,18 +12,6 @@ __device__ __forceinline__ uint32_t cluster_cta_rank() {
   return rank;
 }
 
-__device__ __forceinline__ uint32_t cluster_id_x() {
-  uint32_t id;
-  asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(id));
-  return id;
-}
-
-__device__ __forceinline__ uint32_t cluster_count_x() {
-  uint32_t n;
-  asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(n));
-  return n;
-}
-
 // Full cluster barrier: every thread of every CTA in the cluster arrives and waits.
 // Release/acquire so that barrier initialisation and smem writes are visible to peers.
 __device__ __forceinline__ void cluster_sync() {

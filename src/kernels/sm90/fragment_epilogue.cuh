@@ -31,23 +31,4 @@ __device__ __forceinline__ void store_fragment_generic(const EpilogueParams& p, 
   }
 }
 
-// SwiGLU over a fragment of GEMM columns [gemm_col0, gemm_col0 + kN) with gemm_col0 a
-// multiple of 128: gate column c pairs with up column c + 64, and both are in this
-// thread's registers, 32 registers apart.
-template <int kN>
-__device__ __forceinline__ void store_fragment_swiglu(const EpilogueParams& p, int64_t batch, int64_t row0,
-                                                      int64_t gemm_col0, const float (&acc)[kN / 2]) {
-  static_assert(kN % 128 == 0, "SwiGLU pairs need 128-column fragments");
-  const int t = threadIdx.x % 128;
-#pragma unroll
-  for (int i = 0; i < kN / 2; ++i) {
-    const FragmentCoord c = fragment_coord(i, t);
-    if ((c.col % 128) >= 64) continue;  // an up column: handled with its gate
-    const int64_t row = row0 + c.row;
-    const int64_t gate_col = gemm_col0 + c.col;
-    const int64_t out_col = (gate_col / 128) * 64 + gate_col % 64;
-    if (row < p.m && out_col < p.n_out) finish_swiglu_element(p, batch, row, out_col, gate_col, acc[i], acc[i + 32]);
-  }
-}
-
 }  // namespace anvil::detail
