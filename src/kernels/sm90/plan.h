@@ -37,8 +37,9 @@ inline WavePlan wave_plan(int64_t m, int64_t n, int64_t batch, TileShape shape, 
 
 // Relative cost of one SM's work on a problem: full waves of tiles times the time one
 // tile takes. A narrow tile is half a wide one's math, but wide tiles do 1.33x more math
-// per shared-memory byte; measured on the H200 (2026-11-29 ladder run) narrow 128x128
-// tiles ran at about 0.8x the TFLOP/s of wide ones on full waves.
+// per shared-memory byte. The 0.8 is an estimate: on the H200 (2026-11-29 ladder run)
+// step 6's 128x128 tiles ran at 0.79x of step 7's 128x256 at 4096^3; the Narrow
+// configuration itself has not been measured on full waves yet.
 inline double estimated_cost(const WavePlan& plan, TileShape shape, double relative_speed, int sm_count) {
   const double waves = static_cast<double>(ceil_div(plan.tiles, sm_count));
   return waves * shape.block_m * shape.block_n / relative_speed;
