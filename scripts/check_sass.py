@@ -21,8 +21,8 @@ import shutil
 import subprocess
 import sys
 
-WGMMA_KERNELS = re.compile(r"sm90_gemm_kernel|tma_wgmma_kernel|swizzled_kernel|pipelined_kernel")
-STRICT_KERNELS = re.compile(r"sm90_gemm_kernel")
+WGMMA_KERNELS = re.compile(r"sm90_gemm_kernel|sm90_decode_kernel|tma_wgmma_kernel|swizzled_kernel|pipelined_kernel")
+STRICT_KERNELS = re.compile(r"sm90_gemm_kernel|sm90_decode_kernel")
 
 
 def find_tools():

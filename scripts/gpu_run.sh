@@ -2,9 +2,10 @@
 # The one command for the GPU machine: configure, build, run the GPU tests and the
 # benchmark suites, writing logs and JSON under $OUT (default ./out).
 #
-#   scripts/gpu_run.sh [phase ...]     phases: build tests sanitize llm anchors ablations epilogue unaligned square ladder all (default: all)
+#   scripts/gpu_run.sh [phase ...]     phases: build tests fuzz sanitize llm decode anchors ablations epilogue unaligned square ladder all (default: all)
 #
-# Environment: OUT (results folder), ANVIL_BUILD_DIR (default build-gpu), DTYPE (bf16).
+# Environment: OUT (results folder), ANVIL_BUILD_DIR (default build-gpu), DTYPE (bf16),
+# FUZZ_SEED (default: today's date as a number), FUZZ_PROBLEMS (2000).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -29,10 +30,19 @@ fi
 if want tests; then
   # The gtest binaries directly, one process each: ctest would start a process (and a CUDA
   # context) per test case, minutes of device time for nothing.
-  for t in anvil_cpu_tests anvil_gpu_tests; do
+  for t in anvil_cpu_tests anvil_plan_cache_tests anvil_gpu_tests; do
     "$BUILD/tests/$t" --gtest_brief=1 >"$OUT/$t.log" 2>&1 || status=1
     tail -5 "$OUT/$t.log"
   done
+fi
+
+if want fuzz; then
+  # Random valid problems through the dispatcher, each against the reference (tools/fuzz).
+  # A new seed every day explores new problems; each FAIL line says how to rerun it alone.
+  # The timeout catches a kernel that hangs on some shape.
+  timeout 900 "$BUILD/tools/fuzz/anvil-fuzz" --seed "${FUZZ_SEED:-$(date -u +%Y%m%d)}" --problems "${FUZZ_PROBLEMS:-2000}" \
+    --json "$OUT/fuzz-$stamp.json" >"$OUT/fuzz.txt" 2>&1 || status=1
+  grep -E "^FAIL|^anvil-fuzz" "$OUT/fuzz.txt" | tail -20
 fi
 
 if want sanitize; then
@@ -51,6 +61,15 @@ fi
 if want llm; then
   "$bench" --shapes suites/llm.json --dtype "$DTYPE" --kernels anvil,cublas \
     --check-anchors suites/anchors-h200-cublas.json --json "$OUT/llm-$DTYPE-$stamp.json" 2>"$OUT/llm.err" | tee "$OUT/llm.txt" || status=1
+fi
+
+if want decode; then
+  # The decode kernel: the M sweep over two weights (plotted against the floor by
+  # scripts/plot_decode_sweep.py), and the suite's decode shapes in fp16.
+  "$bench" --shapes suites/decode_sweep.json --dtype "$DTYPE" --kernels anvil,cublas \
+    --json "$OUT/decode-sweep-$DTYPE-$stamp.json" 2>"$OUT/decode.err" | tee "$OUT/decode.txt" || status=1
+  "$bench" --shapes suites/llm.json --only llama70b-decode256-attn_out,llama70b-decode256-qkv,llama70b-decode256-mlp_up,llama70b-decode256-mlp_down,llama70b-decode64-attn_out,llama70b-decode16-qkv,llama70b-decode1-attn_out,llama70b-decode1-mlp_up,llama70b-decode1-mlp_down \
+    --dtype fp16 --kernels anvil,cublas --json "$OUT/decode-llm-fp16-$stamp.json" 2>>"$OUT/decode.err" | tee -a "$OUT/decode.txt" || status=1
 fi
 
 if want anchors; then

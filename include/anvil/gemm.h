@@ -70,6 +70,11 @@ struct GemmDesc {
   // nullptr or "auto": the dispatcher picks. Otherwise the name of one kernel
   // (see kernel_name()), e.g. "ladder-04-swizzle" or "sm90-persistent".
   const char* kernel = nullptr;
+  // Batch invariance: a row of D is bitwise the same whatever m is (whatever other rows
+  // share the call). The dispatcher then makes no m-dependent choice: K-major problems
+  // always go to the decode kernel with a K split fixed by (n, k, batch). Costs speed
+  // where m is large; see docs/decode.md.
+  bool batch_invariant = false;
 };
 
 // Where the data is. c may equal d (in-place residual add); c may be null when beta == 0.

@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "common/dtype.h"
@@ -143,6 +144,20 @@ Status validate_device(Diagnostic* diag) {
                 major, minor);
   }
   return Status::kSuccess;
+}
+
+int device_sm_count() {
+  static std::atomic<int> cached{0};
+  if (cached.load() == 0) {
+    int device = 0, count = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || count <= 0) {
+      cudaGetLastError();
+      return 132;
+    }
+    cached.store(count);
+  }
+  return cached.load();
 }
 
 }  // namespace anvil::detail

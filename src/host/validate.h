@@ -14,6 +14,10 @@ Status validate_args(const GemmDesc& desc, const GemmArgs& args, Diagnostic* dia
 // The current device must be sm_90 (Hopper with wgmma).
 Status validate_device(Diagnostic* diag);
 
+// Streaming multiprocessors of the current device, asked once (132 if it cannot be asked:
+// an H200's count, so host-only planning still gets a sensible answer).
+int device_sm_count();
+
 // Shape helpers.
 inline int64_t output_cols(const GemmDesc& d) {
   return d.epilogue.activation == Activation::kSwiGLU ? d.n / 2 : d.n;

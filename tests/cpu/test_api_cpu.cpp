@@ -303,4 +303,83 @@ TEST(Validation, WorkspaceTooSmall) {
   GTEST_SKIP() << "no kernel asks for a workspace on these shapes here (workspace_size is 0 everywhere)";
 }
 
+// Sizes whose products would overflow 64-bit element offsets are refused up front, before
+// any kernel could compute an index from them.
+TEST(Validation, ASizeAbove2To31) {
+  const GemmArgs args = full_args();
+  for (int which = 0; which < 4; ++which) {
+    GemmDesc desc = base_desc();
+    (which == 0 ? desc.m : which == 1 ? desc.n : which == 2 ? desc.k : desc.batch) = (int64_t{1} << 31) + 1;
+    std::string message;
+    EXPECT_EQ(check(desc, &args, &message), Status::kInvalidArgument) << "field " << which;
+    EXPECT_NE(message.find("exceeds 2^31"), std::string::npos) << message;
+    EXPECT_EQ(check(desc, nullptr), Status::kInvalidArgument) << "field " << which << ", description only";
+  }
+  GemmDesc at_limit = base_desc();
+  at_limit.batch = int64_t{1} << 31;
+  at_limit.a.batch_stride = 0;
+  at_limit.b.batch_stride = 0;
+  at_limit.d.batch_stride = at_limit.m * at_limit.n;  // 2^46 elements of D in all: still indexable
+  EXPECT_NE(check(at_limit, nullptr), Status::kInvalidArgument) << "2^31 itself is allowed";
+}
+
+TEST(Validation, StorageBeyond2To46Elements) {
+  const GemmArgs args = full_args();
+  std::string message;
+  GemmDesc desc = base_desc();
+  desc.a.ld = int64_t{1} << 40;  // 128 rows of 2^40: 2^47 elements
+  EXPECT_EQ(check(desc, &args, &message), Status::kInvalidArgument);
+  EXPECT_NE(message.find("overflow the index range"), std::string::npos) << message;
+
+  desc = base_desc();
+  desc.d.order = Order::kColMajor;  // 256 columns of 2^39
+  desc.d.ld = int64_t{1} << 39;
+  EXPECT_EQ(check(desc, &args, &message), Status::kInvalidArgument) << "D";
+
+  desc = base_desc();
+  desc.batch = 4;
+  desc.a.batch_stride = int64_t{1} << 45;  // x 4 batches = 2^47
+  desc.d.batch_stride = desc.m * desc.n;
+  EXPECT_EQ(check(desc, &args, &message), Status::kInvalidArgument) << "A's batch stride";
+  EXPECT_NE(message.find("overflows the index range"), std::string::npos) << message;
+  desc.a.batch_stride = int64_t{1} << 43;  // x 4 = 2^45: fine
+  EXPECT_TRUE(valid_given_workspace(check(desc, &args, &message))) << message;
+}
+
+TEST(Validation, CMustShareDsOrderAndLeadingDimension) {
+  const GemmArgs args = full_args();
+  GemmDesc desc = base_desc();
+  desc.beta = 1.0f;
+  EXPECT_TRUE(passes_description_checks(check(desc, &args)));
+
+  desc.c.order = Order::kColMajor;
+  desc.c.ld = desc.m;
+  std::string message;
+  EXPECT_EQ(check(desc, &args, &message), Status::kNotSupported) << "C column-major, D row-major";
+  EXPECT_NE(message.find("storage order and leading dimension"), std::string::npos) << message;
+
+  desc = base_desc();
+  desc.beta = 1.0f;
+  desc.c.ld = desc.d.ld + 8;
+  EXPECT_EQ(check(desc, &args), Status::kNotSupported) << "C's ld differs from D's";
+  desc.beta = 0.0f;
+  EXPECT_TRUE(passes_description_checks(check(desc, &args))) << "C's layout is irrelevant when beta == 0";
+}
+
+TEST(Validation, RepackedOperandsNeedA16ByteAlignedWorkspace) {
+  GemmDesc desc = base_desc();
+  desc.b = anvil::MatrixLayout{DataType::kBF16, Order::kRowMajor, desc.n, 0};  // MN-major: repacked
+  desc.kernel = "sm90-gemm";
+  const size_t need = anvil::workspace_size(desc);
+  ASSERT_GT(need, 0u) << "sm90-gemm no longer repacks a row-major B";
+  GemmArgs args = full_args();
+  args.workspace_bytes = need;
+  args.workspace = fake(3072 + 8);
+  std::string message;
+  EXPECT_EQ(check(desc, &args, &message), Status::kMisalignedOperand);
+  EXPECT_NE(message.find("16-byte aligned"), std::string::npos) << message;
+  args.workspace = fake(3072 + 16);
+  EXPECT_TRUE(passes_description_checks(check(desc, &args, &message))) << message;
+}
+
 }  // namespace

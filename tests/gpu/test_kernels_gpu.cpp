@@ -9,11 +9,14 @@
 #include <cstdio>
 #include <cstring>
 #include <ostream>
+#include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "gpu/gpu_support.h"
+#include "kernels/sm90/plan.h"
 
 namespace {
 
@@ -226,12 +229,26 @@ INSTANTIATE_TEST_SUITE_P(AllKernels, KernelSweep,
 
 // ---- determinism and graph capture, on a few representative cases ----
 
+// One case for every path the dispatcher can take, so that each is run ten times: the
+// production kernel with narrow tiles (the first three), with wide tiles, and with operands
+// repacked into the workspace; the decode kernel; the naive kernel (K = 0).
+// KernelRepeatCoverage checks that the list still reaches them all.
 std::vector<Case> repeat_cases() {
+  GemmDesc repacked = make_desc(300, 520, 65, DataType::kBF16, Order::kRowMajor, Order::kRowMajor, DataType::kBF16);
+  // K = 0: D = act(bias) + beta C. A line of no elements still needs a leading dimension of 1.
+  GemmDesc k_zero = with_epilogue(linear(64, 96, 1), Activation::kGeluErf, BiasMode::kPerColumn, DataType::kF32);
+  k_zero.k = 0;
+  k_zero.beta = 1.0f;
   std::vector<Case> cases = {
       {"lin_512x1024x512", linear(512, 1024, 512), false, 7},
       {"lin_300x520x1000", linear(300, 520, 1000), false, 8},
       {"bias_gelu_1000x1000x1000", with_epilogue(linear(1000, 1000, 1000), Activation::kGeluTanh, BiasMode::kPerColumn),
        false, 9},
+      {"wide_pair_2048x2048x256", linear(2048, 2048, 256), false, 10},
+      {"wide_single_128x28672x64", linear(128, 28672, 64), false, 14},
+      {"repacked_rowrow_300x520x65", repacked, false, 11},
+      {"decode_64x1024x4096", linear(64, 1024, 4096), false, 12},
+      {"k_zero_bias_gelu_residual_64x96x0", k_zero, false, 13},
   };
   return cases;
 }
@@ -250,21 +267,42 @@ class KernelRepeat : public ::testing::TestWithParam<std::tuple<int, Case>> {
   }
 };
 
-TEST_P(KernelRepeat, IsBitwiseDeterministic) {
+// Owns the streams a determinism test rotates through.
+struct CreatedStreams {
+  cudaStream_t blocking = nullptr, non_blocking = nullptr;
+  ~CreatedStreams() {
+    if (blocking != nullptr) cudaStreamDestroy(blocking);
+    if (non_blocking != nullptr) cudaStreamDestroy(non_blocking);
+  }
+};
+
+TEST_P(KernelRepeat, IsBitwiseDeterministicOverTenRunsOnFourStreams) {
   REQUIRE_SM90();
   Operands op;
   bool refused = false;
   ASSERT_NO_FATAL_FAILURE(prepare(op, &refused));
   if (refused) GTEST_SKIP() << kernel_label(std::get<0>(GetParam())) << " refuses this case";
 
-  std::vector<unsigned char> first, second;
-  ASSERT_NO_FATAL_FAILURE(run_gemm(op, nullptr));
-  ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.d, first));
-  CHECK_CUDA(verify::poison(op.d.get(), op.desc.d.dtype, op.d_elements(), nullptr));
-  ASSERT_NO_FATAL_FAILURE(run_gemm(op, nullptr));
-  ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.d, second));
-  ASSERT_EQ(first.size(), second.size());
-  EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size()), 0) << "two runs differ";
+  // The legacy and per-thread default streams and two created ones: a result must not
+  // depend on where, or how many times, it was enqueued.
+  CreatedStreams created;
+  CHECK_CUDA(cudaStreamCreate(&created.blocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&created.non_blocking, cudaStreamNonBlocking));
+  const cudaStream_t streams[] = {nullptr, cudaStreamPerThread, created.blocking, created.non_blocking};
+  std::vector<unsigned char> first;
+  for (int run = 0; run < 10; ++run) {
+    const cudaStream_t stream = streams[run % 4];
+    CHECK_CUDA(verify::poison(op.d.get(), op.desc.d.dtype, op.d_elements(), stream));
+    ASSERT_NO_FATAL_FAILURE(run_gemm(op, stream));
+    std::vector<unsigned char> bytes;
+    ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.d, bytes));
+    if (run == 0) {
+      first = std::move(bytes);
+      continue;
+    }
+    ASSERT_EQ(bytes.size(), first.size());
+    EXPECT_EQ(std::memcmp(bytes.data(), first.data(), first.size()), 0) << "run " << run << " differs from the first";
+  }
 }
 
 // Owns the stream, graph and executable graph so an early test exit releases them.
@@ -317,6 +355,27 @@ TEST_P(KernelRepeat, ReplaysFromACudaGraphLikeTheEagerCall) {
 INSTANTIATE_TEST_SUITE_P(AllKernels, KernelRepeat,
                          ::testing::Combine(::testing::ValuesIn(kernel_indices()), ::testing::ValuesIn(repeat_cases())),
                          repeat_name);
+
+// Needs no GPU: the dispatcher's choice is made from the description alone, and the
+// tile-shape choice assumes the 132 SMs of an H100 or H200.
+TEST(KernelRepeatCoverage, CasesReachEveryPathTheDispatcherTakes) {
+  std::set<std::string> kernels;
+  std::set<int> sm90_variants;
+  bool repacked = false;
+  for (const Case& c : repeat_cases()) {
+    const char* name = anvil::dispatch_name(c.desc);
+    ASSERT_NE(name, nullptr) << c.name;
+    kernels.insert(name);
+    if (std::string(name) != "sm90-gemm") continue;
+    sm90_variants.insert(int(anvil::detail::choose_sm90_variant(c.desc.m, c.desc.n, c.desc.batch, 132)));
+    repacked = repacked || anvil::workspace_size(c.desc) > 0;
+  }
+  for (const char* expected : {"sm90-gemm", "sm90-decode", "ladder-01-naive"}) {
+    EXPECT_EQ(kernels.count(expected), 1u) << "no repeat case goes to " << expected;
+  }
+  EXPECT_EQ(sm90_variants.size(), 3u) << "the cases should take all three sm90-gemm configurations";
+  EXPECT_TRUE(repacked) << "no repeat case repacks an operand";
+}
 
 // The probe scripts/test.sh prints: says which GPU the tier ran on, or why it skipped.
 TEST(GpuTier, Sm90DeviceAvailable) {

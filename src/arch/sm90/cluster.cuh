@@ -1,8 +1,10 @@
 // Thread-block clusters: CTAs co-scheduled on one GPC that can reach each other's shared
-// memory and barriers.
+// memory (distributed shared memory) and barriers.
 #pragma once
 
 #include <cstdint>
+
+#include "arch/sm90/mbarrier.cuh"
 
 namespace anvil::sm90 {
 
@@ -12,10 +14,37 @@ __device__ __forceinline__ uint32_t cluster_cta_rank() {
   return rank;
 }
 
+// CTAs in this cluster. Volatile, so each use reads the special register again instead of
+// keeping the value live in a register across long loops.
+__device__ __forceinline__ uint32_t cluster_size() {
+  uint32_t count;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(count));
+  return count;
+}
+
 // Full cluster barrier: every thread of every CTA in the cluster arrives and waits.
 // Release/acquire so that barrier initialisation and smem writes are visible to peers.
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+// The shared::cluster address of `local`'s counterpart in CTA `cta_rank`: every CTA of a
+// kernel has the same shared-memory layout, so a peer's copy of a variable sits at the
+// same offset in the peer's window.
+__device__ __forceinline__ uint32_t map_shared_rank(const void* local, uint32_t cta_rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_addr(local)), "r"(cta_rank));
+  return remote;
+}
+
+// 16 bytes from a (possibly remote) CTA's shared memory, at an address from map_shared_rank.
+__device__ __forceinline__ float4 ld_shared_cluster_v4(uint32_t cluster_addr) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(cluster_addr)
+               : "memory");
+  return v;
 }
 
 }  // namespace anvil::sm90

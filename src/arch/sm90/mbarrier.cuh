@@ -33,46 +33,40 @@ __device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
 
 // Arrives on the barrier at the same shared-memory offset in CTA `cta_rank` of this
 // cluster: how a consumer frees a stage that a peer CTA's producer multicasts into.
+// The default semantics (release at CTA scope) on purpose: `.release.cluster` compiles to
+// MEMBAR.ALL.GPU + ERRBAR before the arrive - a wait for every outstanding memory
+// operation of the thread, once per stage per consumer - and the stage's readers (the
+// wgmma instructions) have already retired when this runs, so there is nothing to order.
 __device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t* bar, uint32_t cta_rank) {
   asm volatile(
       "{\n.reg .b32 remote;\n"
       "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)),
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)),
       "r"(cta_rank)
       : "memory");
 }
 
-// One probe of the barrier: true once phase `phase` has completed. The cluster-scope form
-// (acquire.cluster) is for barriers that other CTAs of the cluster arrive on - a peer's
-// consumers freeing a stage, a peer's multicast completing bytes.
-template <bool kClusterScope = false>
+// One probe of the barrier: true once phase `phase` has completed. Default (CTA-scope
+// acquire) semantics also for barriers that peers arrive on or multicast into: the
+// `.acquire.cluster` form adds an L1 invalidation (CCTL.IVALL) after every successful
+// probe, and what the waiter reads next - shared memory filled by TMA, or nothing at all
+// for a producer - does not go through L1.
 __device__ __forceinline__ bool mbarrier_try_wait(uint64_t* bar, uint32_t phase) {
   uint32_t done;
-  if constexpr (kClusterScope) {
-    asm volatile(
-        "{\n.reg .pred p;\n"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        "selp.b32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(smem_addr(bar)), "r"(phase)
-        : "memory");
-  } else {
-    asm volatile(
-        "{\n.reg .pred p;\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.b32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(smem_addr(bar)), "r"(phase)
-        : "memory");
-  }
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.b32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(smem_addr(bar)), "r"(phase)
+      : "memory");
   return done != 0;
 }
 
 // Blocks until phase `phase` of the barrier has completed. try_wait suspends the thread
 // for a hardware-chosen time, so the loop is cheap.
-template <bool kClusterScope = false>
 __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t phase) {
-  while (!mbarrier_try_wait<kClusterScope>(bar, phase)) {
+  while (!mbarrier_try_wait(bar, phase)) {
   }
 }
 

@@ -86,4 +86,120 @@ inline __device__ __noinline__ void finish_swiglu_element(const EpilogueParams& 
   store_float(const_cast<void*>(p.d.ptr), p.d.dtype, element_offset(p.d, batch, row, col), y);
 }
 
+// Four finished outputs in a row of a row-major D whose four columns are all inside and
+// 8- or 16-byte aligned: one vector store instead of four.
+__device__ __forceinline__ void store_four(const EpilogueParams& p, int64_t offset, const float (&y)[4]) {
+  void* d = const_cast<void*>(p.d.ptr);
+  if (p.d.dtype == DataType::kF32) {
+    *reinterpret_cast<float4*>(static_cast<float*>(d) + offset) = make_float4(y[0], y[1], y[2], y[3]);
+  } else if (p.d.dtype == DataType::kBF16) {
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(y[0], y[1]), hi = __floats2bfloat162_rn(y[2], y[3]);
+    uint2 bits;
+    bits.x = *reinterpret_cast<const uint32_t*>(&lo), bits.y = *reinterpret_cast<const uint32_t*>(&hi);
+    *reinterpret_cast<uint2*>(static_cast<__nv_bfloat16*>(d) + offset) = bits;
+  } else {
+    const __half2 lo = __floats2half2_rn(y[0], y[1]), hi = __floats2half2_rn(y[2], y[3]);
+    uint2 bits;
+    bits.x = *reinterpret_cast<const uint32_t*>(&lo), bits.y = *reinterpret_cast<const uint32_t*>(&hi);
+    *reinterpret_cast<uint2*>(static_cast<__half*>(d) + offset) = bits;
+  }
+}
+
+// The per-column bias of four neighbouring GEMM columns (and of their SwiGLU up columns,
+// 64 further right): loaded once per thread and reused for every row it finishes, since
+// a thread's columns stay fixed while its rows advance. Zeros without a column bias.
+struct ColumnBias {
+  float gate[4] = {0, 0, 0, 0};
+  float up[4] = {0, 0, 0, 0};
+};
+
+__device__ __forceinline__ ColumnBias load_column_bias(const EpilogueParams& p, bool swiglu, int64_t gemm_col,
+                                                       int64_t gemm_cols) {
+  ColumnBias b;
+  if (p.bias_mode != BiasMode::kPerColumn) return b;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    if (gemm_col + j < gemm_cols) b.gate[j] = load_float(p.bias, p.bias_dtype, gemm_col + j);
+    if (swiglu && gemm_col + kSwiGLUBlock + j < gemm_cols) {
+      b.up[j] = load_float(p.bias, p.bias_dtype, gemm_col + kSwiGLUBlock + j);
+    }
+  }
+  return b;
+}
+
+// Four finished outputs of one row, `valid` of them inside D, element by element: for
+// layouts the vector store cannot take. One dtype switch for the four, not one each.
+__device__ __forceinline__ void store_four_scalar(const EpilogueParams& p, int64_t batch, int64_t row, int64_t col,
+                                                  const float (&y)[4], int valid) {
+  void* d = const_cast<void*>(p.d.ptr);
+  const int64_t first = element_offset(p.d, batch, row, col);
+  switch (p.d.dtype) {
+    case DataType::kBF16:
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if (j < valid) static_cast<__nv_bfloat16*>(d)[first + j * p.d.col_stride] = __float2bfloat16_rn(y[j]);
+      }
+      break;
+    case DataType::kF16:
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if (j < valid) static_cast<__half*>(d)[first + j * p.d.col_stride] = __float2half_rn(y[j]);
+      }
+      break;
+    default:
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if (j < valid) static_cast<float*>(d)[first + j * p.d.col_stride] = y[j];
+      }
+      break;
+  }
+}
+
+// The activation of a finish_four instantiation: a compile-time constant in the hot
+// epilogues (one loop body per activation, so the instruction cache holds only the one
+// that runs), or read from the parameters at run time where the epilogue is cold.
+inline constexpr Activation kRuntimeActivation = static_cast<Activation>(-1);
+
+template <Activation kAct>
+__device__ __forceinline__ float activate_as(float x, const EpilogueParams& p) {
+  if constexpr (kAct == kRuntimeActivation) {
+    return activate(x, p.activation);
+  } else {
+    return activate(x, kAct);
+  }
+}
+
+// Finishes four outputs (row `row`, output columns col..col+3) from their pre-epilogue
+// sums; gate/up hold the SwiGLU halves (up unused otherwise). When p.four_wide, four
+// in-bounds columns go out as one store. Everything is inline: an out-of-line call here
+// would make ptxas save the caller's live registers (accumulators) around it.
+template <Activation kAct = kRuntimeActivation>
+__device__ __forceinline__ void finish_four(const EpilogueParams& p, int64_t batch, int64_t row, int64_t col,
+                                            const ColumnBias& bias, const float4& gate, const float4& up) {
+  const bool swiglu = kAct == kRuntimeActivation ? p.activation == Activation::kSwiGLU : kAct == Activation::kSwiGLU;
+  const float g[4] = {gate.x, gate.y, gate.z, gate.w};
+  const float u[4] = {up.x, up.y, up.z, up.w};
+  const float row_bias = p.bias_mode == BiasMode::kPerRow ? load_float(p.bias, p.bias_dtype, row) : 0.0f;
+  float y[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const float z = p.alpha * g[j] + bias.gate[j] + row_bias;
+    y[j] = swiglu ? silu(z) * (p.alpha * u[j] + bias.up[j] + row_bias) : activate_as<kAct>(z, p);
+  }
+  const int valid = static_cast<int>(p.n_out - col < 4 ? p.n_out - col : 4);
+  // Unrolled with a guard rather than looping to `valid`: a dynamic index would put y in
+  // local memory.
+  if (p.beta != 0.0f) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (j < valid) y[j] += p.beta * load_float(p.c.ptr, p.c.dtype, element_offset(p.c, batch, row, col + j));
+    }
+  }
+  if (p.four_wide && valid == 4) {
+    store_four(p, element_offset(p.d, batch, row, col), y);
+  } else {
+    store_four_scalar(p, batch, row, col, y, valid);
+  }
+}
+
 }  // namespace anvil::detail

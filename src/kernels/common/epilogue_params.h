@@ -24,6 +24,9 @@ struct EpilogueParams {
   MatrixRef c;  // read only when beta != 0
   MatrixRef d;
   int64_t m = 0, n_out = 0;  // output extent (n_out = n/2 for SwiGLU)
+  // D is row-major with rows, batches and base aligned to four elements: four neighbouring
+  // outputs of a row can go out as one 8- or 16-byte store.
+  bool four_wide = false;
 };
 
 inline MatrixRef matrix_ref(const void* ptr, const MatrixLayout& layout) {
@@ -48,6 +51,10 @@ inline EpilogueParams make_epilogue_params(const GemmDesc& desc, const GemmArgs&
   p.d = matrix_ref(args.d, desc.d);
   p.m = desc.m;
   p.n_out = desc.epilogue.activation == Activation::kSwiGLU ? desc.n / 2 : desc.n;
+  const uintptr_t out_bytes = desc.d.dtype == DataType::kF32 ? 4 : 2;
+  p.four_wide = desc.d.order == Order::kRowMajor && desc.d.ld % 4 == 0 &&
+                (desc.batch == 1 || desc.d.batch_stride % 4 == 0) &&
+                reinterpret_cast<uintptr_t>(args.d) % (4 * out_bytes) == 0;
   return p;
 }
 

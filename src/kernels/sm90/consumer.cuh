@@ -30,7 +30,7 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
   using Mma = sm90::WgmmaSS<Config::kBlockN, kInput>;
   int previous_stage = -1;
   for (int kt = 0; kt < k_tiles; ++kt) {
-    sm90::mbarrier_wait<(Config::kMulticastCtas > 1)>(&barriers.full[ring.stage], ring.phase);
+    sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
     sm90::wgmma_fence();
     const uint8_t* a = tiles_a[ring.stage] + consumer * Config::kSlabs * 64 * 128;
     const uint8_t* b = tiles_b[ring.stage];

@@ -1,10 +1,19 @@
 // The consumer warpgroups' epilogue: accumulators -> fused math -> global memory.
 // Three paths, chosen per launch on the host:
-//   TMA store  - each warpgroup writes its slabs as bf16/fp16 into a 128-byte-swizzled
-//                shared buffer (conflict-free: 8 rows of a warp hit 8 bank groups), then
-//                one thread issues 64x64 TMA stores, which clip the tile edges themselves;
-//   pair store - row-major half output: two neighbouring columns per 32-bit store;
-//   generic    - any layout and dtype, one element at a time (also SwiGLU).
+//   TMA store  - plain GEMM (no bias, activation, alpha or C) with a half output: each
+//                warpgroup writes its slabs as bf16/fp16 into a 128-byte-swizzled shared
+//                buffer, then one thread issues 64x64 TMA stores, which clip the edges;
+//   pair store - plain GEMM, row-major half output: two neighbouring columns per 32-bit
+//                store, straight from the registers;
+//   staged     - everything else (fused epilogues, SwiGLU, fp32 or column-major output,
+//                odd leading dimensions): each warp parks 16 x 32 fp32 chunks of its own
+//                accumulator rows in shared memory and finishes them in a rolled loop,
+//                four neighbouring outputs per thread and step.
+// Why the staged path: an epilogue unrolled over all 128 accumulators of a thread is
+// tens of KiB of straight-line machine code per activation, executed once per tile - the
+// instruction cache misses on nearly every line of it. The rolled loop is a few hundred
+// bytes; only the register-to-shared copies stay unrolled (they must: registers cannot
+// be indexed at run time).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -17,33 +26,6 @@
 #include "kernels/sm90/tile_scheduler.cuh"
 
 namespace anvil::detail {
-
-// The fused math, applied to the accumulators in place before any store path runs:
-// acc = act(alpha * acc + bias) + beta * C. The activation is a template constant
-// (store_tile switches on it once per tile), so the unrolled loop has no per-element
-// branch and no out-of-line call - a call would spill the live accumulators around it -
-// and the store paths below exist once per kernel instead of once per activation.
-template <class Config, Activation kAct>
-__device__ __forceinline__ void apply_epilogue_math(const EpilogueParams& p, int64_t batch, int64_t row0, int64_t col0,
-                                                    float (&acc)[Config::kSlabs][Config::kBlockN / 2]) {
-  const int t = threadIdx.x % 128;
-  const bool column_bias = p.bias_mode == BiasMode::kPerColumn, row_bias = p.bias_mode == BiasMode::kPerRow;
-#pragma unroll
-  for (int slab = 0; slab < Config::kSlabs; ++slab) {
-#pragma unroll
-    for (int i = 0; i < Config::kBlockN / 2; ++i) {
-      const FragmentCoord c = fragment_coord(i, t);
-      const int64_t row = row0 + slab * 64 + c.row, col = col0 + c.col;
-      const bool inside = row < p.m && col < p.n_out;  // edges: nothing to read past the matrix
-      float z = p.alpha * acc[slab][i];
-      if (column_bias && col < p.n_out) z += load_float(p.bias, p.bias_dtype, col);
-      if (row_bias && row < p.m) z += load_float(p.bias, p.bias_dtype, row);
-      float y = activate(z, kAct);
-      if (p.beta != 0.0f && inside) y += p.beta * load_float(p.c.ptr, p.c.dtype, element_offset(p.c, batch, row, col));
-      acc[slab][i] = y;
-    }
-  }
-}
 
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi, DataType dtype) {
   if (dtype == DataType::kBF16) {
@@ -59,8 +41,9 @@ __device__ __forceinline__ void warpgroup_sync(int consumer) {
   asm volatile("bar.sync %0, 128;\n" ::"r"(consumer + 1) : "memory");
 }
 
+// The plain GEMM (D = acc) with a half output, straight from the registers.
 template <class Config>
-__device__ __forceinline__ void store_accumulators(const Sm90Params& params, const TileCoord& tile, int consumer,
+__device__ __forceinline__ void store_plain(const Sm90Params& params, const TileCoord& tile, int consumer,
                                               float (&acc)[Config::kSlabs][Config::kBlockN / 2], uint8_t* epilogue_smem) {
   const EpilogueParams& p = params.epilogue;
   const int64_t row0 = int64_t{tile.m_tile} * Config::kBlockM + consumer * Config::kSlabs * 64;
@@ -81,8 +64,7 @@ __device__ __forceinline__ void store_accumulators(const Sm90Params& params, con
         for (int i = 0; i < Config::kBlockN / 2; i += 2) {
           const FragmentCoord c = fragment_coord(i, t);
           const int64_t row = row0 + slab * 64 + c.row, col = col0 + c.col;
-          // Elements past the edge are clipped by the TMA store, but their bias and C
-          // must not be read.
+          // Elements past the edge are clipped by the TMA store; zeros keep them finite.
           const bool in_rows = row < p.m;
           const float y0 = in_rows && col < p.n_out ? acc[slab][i] : 0.0f;
           const float y1 = in_rows && col + 1 < p.n_out ? acc[slab][i + 1] : 0.0f;
@@ -136,82 +118,131 @@ __device__ __forceinline__ void store_accumulators(const Sm90Params& params, con
         }
       }
     }
-    return;
   }
+}
 
-  // Any other output (fp32, column-major, odd leading dimension): one element at a time.
-  void* d = const_cast<void*>(p.d.ptr);
+// ---- the staged path ----
+
+// A warp's chunk: 16 rows (the warp's share of a 64-row slab) x 32 fp32 columns. The
+// pitch of 40 floats (8 mod 32 banks) makes the fragment's 64-bit stores conflict-free:
+// a half-warp writes rows r..r+3 at 8-bank offsets, columns 0..7 within each.
+inline constexpr int kStagePitch = 40;
+inline constexpr int kStageChunkBytes = 16 * kStagePitch * 4;
+
+// The chunks of one slab: plain, 32 consecutive GEMM columns; SwiGLU, 16 gate columns
+// in stage columns 0-15 and their up columns (64 further right) in 16-31.
+template <int kBlockN>
+inline constexpr int kPlainChunks = kBlockN / 32;
+template <int kBlockN>
+inline constexpr int kSwiGLUChunks = kBlockN / 128 * 4;
+
+// Copies fragment registers [first, first + count) to the stage at stage column
+// `col - col_shift` (fragment layout: fragment_epilogue.cuh); rows are the warp's 16.
+template <int kFirst, int kCount, int kN>
+__device__ __forceinline__ void park_registers(float* stage, const float (&acc)[kN], int col_shift, int lane) {
+#pragma unroll
+  for (int i = kFirst; i < kFirst + kCount; i += 2) {
+    const int row = lane / 4 + ((i & 2) ? 8 : 0);
+    const int col = (i / 4) * 8 + (lane % 4) * 2 - col_shift;
+    *reinterpret_cast<float2*>(stage + row * kStagePitch + col) = make_float2(acc[i], acc[i + 1]);
+  }
+}
+
+// Parks chunk `chunk` of a slab. The chunk index is a run-time value (the finishing loop
+// around it is rolled); each branch indexes the registers with constants.
+template <int kBlockN, bool kSwiGLU, int kChunk = 0>
+__device__ __forceinline__ void park_chunk(float* stage, const float (&acc)[kBlockN / 2], int chunk, int lane) {
+  constexpr int kChunks = kSwiGLU ? kSwiGLUChunks<kBlockN> : kPlainChunks<kBlockN>;
+  if constexpr (kChunk < kChunks) {
+    if (chunk == kChunk) {
+      if constexpr (kSwiGLU) {
+        // Gate columns 128b + 16h .. +16 are registers 64b + 8h .. +8; up is 32 later.
+        constexpr int kFirst = (kChunk / 4) * 64 + (kChunk % 4) * 8;
+        constexpr int kShift = (kChunk / 4) * 128 + (kChunk % 4) * 16;
+        park_registers<kFirst, 8>(stage, acc, kShift, lane);
+        park_registers<kFirst + 32, 8>(stage, acc, kShift + 64 - 16, lane);
+      } else {
+        park_registers<kChunk * 16, 16>(stage, acc, kChunk * 32, lane);
+      }
+      return;
+    }
+    park_chunk<kBlockN, kSwiGLU, kChunk + 1>(stage, acc, chunk, lane);
+  }
+}
+
+// Finishes a parked chunk: 16 rows from `row0`; output columns from `out_col0`, GEMM
+// (bias) columns from `gemm_col0`. Lane l takes four neighbouring columns, eight (plain)
+// or four (SwiGLU) groups per row, so a warp step covers whole 64- or 32-byte row
+// segments; the lane's columns are the same on every step, so their bias is loaded once.
+// The step loop stays rolled: unrolled, ptxas interleaves the steps' activation math and
+// runs out of registers next to the live accumulators.
+template <Activation kAct>
+__device__ __forceinline__ void finish_chunk(const EpilogueParams& p, const float* stage, int64_t batch, int64_t row0,
+                                             int64_t out_col0, int64_t gemm_col0, int64_t gemm_cols, int lane) {
+  constexpr bool kSwiGLU = kAct == Activation::kSwiGLU;
+  constexpr int kGroupsPerRow = kSwiGLU ? 4 : 8;
+  constexpr int kRowsPerStep = 32 / kGroupsPerRow;
+  const int c = (lane % kGroupsPerRow) * 4;
+  if (out_col0 + c >= p.n_out) return;
+  const ColumnBias bias = load_column_bias(p, kSwiGLU, gemm_col0 + c, gemm_cols);
+#pragma unroll 1
+  for (int step = 0; step < 16 / kRowsPerStep; ++step) {
+    const int r = lane / kGroupsPerRow + step * kRowsPerStep;
+    const int64_t row = row0 + r;
+    if (row >= p.m) break;
+    const float4 gate = *reinterpret_cast<const float4*>(stage + r * kStagePitch + c);
+    const float4 up = kSwiGLU ? *reinterpret_cast<const float4*>(stage + r * kStagePitch + 16 + c) : gate;
+    finish_four<kAct>(p, batch, row, out_col0 + c, bias, gate, up);
+  }
+}
+
+template <class Config, Activation kAct>
+__device__ __forceinline__ void store_staged(const EpilogueParams& p, const TileCoord& tile, int consumer,
+                                             float (&acc)[Config::kSlabs][Config::kBlockN / 2], uint8_t* epilogue_smem) {
+  constexpr bool kSwiGLU = kAct == Activation::kSwiGLU;
+  constexpr int kChunks = kSwiGLU ? kSwiGLUChunks<Config::kBlockN> : kPlainChunks<Config::kBlockN>;
+  static_assert(Config::kEpilogueBytes >= Config::kConsumers * 4 * kStageChunkBytes, "a chunk per consumer warp");
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  float* stage = reinterpret_cast<float*>(epilogue_smem + (consumer * 4 + warp) * kStageChunkBytes);
+  const int64_t gemm_tile_col = int64_t{tile.n_tile} * Config::kBlockN;
+  const int64_t gemm_cols = kSwiGLU ? 2 * p.n_out : p.n_out;
 #pragma unroll
   for (int slab = 0; slab < Config::kSlabs; ++slab) {
-#pragma unroll
-    for (int i = 0; i < Config::kBlockN / 2; ++i) {
-      const FragmentCoord c = fragment_coord(i, t);
-      const int64_t row = row0 + slab * 64 + c.row, col = col0 + c.col;
-      if (row < p.m && col < p.n_out) {
-        store_float(d, p.d.dtype, element_offset(p.d, tile.batch, row, col), acc[slab][i]);
-      }
+    const int64_t row0 = int64_t{tile.m_tile} * Config::kBlockM + (consumer * Config::kSlabs + slab) * 64 + warp * 16;
+    if (row0 >= p.m) continue;
+#pragma unroll 1
+    for (int chunk = 0; chunk < kChunks; ++chunk) {
+      __syncwarp();  // the previous chunk's reads are done before it is overwritten
+      park_chunk<Config::kBlockN, kSwiGLU>(stage, acc[slab], chunk, lane);
+      __syncwarp();
+      // Plain: columns 32 c ..; SwiGLU: gate columns 128 (c / 4) + 16 (c % 4) .., whose
+      // outputs are 64 (c / 4) + 16 (c % 4) ...
+      const int64_t gemm_col0 = gemm_tile_col + (kSwiGLU ? (chunk / 4) * 128 + (chunk % 4) * 16 : chunk * 32);
+      const int64_t out_col0 = kSwiGLU ? gemm_tile_col / 2 + (chunk / 4) * 64 + (chunk % 4) * 16 : gemm_col0;
+      finish_chunk<kAct>(p, stage, tile.batch, row0, out_col0, gemm_col0, gemm_cols, lane);
     }
   }
 }
 
-// SwiGLU: GEMM columns c and c + 64 of a 128-column block are the gate and up halves of
-// output column (c / 128) * 64 + c % 64; both sit in this thread's registers, 32 apart.
-template <class Config>
-__device__ __forceinline__ void store_tile_swiglu(const Sm90Params& params, const TileCoord& tile, int consumer,
-                                                  float (&acc)[Config::kSlabs][Config::kBlockN / 2]) {
-  static_assert(Config::kBlockN % 128 == 0, "SwiGLU pairs need 128-column tiles");
-  const EpilogueParams& p = params.epilogue;
-  const int64_t row0 = int64_t{tile.m_tile} * Config::kBlockM + consumer * Config::kSlabs * 64;
-  const int64_t gemm_col0 = int64_t{tile.n_tile} * Config::kBlockN;
-  const int t = threadIdx.x % 128;
-  void* d = const_cast<void*>(p.d.ptr);
-#pragma unroll
-  for (int slab = 0; slab < Config::kSlabs; ++slab) {
-#pragma unroll
-    for (int i = 0; i < Config::kBlockN / 2; ++i) {
-      const FragmentCoord c = fragment_coord(i, t);
-      if ((c.col % 128) >= 64) continue;
-      const int64_t row = row0 + slab * 64 + c.row;
-      const int64_t gate_col = gemm_col0 + c.col;
-      const int64_t col = (gate_col / 128) * 64 + gate_col % 64;
-      if (row >= p.m || col >= p.n_out) continue;
-      float gate = p.alpha * acc[slab][i], up = p.alpha * acc[slab][i + 32];
-      if (p.bias_mode == BiasMode::kPerColumn) {
-        gate += load_float(p.bias, p.bias_dtype, gate_col);
-        up += load_float(p.bias, p.bias_dtype, gate_col + 64);
-      } else if (p.bias_mode == BiasMode::kPerRow) {
-        const float b = load_float(p.bias, p.bias_dtype, row);
-        gate += b;
-        up += b;
-      }
-      float y = silu(gate) * up;
-      if (p.beta != 0.0f) y += p.beta * load_float(p.c.ptr, p.c.dtype, element_offset(p.c, tile.batch, row, col));
-      store_float(d, p.d.dtype, element_offset(p.d, tile.batch, row, col), y);
-    }
-  }
-}
-
-// One switch per tile picks the math's instantiation; the stores are shared.
+// The plain GEMM with a half output takes the direct paths; everything else is staged,
+// with one instantiation per activation chosen once per tile.
 template <class Config>
 __device__ __forceinline__ void store_tile(const Sm90Params& params, const TileCoord& tile, int consumer,
                                            float (&acc)[Config::kSlabs][Config::kBlockN / 2], uint8_t* epilogue_smem) {
   const EpilogueParams& p = params.epilogue;
-  if constexpr (Config::kBlockN % 128 == 0) {
-    if (p.activation == Activation::kSwiGLU) return store_tile_swiglu<Config>(params, tile, consumer, acc);
-  }
-  const int64_t row0 = int64_t{tile.m_tile} * Config::kBlockM + consumer * Config::kSlabs * 64;
-  const int64_t col0 = int64_t{tile.n_tile} * Config::kBlockN;
-  const bool trivial = p.alpha == 1.0f && p.bias_mode == BiasMode::kNone && p.beta == 0.0f;
+  if (params.tma_store || params.pair_store) return store_plain<Config>(params, tile, consumer, acc, epilogue_smem);
   switch (p.activation) {
-    case Activation::kReLU: apply_epilogue_math<Config, Activation::kReLU>(p, tile.batch, row0, col0, acc); break;
-    case Activation::kGeluErf: apply_epilogue_math<Config, Activation::kGeluErf>(p, tile.batch, row0, col0, acc); break;
-    case Activation::kGeluTanh: apply_epilogue_math<Config, Activation::kGeluTanh>(p, tile.batch, row0, col0, acc); break;
-    case Activation::kSiLU: apply_epilogue_math<Config, Activation::kSiLU>(p, tile.batch, row0, col0, acc); break;
-    default:
-      if (!trivial) apply_epilogue_math<Config, Activation::kIdentity>(p, tile.batch, row0, col0, acc);
-      break;
+    case Activation::kReLU: return store_staged<Config, Activation::kReLU>(p, tile, consumer, acc, epilogue_smem);
+    case Activation::kGeluErf: return store_staged<Config, Activation::kGeluErf>(p, tile, consumer, acc, epilogue_smem);
+    case Activation::kGeluTanh: return store_staged<Config, Activation::kGeluTanh>(p, tile, consumer, acc, epilogue_smem);
+    case Activation::kSiLU: return store_staged<Config, Activation::kSiLU>(p, tile, consumer, acc, epilogue_smem);
+    case Activation::kSwiGLU:
+      if constexpr (Config::kBlockN % 128 == 0) {
+        return store_staged<Config, Activation::kSwiGLU>(p, tile, consumer, acc, epilogue_smem);
+      }
+      return;  // refused on the host: SwiGLU needs 128-column tiles
+    default: return store_staged<Config, Activation::kIdentity>(p, tile, consumer, acc, epilogue_smem);
   }
-  store_accumulators<Config>(params, tile, consumer, acc, epilogue_smem);
 }
 
 // Outstanding TMA stores must complete before the CTA's shared memory goes away.

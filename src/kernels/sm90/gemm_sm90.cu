@@ -10,29 +10,20 @@
 #include "kernels/sm90/launch.cuh"
 #include "kernels/sm90/plan.h"
 #include "kernels/sm90/repack.cuh"
+#include "host/validate.h"
 
 namespace anvil::detail {
 namespace {
 
 using Wide = KernelConfig<256, 2, 1, 4, 1, false>;    // 128x256, 4 x 48 KiB stages, direct epilogue
 using Narrow = KernelConfig<128, 2, 1, 6, 1, false>;  // 128x128, 6 x 32 KiB stages
+// Wide tiles in 2-CTA clusters along M that multicast the shared B tile (half the L2
+// reads of B), with the plain GEMM's epilogue through TMA stores: ladder step 10's
+// configuration, 3 stages. The default for problems with two or more rows of tiles.
+using WidePair = KernelConfig<256, 2, 1, 3, 2, true>;
 constexpr const char* kName = "sm90-gemm";
 constexpr LaunchPolicy kPolicy{true, 8};
 constexpr size_t kWorkspaceAlign = 256;
-
-int sm_count() {
-  static std::atomic<int> cached{0};
-  if (cached.load() == 0) {
-    int device = 0, count = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-      cudaGetLastError();
-      return 132;
-    }
-    cached.store(count);
-  }
-  return cached.load();
-}
 
 size_t align_up(size_t bytes) { return (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign; }
 
@@ -102,7 +93,9 @@ size_t workspace(const GemmDesc& desc, const GemmArgs* args) {
   return plan.a_bytes + plan.b_bytes;
 }
 
-Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+// Repacks what TMA cannot read in place, then launches one configuration on the copies.
+Status launch_packed(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag, const char* name,
+                     Status (*launch_config)(const char*, const GemmDesc&, const GemmArgs&, Diagnostic*)) {
   const RepackPlan plan = plan_repack(desc, &args);
   GemmArgs packed_args = args;
   auto* workspace_bytes = static_cast<uint8_t*>(args.workspace);
@@ -120,17 +113,26 @@ Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
     if (s != Status::kSuccess) return s;
     packed_args.b = dst;
   }
-  if (choose_sm90_variant(desc.m, desc.n, desc.batch, sm_count()) == Sm90Variant::kNarrow) {
-    return sm90_launch<Narrow>(kName, kPolicy, plan.packed, packed_args, diag);
+  return launch_config(name, plan.packed, packed_args, diag);
+}
+
+Status launch_by_wave_plan(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  switch (choose_sm90_variant(desc.m, desc.n, desc.batch, device_sm_count())) {
+    case Sm90Variant::kWidePair: return sm90_launch<WidePair>(name, kPolicy, desc, args, diag);
+    case Sm90Variant::kNarrow: return sm90_launch<Narrow>(name, kPolicy, desc, args, diag);
+    default: return sm90_launch<Wide>(name, kPolicy, desc, args, diag);
   }
-  return sm90_launch<Wide>(kName, kPolicy, plan.packed, packed_args, diag);
+}
+
+Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return launch_packed(desc, args, diag, kName, launch_by_wave_plan);
 }
 
 }  // namespace
 
 extern const KernelInfo kSm90Gemm{kName,
-                                  "production: persistent, warp-specialized, 128x256 or 128x128 by wave plan; "
+                                  "production: persistent, warp-specialized; 128x256 tiles in multicasting 2-CTA "
+                                  "clusters, single 128x256 or 128x128 by wave plan; "
                                   "any layout/stride (repacked into the workspace)",
                                   check, launch, workspace};
-
 }  // namespace anvil::detail

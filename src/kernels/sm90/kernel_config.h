@@ -27,7 +27,11 @@ struct KernelConfig {
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kStageBytesA = kBlockM * kBlockK * 2;
   static constexpr int kStageBytesB = kBlockN * kBlockK * 2;
-  static constexpr int kEpilogueBytes = kTmaStore ? kBlockM * kBlockN * 2 : 1024;
+  // The TMA-store buffer (the whole tile in bf16/fp16), or the staged epilogue's chunk of
+  // 16 x 40 floats per consumer warp (epilogue_store.cuh); the larger of the two.
+  static constexpr int kStagedEpilogueBytes = kConsumers * 4 * 16 * 40 * 4;
+  static constexpr int kEpilogueBytes =
+      kTmaStore && kBlockM * kBlockN * 2 > kStagedEpilogueBytes ? kBlockM * kBlockN * 2 : kStagedEpilogueBytes;
   // The producer only issues TMA; its registers go to the consumers' accumulators.
   static constexpr int kProducerRegisters = 40;
   static constexpr int kConsumerRegisters = kConsumers == 1 ? 240 : 232;

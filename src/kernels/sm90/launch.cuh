@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 
+#include "host/plan_cache.h"
 #include "host/registry.h"
 #include "kernels/sm90/gemm_kernel.cuh"
 #include "kernels/sm90/tma_operands.h"
@@ -40,8 +42,11 @@ Status sm90_check(const char* name, const GemmDesc& desc, const GemmArgs* args, 
 
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+// The parameter block of one launch: the fused epilogue's arguments, the tile scheduler
+// and the tensor maps (driver calls, microseconds: the plan cache keeps the result).
 template <class Config>
-Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+Status build_sm90_params(LaunchPolicy policy, const GemmDesc& desc, const GemmArgs& args, Sm90Params* out,
+                         Diagnostic* diag) {
   Sm90Params params{};
   params.epilogue = make_epilogue_params(desc, args);
   params.k_tiles = static_cast<int>((desc.k + Config::kBlockK - 1) / Config::kBlockK);
@@ -65,33 +70,58 @@ Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, 
   s = encode_tensor_map(&params.map_b, req, diag);
   if (s != Status::kSuccess) return s;
 
-  const bool half_out = desc.d.dtype != DataType::kF32;
-  const bool row_major_out = desc.d.order == Order::kRowMajor;
-  const bool not_swiglu = desc.epilogue.activation != Activation::kSwiGLU;
-  params.pair_store = half_out && row_major_out && not_swiglu && desc.d.ld % 2 == 0 &&
-                      (desc.batch == 1 || desc.d.batch_stride % 2 == 0) && reinterpret_cast<uintptr_t>(args.d) % 4 == 0;
-  params.tma_store = Config::kTmaStore && half_out && row_major_out && not_swiglu && desc.d.ld % 8 == 0 &&
+  // The direct store paths take the plain GEMM into a row-major half output; anything
+  // with epilogue math, fp32 or another layout is staged (epilogue_store.cuh).
+  const bool plain = desc.alpha == 1.0f && desc.beta == 0.0f && desc.epilogue.bias == BiasMode::kNone &&
+                     desc.epilogue.activation == Activation::kIdentity;
+  const bool half_row_major = plain && desc.d.dtype != DataType::kF32 && desc.d.order == Order::kRowMajor;
+  params.pair_store = half_row_major && desc.d.ld % 2 == 0 && (desc.batch == 1 || desc.d.batch_stride % 2 == 0) &&
+                      reinterpret_cast<uintptr_t>(args.d) % 4 == 0;
+  params.tma_store = Config::kTmaStore && half_row_major && desc.d.ld % 8 == 0 &&
                      (desc.batch == 1 || desc.d.batch_stride % 8 == 0) && aligned16(args.d);
   if (params.tma_store) {
-    TensorMapRequest out;
-    out.base = args.d;
-    out.dtype = desc.d.dtype;
-    out.inner = static_cast<uint64_t>(params.epilogue.n_out);
-    out.outer = static_cast<uint64_t>(desc.m);
-    out.line_stride = static_cast<uint64_t>(desc.d.ld);
-    out.box_inner = 64;
-    out.box_outer = 64;
-    out.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
-    out.batches = static_cast<uint64_t>(desc.batch);
-    out.batch_stride = static_cast<uint64_t>(desc.d.batch_stride);
-    s = encode_tensor_map(&params.map_d, out, diag);
+    TensorMapRequest store;
+    store.base = args.d;
+    store.dtype = desc.d.dtype;
+    store.inner = static_cast<uint64_t>(params.epilogue.n_out);
+    store.outer = static_cast<uint64_t>(desc.m);
+    store.line_stride = static_cast<uint64_t>(desc.d.ld);
+    store.box_inner = 64;
+    store.box_outer = 64;
+    store.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+    store.batches = static_cast<uint64_t>(desc.batch);
+    store.batch_stride = static_cast<uint64_t>(desc.d.batch_stride);
+    s = encode_tensor_map(&params.map_d, store, diag);
     if (s != Status::kSuccess) return s;
+  }
+  *out = params;
+  return Status::kSuccess;
+}
+
+template <class Config>
+Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  // Keyed by the configuration as well as the kernel name: one name launches several.
+  char plan_name[PlanKey::kMaxKernelName];
+  std::snprintf(plan_name, sizeof(plan_name), "%s/%dx%dx%d/c%d/s%d/p%d", name, Config::kBlockM, Config::kBlockN,
+                Config::kStages, Config::kClusterM, int(Config::kTmaStore), int(policy.persistent) * policy.band);
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return fail(diag, Status::kCudaError, "%s: cudaGetDevice failed", name);
+  }
+  static_assert(PlanBlob::fits<Sm90Params>, "the parameter block is what the plan cache stores");
+  const PlanKey key = make_plan_key(device, plan_name, desc, args);
+  Sm90Params params;
+  if (!PlanCache::global().find(key, &params)) {
+    const Status built = build_sm90_params<Config>(policy, desc, args, &params, diag);
+    if (built != Status::kSuccess) return built;
+    PlanCache::global().insert(key, params);
   }
 
   auto kernel = desc.a.dtype == DataType::kBF16 ? sm90_gemm_kernel<Config, sm90::Input::kBF16>
                                                 : sm90_gemm_kernel<Config, sm90::Input::kF16>;
   constexpr int kSmem = sm90_smem_bytes<Config>();
-  s = set_dynamic_smem(kernel, kSmem, name, diag);
+  const Status s = set_dynamic_smem(kernel, kSmem, name, diag);
   if (s != Status::kSuccess) return s;
 
   cudaLaunchConfig_t config{};

@@ -14,8 +14,8 @@ struct Sm90Params {
   CUtensorMap map_a, map_b, map_d;
   int k_tiles;
   bool batched;     // operand maps are 3-D (k, rows, batch)
-  bool tma_store;   // epilogue through shared memory and TMA stores (map_d valid)
-  bool pair_store;  // direct epilogue may store two adjacent outputs as one 32-bit word
+  bool tma_store;   // plain GEMM: through shared memory and TMA stores (map_d valid)
+  bool pair_store;  // plain GEMM: two adjacent outputs per 32-bit store; neither: staged
   TileScheduler scheduler;
   EpilogueParams epilogue;
 };

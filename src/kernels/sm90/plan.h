@@ -8,15 +8,16 @@
 namespace anvil::detail {
 
 enum class Sm90Variant : int {
-  kWide = 0,    // 128x256 tiles, 4 stages of 48 KiB
-  kNarrow = 1,  // 128x128 tiles, 6 stages of 32 KiB: twice the tiles for short/narrow problems
+  kWide = 0,      // 128x256 tiles, 4 stages of 48 KiB
+  kNarrow = 1,    // 128x128 tiles, 6 stages of 32 KiB: twice the tiles for short/narrow problems
+  kWidePair = 2,  // 128x256 tiles in 2-CTA clusters along M multicasting B; 3 stages + TMA-store buffer
 };
 
 struct TileShape {
   int block_m, block_n;
 };
 
-constexpr TileShape tile_shape(Sm90Variant v) { return v == Sm90Variant::kWide ? TileShape{128, 256} : TileShape{128, 128}; }
+constexpr TileShape tile_shape(Sm90Variant v) { return v == Sm90Variant::kNarrow ? TileShape{128, 128} : TileShape{128, 256}; }
 
 struct WavePlan {
   int64_t tiles = 0;
@@ -26,9 +27,11 @@ struct WavePlan {
 
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-inline WavePlan wave_plan(int64_t m, int64_t n, int64_t batch, TileShape shape, int sm_count) {
+// cluster_m CTAs along M form one cluster; a partial cluster at the bottom edge still
+// occupies all its SMs, so tiles are counted in whole clusters.
+inline WavePlan wave_plan(int64_t m, int64_t n, int64_t batch, TileShape shape, int sm_count, int cluster_m = 1) {
   WavePlan p;
-  p.tiles = ceil_div(m, shape.block_m) * ceil_div(n, shape.block_n) * batch;
+  p.tiles = ceil_div(ceil_div(m, shape.block_m), cluster_m) * cluster_m * ceil_div(n, shape.block_n) * batch;
   p.waves = static_cast<double>(p.tiles) / sm_count;
   const int64_t slots = ceil_div(p.tiles, sm_count) * sm_count;
   p.efficiency = slots > 0 ? static_cast<double>(p.tiles) / static_cast<double>(slots) : 0.0;
@@ -36,24 +39,28 @@ inline WavePlan wave_plan(int64_t m, int64_t n, int64_t batch, TileShape shape, 
 }
 
 // Relative cost of one SM's work on a problem: full waves of tiles times the time one
-// tile takes. A narrow tile is half a wide one's math, but wide tiles do 1.33x more math
-// per shared-memory byte. The 0.8 is an estimate: on the H200 (2026-11-29 ladder run)
-// step 6's 128x128 tiles ran at 0.79x of step 7's 128x256 at 4096^3; the Narrow
-// configuration itself has not been measured on full waves yet.
+// tile takes, over the configuration's measured speed relative to the 2-CTA multicast
+// configuration. H200, 2026-11-29 (commit-less run "wip3", bench/results): single-CTA
+// wide tiles ran at 0.95-0.97x of the multicast pairs on 4096^3 ... prefill mlp_down;
+// 128x128 tiles at 0.79x of single wide tiles (ladder step 6 against step 7, 4096^3).
 inline double estimated_cost(const WavePlan& plan, TileShape shape, double relative_speed, int sm_count) {
   const double waves = static_cast<double>(ceil_div(plan.tiles, sm_count));
   return waves * shape.block_m * shape.block_n / relative_speed;
 }
 
-inline constexpr double kNarrowRelativeSpeed = 0.8;
+inline constexpr double kWideRelativeSpeed = 0.96;
+inline constexpr double kNarrowRelativeSpeed = 0.8 * kWideRelativeSpeed;
 
-// The variant with the lower estimated cost; ties go to wide tiles.
+// The variant with the lowest estimated cost; ties go to the multicast pairs, then to
+// single wide tiles.
 inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count) {
-  const TileShape wide_shape = tile_shape(Sm90Variant::kWide), narrow_shape = tile_shape(Sm90Variant::kNarrow);
-  const double wide = estimated_cost(wave_plan(m, n, batch, wide_shape, sm_count), wide_shape, 1.0, sm_count);
-  const double narrow =
-      estimated_cost(wave_plan(m, n, batch, narrow_shape, sm_count), narrow_shape, kNarrowRelativeSpeed, sm_count);
-  return narrow < wide ? Sm90Variant::kNarrow : Sm90Variant::kWide;
+  const TileShape wide = tile_shape(Sm90Variant::kWide), narrow = tile_shape(Sm90Variant::kNarrow);
+  const double pair_cost = estimated_cost(wave_plan(m, n, batch, wide, sm_count, 2), wide, 1.0, sm_count);
+  const double wide_cost = estimated_cost(wave_plan(m, n, batch, wide, sm_count), wide, kWideRelativeSpeed, sm_count);
+  const double narrow_cost =
+      estimated_cost(wave_plan(m, n, batch, narrow, sm_count), narrow, kNarrowRelativeSpeed, sm_count);
+  if (pair_cost <= wide_cost && pair_cost <= narrow_cost) return Sm90Variant::kWidePair;
+  return narrow_cost < wide_cost ? Sm90Variant::kNarrow : Sm90Variant::kWide;
 }
 
 }  // namespace anvil::detail

@@ -29,7 +29,7 @@ __device__ void run_producer(const CUtensorMap& map_a, const CUtensorMap& map_b,
     for (int kt = 0; kt < k_tiles; ++kt) {
       // A fresh barrier counts as having completed the phase before phase 0, so the
       // first lap passes straight through.
-      sm90::mbarrier_wait<(Config::kReleaseCtas > 1)>(&barriers.empty[ring.stage], ring.phase ^ 1);
+      sm90::mbarrier_wait(&barriers.empty[ring.stage], ring.phase ^ 1);
       uint64_t* full = &barriers.full[ring.stage];
       sm90::mbarrier_arrive_expect_tx(full, Config::kStageBytesA + Config::kStageBytesB);
       const int k = kt * Config::kBlockK;

@@ -1,0 +1,174 @@
+// The decode GEMM (few tokens, large weights), swap-AB with a cluster split of K:
+//
+//   D[tokens, features] = X[tokens, K] W[features, K]^T   is computed as   D^T = W X^T,
+//
+// so 128 weight rows fill wgmma's M side (two consumer warpgroups, m64 each) and the
+// tokens sit on its N side, as narrow as 8: no token padding to 64 or 128, no wasted
+// tensor-core work. When features / 128 tiles cannot fill the GPU, the CTAs of a cluster
+// each stream 1/splits of K for the same tile and add their partials through distributed
+// shared memory (split_k_reduce.cuh). Parts:
+//   producer  - one thread streams this CTA's K range of W and X into the stage ring;
+//   consumers - the production kernel's wgmma mainloop (consumer.cuh), unchanged;
+//   reduction - park the partial tile, cluster barrier, sum slices in rank order, epilogue.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "arch/sm90/cluster.cuh"
+#include "arch/sm90/setmaxnreg.cuh"
+#include "arch/sm90/tma.cuh"
+#include "kernels/common/epilogue_params.h"
+#include "kernels/sm90/consumer.cuh"
+#include "kernels/sm90/decode_plan.h"
+#include "kernels/sm90/pipeline.cuh"
+#include "kernels/sm90/split_k_reduce.cuh"
+
+namespace anvil::detail {
+
+// Memory-bound tiles (up to 64 tokens) get ~108 KiB of stages so two CTAs share an SM:
+// one streams while the other starts up or reduces. Compute-bound tiles (128, 256 tokens)
+// take the whole SM, with setmaxnreg moving registers to the accumulators.
+template <int kTokenTile_>
+struct DecodeConfig {
+  static constexpr int kTokenTile = kTokenTile_;
+  // Names the shared consumer mainloop reads (consumer.cuh): weights are its "A"
+  // (M side), tokens its "B" (N side).
+  static constexpr int kBlockK = 64;
+  static constexpr int kBlockN = kTokenTile;
+  static constexpr int kConsumers = 2;
+  static constexpr int kSlabs = 1;
+  static constexpr int kBlockM = 128;
+  static constexpr int kMulticastCtas = 1;
+  static constexpr int kReleaseCtas = 1;
+  static constexpr int kStageBytesA = kBlockM * kBlockK * 2;
+  static constexpr int kStageBytesB = kTokenTile * kBlockK * 2;
+  static constexpr bool kTwoPerSm = decode_bandwidth_bound(kTokenTile);
+  // 2 x (108 KiB + slack + the 1 KiB the system reserves per CTA) stays under 228 KiB.
+  static constexpr int kRingBytes = kTwoPerSm ? 108 * 1024 : 192 * 1024;
+  static constexpr int kStages = kRingBytes / (kStageBytesA + kStageBytesB);
+  static constexpr int kThreads = 384;
+  static constexpr int kProducerRegisters = 40;
+  static constexpr int kConsumerRegisters = 232;
+
+  static_assert(kTokenTile % 8 == 0 && kTokenTile <= 256, "wgmma N, and whole 8-row swizzle atoms of X");
+  static_assert(kStages >= 2, "a ring needs two stages to overlap load and math");
+};
+
+template <class Config>
+struct DecodeShared {
+  alignas(1024) uint8_t a[Config::kStages][Config::kStageBytesA];
+  alignas(1024) uint8_t b[Config::kStages][Config::kStageBytesB];
+  StageBarriers<Config::kStages> barriers;
+};
+
+template <class Config>
+constexpr int decode_smem_bytes() {
+  return static_cast<int>(sizeof(DecodeShared<Config>)) + 1024;  // + alignment slack
+}
+
+struct DecodeParams {
+  CUtensorMap map_w, map_x;  // W: (K, features[, batch]); X: (K, tokens[, batch])
+  int k_tiles;
+  int token_tiles;           // grid.z = token_tiles * batch
+  bool batched;
+  EpilogueParams epilogue;
+};
+
+// This CTA's contiguous share of the k-tiles: split r of s gets [r k / s, (r + 1) k / s),
+// never empty because the host keeps s <= k.
+struct KRange {
+  int begin, end;
+};
+__device__ __forceinline__ KRange split_k_range(int k_tiles, int split, int splits) {
+  return {split * k_tiles / splits, (split + 1) * k_tiles / splits};
+}
+
+template <class Config>
+__device__ void run_split_producer(const DecodeParams& p, KRange range, int feature0, int token0, int batch,
+                                   uint8_t (*tiles_w)[Config::kStageBytesA], uint8_t (*tiles_x)[Config::kStageBytesB],
+                                   StageBarriers<Config::kStages>& barriers) {
+  StageRing<Config::kStages> ring;
+  for (int kt = range.begin; kt < range.end; ++kt) {
+    sm90::mbarrier_wait(&barriers.empty[ring.stage], ring.phase ^ 1);
+    uint64_t* full = &barriers.full[ring.stage];
+    sm90::mbarrier_arrive_expect_tx(full, Config::kStageBytesA + Config::kStageBytesB);
+    const int k = kt * Config::kBlockK;
+    if (p.batched) {
+      sm90::tma_load_3d(tiles_w[ring.stage], &p.map_w, full, k, feature0, batch);
+      sm90::tma_load_3d(tiles_x[ring.stage], &p.map_x, full, k, token0, batch);
+    } else {
+      sm90::tma_load_2d(tiles_w[ring.stage], &p.map_w, full, k, feature0);
+      sm90::tma_load_2d(tiles_x[ring.stage], &p.map_x, full, k, token0);
+    }
+    ring.advance();
+  }
+}
+
+// The output tile of this CTA's cluster. Recomputed where needed rather than kept: a value
+// live across the mainloop costs the accumulators a register (ptxas spills it).
+template <class Config>
+__device__ __forceinline__ DecodeTileOrigin tile_origin(const DecodeParams& p) {
+  return {blockIdx.z / p.token_tiles, int64_t{blockIdx.z % p.token_tiles} * Config::kTokenTile,
+          int64_t{blockIdx.y} * Config::kBlockM};
+}
+
+// Named barrier over the two consumer warpgroups (256 threads; id 0 is __syncthreads).
+__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+
+// Grid: (splits, feature tiles, token tiles x batch), clusters of (splits, 1, 1).
+template <class Config, sm90::Input kInput>
+__global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
+    sm90_decode_kernel(const __grid_constant__ DecodeParams p) {
+  extern __shared__ uint8_t smem_raw[];
+  auto& shared = *reinterpret_cast<DecodeShared<Config>*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  // Once the mainloop is done the ring is idle: the partial tile is parked over it.
+  static_assert(kPartialBytes<Config::kTokenTile> <= sizeof(shared.a) + sizeof(shared.b), "partial tile fits the ring");
+  float* partial = reinterpret_cast<float*>(&shared.a[0][0]);
+
+  // The cluster spans grid.x: its size is the split count, its rank this CTA's split.
+  const KRange range = split_k_range(p.k_tiles, static_cast<int>(sm90::cluster_cta_rank()),
+                                     static_cast<int>(sm90::cluster_size()));
+  const int warpgroup = threadIdx.x / 128;
+
+  if (threadIdx.x == 0) {
+    sm90::tma_prefetch_descriptor(&p.map_w);
+    sm90::tma_prefetch_descriptor(&p.map_x);
+    shared.barriers.init(Config::kConsumers);
+  }
+  __syncthreads();
+
+  // Each role runs both cluster barriers in its own branch: code after a merge point would
+  // be compiled for the producer's reduced register budget (setmaxnreg.dec) and spill.
+  if (warpgroup == 0) {
+    if constexpr (!Config::kTwoPerSm) sm90::setmaxnreg_dec<Config::kProducerRegisters>();
+    if (threadIdx.x == 0) {
+      const DecodeTileOrigin origin = tile_origin<Config>(p);
+      run_split_producer<Config>(p, range, static_cast<int>(origin.feature0), static_cast<int>(origin.token0),
+                                 static_cast<int>(origin.batch), shared.a, shared.b, shared.barriers);
+    }
+    __syncwarp();  // the cluster barrier is .aligned: lane 0 rejoins its warp first
+    sm90::cluster_sync();  // the consumers' partials are published ...
+    sm90::cluster_sync();  // ... and read
+  } else {
+    if constexpr (!Config::kTwoPerSm) sm90::setmaxnreg_inc<Config::kConsumerRegisters>();
+    const int consumer = warpgroup - 1;
+    StageRing<Config::kStages> ring;
+    float acc[Config::kSlabs][Config::kBlockN / 2];
+    run_consumer_mainloop<Config, kInput>(acc, consumer, range.end - range.begin, ring, shared.a, shared.b,
+                                          shared.barriers);
+    consumers_sync();  // the other warpgroup's last wgmma may still read the ring
+    park_partial<Config::kTokenTile>(partial, acc[0], consumer);
+    // Partials are visible cluster-wide after this barrier (release/acquire) ...
+    sm90::cluster_sync();
+    reduce_and_finish<Config::kTokenTile>(p.epilogue, partial, tile_origin<Config>(p),
+                                          static_cast<int>(sm90::cluster_cta_rank()),
+                                          static_cast<int>(sm90::cluster_size()), threadIdx.x - 128);
+    // ... and must stay alive until every peer has read them.
+    sm90::cluster_sync();
+  }
+}
+
+}  // namespace anvil::detail

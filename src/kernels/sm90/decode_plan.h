@@ -1,0 +1,104 @@
+// The decode kernel's shape choices, as host arithmetic the CPU tests exercise.
+//
+// Swap-AB puts the weight rows on wgmma's M side (128 per CTA) and the tokens on its N
+// side, so the token tile is the smallest wgmma width that covers M. With few tokens the
+// output has few tiles (N / 128 of them), so K is split across the CTAs of a cluster and
+// the partial sums are added through distributed shared memory in a fixed order.
+#pragma once
+
+#include <cstdint>
+
+namespace anvil::detail {
+
+// Token-tile widths the decode kernel is instantiated for (wgmma N values). Up to 64
+// tokens the kernel streams weights (two CTAs per SM, bandwidth-bound); from 128 it is
+// limited by the tensor cores (one CTA per SM).
+inline constexpr int kDecodeTokenTiles[] = {8, 16, 32, 64, 128, 256};
+constexpr bool decode_bandwidth_bound(int token_tile) { return token_tile <= 64; }
+inline constexpr int kDecodeMaxSplit = 8;  // portable cluster size
+
+// Which kernel takes a K-major problem with m tokens (rows of A), from the M sweep of
+// 2026-11-29 (docs/decode.md): up to 64 tokens the decode kernel streams the weight
+// faster than sm90-gemm's 128-row tiles can (M = 64: 40 us against 65 us on 8192 x 8192);
+// from 192 tokens on, sm90-gemm's persistent 128x256 tiles win (M = 256: 59 against
+// 67-80 us). At 128 tokens it depends on the width: the decode kernel wins while
+// sm90-gemm's 128x128 tiles would not fill the GPU (8192 wide: 47 against 53 us), and
+// loses once they do (28672 wide: 159 against 129 us).
+inline constexpr int64_t kDecodeAlwaysTokens = 64;
+inline constexpr int64_t kDecodeMaxTokens = 128;
+
+constexpr bool prefers_decode(int64_t m, int64_t n, int64_t batch, int sm_count) {
+  if (m <= kDecodeAlwaysTokens) return true;
+  if (m > kDecodeMaxTokens) return false;
+  return (n + 127) / 128 * ((m + 127) / 128) * batch < sm_count;
+}
+
+// The narrowest instantiated token tile that holds m tokens (m > 256 uses several 256-wide
+// tiles).
+constexpr int decode_token_tile(int64_t m) {
+  for (int t : kDecodeTokenTiles) {
+    if (m <= t) return t;
+  }
+  return 256;
+}
+
+// Fixed cost of one CTA, in k-tiles of streaming: barrier setup, the pipeline's first
+// round trip to DRAM, the cluster reduction and the epilogue. About two k-tiles on the
+// H200 (a 16 KiB weight tile per CTA takes ~1 us when every SM streams at its share of
+// 4.26 TB/s; the first TMA round trip is ~1-2 us).
+inline constexpr double kDecodeCtaOverheadTiles = 2;
+
+// How much faster than its fair share of DRAM bandwidth one CTA can stream when few CTAs
+// run: its ~100 KiB ring in flight over ~1 us of latency is ~100 GB/s, against a fair
+// share of 4.26 TB/s / 264 slots = 16 GB/s. Capped lower than that ratio (6x) because the
+// first and last stages do not overlap.
+inline constexpr double kDecodeCtaBandwidthHeadroom = 3;
+
+struct DecodeSplit {
+  int splits = 1;          // CTAs per cluster, each summing 1/splits of K
+  int64_t ctas = 0;        // grid size
+  int64_t waves = 0;       // grid / CTAs that fit on the GPU at once, rounded up
+  int64_t k_tiles_per_cta = 0;
+  double cost = 0;         // in k-tile times of one CTA at its fair share: lower is faster
+};
+
+// Two regimes. Bandwidth-bound (few tokens): DRAM is the shared limit, so time is the
+// total streamed over all resident CTAs - partial waves cost only their share - unless
+// so few CTAs run that each would have to stream faster than it can. Compute-bound (128
+// or more tokens, one CTA per SM): each CTA is limited by its SM's tensor cores, so a
+// partial wave costs a whole one.
+inline DecodeSplit decode_split_cost(int64_t output_tiles, int64_t k_tiles, int splits, int64_t resident_ctas,
+                                     bool bandwidth_bound) {
+  DecodeSplit s;
+  s.splits = splits;
+  s.ctas = output_tiles * splits;
+  const int64_t slots = resident_ctas > 0 ? resident_ctas : 1;
+  s.waves = (s.ctas + slots - 1) / slots;
+  s.k_tiles_per_cta = (k_tiles + splits - 1) / splits;
+  const double per_cta = static_cast<double>(s.k_tiles_per_cta) + kDecodeCtaOverheadTiles;
+  if (bandwidth_bound) {
+    const double shared = static_cast<double>(s.ctas) * per_cta / static_cast<double>(slots);
+    const double alone = static_cast<double>(s.k_tiles_per_cta) / kDecodeCtaBandwidthHeadroom + kDecodeCtaOverheadTiles;
+    s.cost = shared > alone ? shared : alone;
+  } else {
+    s.cost = static_cast<double>(s.waves) * per_cta;
+  }
+  return s;
+}
+
+// The split of K (1..8, never more than there are k-tiles) with the lowest cost.
+// resident_ctas(s) is how many CTAs of the kernel fit on the GPU at once when clusters are
+// s CTAs wide (from the occupancy API on the device; a function in the tests). Ties go
+// to fewer splits: less reduction traffic.
+template <class ResidentCtas>
+DecodeSplit choose_decode_split(int64_t output_tiles, int64_t k_tiles, bool bandwidth_bound,
+                                ResidentCtas resident_ctas) {
+  DecodeSplit best = decode_split_cost(output_tiles, k_tiles, 1, resident_ctas(1), bandwidth_bound);
+  for (int s = 2; s <= kDecodeMaxSplit && s <= k_tiles; ++s) {
+    const DecodeSplit candidate = decode_split_cost(output_tiles, k_tiles, s, resident_ctas(s), bandwidth_bound);
+    if (candidate.cost < best.cost - 1e-9) best = candidate;
+  }
+  return best;
+}
+
+}  // namespace anvil::detail

@@ -1,0 +1,234 @@
+// Host side of the decode kernel "sm90-decode" (decode_kernel.cuh): the token tile and
+// the K split per problem (decode_plan.h), the tensor maps, the cluster launch.
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+
+#include "host/plan_cache.h"
+#include "host/registry.h"
+#include "kernels/sm90/decode_kernel.cuh"
+#include "kernels/sm90/decode_plan.h"
+#include "kernels/sm90/tma_operands.h"
+
+namespace anvil::detail {
+namespace {
+
+constexpr const char* kName = "sm90-decode";
+
+template <int kTokenTile, sm90::Input kInput>
+constexpr auto decode_kernel() {
+  return sm90_decode_kernel<DecodeConfig<kTokenTile>, kInput>;
+}
+
+// CTAs of one configuration that fit on the GPU at once in clusters of `splits`, from the
+// occupancy API (a cluster needs `splits` SMs of one GPC with room). Cached per
+// (token tile, split) because the query costs microseconds.
+template <int kTokenTile>
+int resident_ctas(int splits) {
+  static std::atomic<int> cached[kDecodeMaxSplit + 1] = {};
+  std::atomic<int>& slot = cached[splits];
+  if (slot.load() == 0) {
+    using Config = DecodeConfig<kTokenTile>;
+    auto kernel = decode_kernel<kTokenTile, sm90::Input::kBF16>();
+    constexpr int kSmem = decode_smem_bytes<Config>();
+    int found = 0;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) == cudaSuccess) {
+      cudaLaunchConfig_t config{};
+      cudaLaunchAttribute attribute[1];
+      attribute[0].id = cudaLaunchAttributeClusterDimension;
+      attribute[0].val.clusterDim = {static_cast<unsigned>(splits), 1, 1};
+      config.gridDim = dim3(static_cast<unsigned>(splits), 1024);
+      config.blockDim = dim3(Config::kThreads);
+      config.dynamicSmemBytes = kSmem;
+      config.attrs = attribute;
+      config.numAttrs = 1;
+      if (cudaOccupancyMaxActiveClusters(&found, kernel, &config) != cudaSuccess) found = 0;
+    }
+    cudaGetLastError();  // a failed query must not surface as the caller's launch error
+    // Unknown (no device yet): assume one CTA per SM of an H200.
+    slot.store(found > 0 ? found * splits : 132 / splits * splits);
+  }
+  return slot.load();
+}
+
+int resident_ctas_for(int token_tile, int splits) {
+  switch (token_tile) {
+    case 8: return resident_ctas<8>(splits);
+    case 16: return resident_ctas<16>(splits);
+    case 32: return resident_ctas<32>(splits);
+    case 64: return resident_ctas<64>(splits);
+    case 128: return resident_ctas<128>(splits);
+    default: return resident_ctas<256>(splits);
+  }
+}
+
+// A measurement override, not a setting: ANVIL_DECODE_SPLITS=s forces the K split (read
+// once per process), so the split choice can be checked against every alternative
+// (docs/decode.md). Ignored when out of range.
+int forced_splits() {
+  static const int forced = [] {
+    const char* value = std::getenv("ANVIL_DECODE_SPLITS");
+    return value != nullptr ? std::atoi(value) : 0;
+  }();
+  return forced;
+}
+
+struct DecodeLaunchPlan {
+  int token_tile = 8;
+  int batch = 1;
+  int token_tiles = 1;
+  int feature_tiles = 1;
+  int k_tiles = 1;
+  DecodeSplit split;
+};
+
+DecodeLaunchPlan plan_decode(const GemmDesc& desc) {
+  DecodeLaunchPlan plan;
+  plan.token_tile = decode_token_tile(desc.m);
+  plan.batch = static_cast<int>(desc.batch);
+  plan.token_tiles = static_cast<int>((desc.m + plan.token_tile - 1) / plan.token_tile);
+  plan.feature_tiles = static_cast<int>((desc.n + 127) / 128);
+  plan.k_tiles = static_cast<int>((desc.k + 63) / 64);
+  const int64_t tiles = int64_t{plan.feature_tiles} * plan.token_tiles * desc.batch;
+  if (desc.batch_invariant) {
+    // The split may depend on the weight (features, K) and the batch count, never on the
+    // number of tokens: a token's sums are then added in the same order whatever M is.
+    const int64_t weight_tiles = int64_t{plan.feature_tiles} * desc.batch;
+    const int splits = choose_decode_split(weight_tiles, plan.k_tiles, true, [](int s) {
+                         return resident_ctas_for(kDecodeTokenTiles[0], s);
+                       }).splits;
+    plan.split = decode_split_cost(tiles, plan.k_tiles, splits, resident_ctas_for(plan.token_tile, splits),
+                                   decode_bandwidth_bound(plan.token_tile));
+  } else {
+    const int token_tile = plan.token_tile;
+    plan.split = choose_decode_split(tiles, plan.k_tiles, decode_bandwidth_bound(token_tile),
+                                     [token_tile](int s) { return resident_ctas_for(token_tile, s); });
+  }
+  const int forced = forced_splits();
+  if (forced >= 1 && forced <= kDecodeMaxSplit && forced <= plan.k_tiles) {
+    plan.split = decode_split_cost(tiles, plan.k_tiles, forced, resident_ctas_for(plan.token_tile, forced),
+                                   decode_bandwidth_bound(plan.token_tile));
+  }
+  return plan;
+}
+
+Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
+  Status s = check_kmajor_tma(kName, desc, args, TmaLadderLimits{true, true}, diag);
+  if (s != Status::kSuccess) return s;
+  if (desc.batch > 1 && (desc.a.batch_stride == 0 || desc.b.batch_stride == 0)) {
+    return fail(diag, Status::kNotSupported, "%s: broadcast (zero batch stride) operands are not supported", kName);
+  }
+  if (desc.k > (int64_t{1} << 30) || desc.m > (int64_t{1} << 30) || desc.n > (int64_t{1} << 30)) {
+    return fail(diag, Status::kNotSupported, "%s: sizes beyond 2^30", kName);
+  }
+  if ((desc.n + 127) / 128 > 65535 || (desc.m + 255) / 256 * desc.batch > 65535) {
+    return fail(diag, Status::kNotSupported, "%s: too many tiles for the grid (features / 128 and tokens / 256 x batch must stay below 65536)", kName);
+  }
+  return Status::kSuccess;
+}
+
+// What one decode launch needs besides the kernel: the parameter block (tensor maps
+// included: driver calls, so the plan cache keeps it) and the grid.
+struct DecodeLaunch {
+  DecodeParams params;
+  DecodeLaunchPlan plan;
+};
+
+template <int kTokenTile>
+Status build_decode_launch(const GemmDesc& desc, const GemmArgs& args, const DecodeLaunchPlan& plan, DecodeLaunch* out,
+                           Diagnostic* diag) {
+  using Config = DecodeConfig<kTokenTile>;
+  DecodeParams params{};
+  params.epilogue = make_epilogue_params(desc, args);
+  params.k_tiles = plan.k_tiles;
+  params.token_tiles = plan.token_tiles;
+  params.batched = desc.batch > 1;
+
+  TensorMapRequest req;
+  req.dtype = desc.a.dtype;
+  req.inner = static_cast<uint64_t>(desc.k);
+  req.box_inner = Config::kBlockK;
+  req.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+  req.batches = static_cast<uint64_t>(desc.batch);
+  // GEMM B (column-major: row j of W is K-contiguous) is wgmma's A side.
+  req.base = args.b, req.outer = desc.n, req.line_stride = desc.b.ld, req.box_outer = Config::kBlockM;
+  req.batch_stride = desc.b.batch_stride;
+  Status s = encode_tensor_map(&params.map_w, req, diag);
+  if (s != Status::kSuccess) return s;
+  req.base = args.a, req.outer = desc.m, req.line_stride = desc.a.ld, req.box_outer = kTokenTile;
+  req.batch_stride = desc.a.batch_stride;
+  s = encode_tensor_map(&params.map_x, req, diag);
+  if (s != Status::kSuccess) return s;
+  out->params = params;
+  out->plan = plan;
+  return Status::kSuccess;
+}
+
+template <int kTokenTile>
+Status launch_with(const DecodeLaunch& launch, DataType input, cudaStream_t stream, Diagnostic* diag) {
+  using Config = DecodeConfig<kTokenTile>;
+  auto kernel = input == DataType::kBF16 ? decode_kernel<kTokenTile, sm90::Input::kBF16>()
+                                         : decode_kernel<kTokenTile, sm90::Input::kF16>();
+  constexpr int kSmem = decode_smem_bytes<Config>();
+  const Status s = set_dynamic_smem(kernel, kSmem, kName, diag);
+  if (s != Status::kSuccess) return s;
+
+  const DecodeLaunchPlan& plan = launch.plan;
+  cudaLaunchConfig_t config{};
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim = {static_cast<unsigned>(plan.split.splits), 1, 1};
+  config.gridDim = dim3(static_cast<unsigned>(plan.split.splits), static_cast<unsigned>(plan.feature_tiles),
+                        static_cast<unsigned>(plan.token_tiles * plan.batch));
+  config.blockDim = dim3(Config::kThreads);
+  config.dynamicSmemBytes = kSmem;
+  config.stream = stream;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  const cudaError_t e = cudaLaunchKernelEx(&config, kernel, launch.params);
+  if (e != cudaSuccess) return fail(diag, Status::kCudaError, "%s: launch failed: %s", kName, cudaGetErrorName(e));
+  return check_launch(diag, kName);
+}
+
+template <int kTokenTile>
+Status plan_and_launch(const GemmDesc& desc, const GemmArgs& args, const DecodeLaunchPlan& plan, Diagnostic* diag) {
+  static_assert(PlanBlob::fits<DecodeLaunch>, "the launch is what the plan cache stores");
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return fail(diag, Status::kCudaError, "%s: cudaGetDevice failed", kName);
+  }
+  char plan_name[PlanKey::kMaxKernelName];
+  std::snprintf(plan_name, sizeof(plan_name), "%s/t%d", kName, kTokenTile);
+  const PlanKey key = make_plan_key(device, plan_name, desc, args);
+  DecodeLaunch launch;
+  if (!PlanCache::global().find(key, &launch)) {
+    const Status s = build_decode_launch<kTokenTile>(desc, args, plan, &launch, diag);
+    if (s != Status::kSuccess) return s;
+    PlanCache::global().insert(key, launch);
+  }
+  return launch_with<kTokenTile>(launch, desc.a.dtype, args.stream, diag);
+}
+
+Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  const DecodeLaunchPlan plan = plan_decode(desc);
+  switch (plan.token_tile) {
+    case 8: return plan_and_launch<8>(desc, args, plan, diag);
+    case 16: return plan_and_launch<16>(desc, args, plan, diag);
+    case 32: return plan_and_launch<32>(desc, args, plan, diag);
+    case 64: return plan_and_launch<64>(desc, args, plan, diag);
+    case 128: return plan_and_launch<128>(desc, args, plan, diag);
+    default: return plan_and_launch<256>(desc, args, plan, diag);
+  }
+}
+
+}  // namespace
+
+extern const KernelInfo kSm90Decode{kName,
+                                    "decode: swap-AB (weights on wgmma M, tokens on N = 8..256), K split across a "
+                                    "cluster and reduced in rank order through distributed shared memory",
+                                    check, launch, nullptr};
+
+}  // namespace anvil::detail

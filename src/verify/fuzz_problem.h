@@ -1,0 +1,52 @@
+// Random GEMM problems for the fuzzer (tools/fuzz) and the GPU tier's fixed-seed subset.
+// Problem i of a run depends only on (seed, i), so any failure is reproduced on its own
+// with `anvil-fuzz --seed S --only i`.
+//
+// Every problem is valid: the dispatcher must accept it. Sizes lean towards the cases
+// kernels get wrong (1, primes, tile edges +-1), with a few large ones; layouts, dtypes,
+// epilogues, padding, base offsets, alpha/beta, C aliasing D and strided or broadcast
+// batches are all drawn independently.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "anvil/gemm.h"
+
+namespace anvil::verify {
+
+struct FuzzLimits {
+  int64_t max_extent;       // largest M, N or K of a "large" problem
+  int64_t max_small_extent; // largest of the others
+  int large_percent;        // share of problems drawn up to max_extent
+  int64_t max_macs;         // M * N * K * batch cap of the others ...
+  int64_t max_large_macs;   // ... and of the large ones
+  int64_t max_batch;
+};
+
+// anvil-fuzz's defaults: 2000 problems run in about a minute on an H200 (the fp32 reference
+// GEMM dominates; see tools/fuzz/main.cpp).
+FuzzLimits default_fuzz_limits();
+// Small sizes only, for the GPU test tier.
+FuzzLimits small_fuzz_limits();
+
+struct FuzzProblem {
+  uint64_t seed = 0;
+  int64_t index = 0;
+  GemmDesc desc;  // desc.kernel is left null: the caller picks the kernel
+  // Elements between each buffer's aligned allocation and the operand's base pointer.
+  int64_t a_offset = 0, b_offset = 0, c_offset = 0, d_offset = 0, bias_offset = 0;
+  bool c_is_d = false;   // args.c == args.d (beta != 0): the in-place residual add
+  bool unread_c = false; // beta == 0 but a NaN-filled C is passed: it must not be read
+  uint64_t data_seed = 0;
+};
+
+FuzzProblem make_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits& limits);
+
+// One line with everything needed to rebuild the problem by hand.
+std::string describe(const FuzzProblem& problem);
+
+// Multiply-adds of the problem (M * N * K * batch), the measure the limits cap.
+int64_t fuzz_macs(const GemmDesc& desc);
+
+}  // namespace anvil::verify

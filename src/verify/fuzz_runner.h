@@ -1,0 +1,87 @@
+// Runs one fuzz problem (fuzz_problem.h) on the GPU and judges it: random inputs at the
+// problem's offsets and strides, D poisoned, the GEMM through the public API, the result
+// against verify::reference_gemm with the documented tolerances, and D's padding, the
+// elements before its base and a guard band after it checked to be untouched.
+//
+// Shared by anvil-fuzz, the GPU tier's fixed-seed subset and its concurrency test. Each
+// runner owns its device buffers (grown, never shrunk, across problems) and works on one
+// stream, so runners on different threads and streams are independent.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "anvil/gemm.h"
+#include "verify/fuzz_problem.h"
+#include "verify/verify.h"
+
+namespace anvil::verify {
+
+enum class FuzzResult { kPassed, kRefused, kFailed };
+
+struct FuzzOutcome {
+  FuzzResult result = FuzzResult::kFailed;
+  std::string kernel;   // "auto (<what the dispatcher picks>)" or the kernel's name
+  std::string message;  // why it was refused or failed
+  Comparison comparison;
+  // A CUDA error that leaves the context unusable (e.g. an illegal address): nothing
+  // after it can be trusted, so a caller should stop.
+  bool context_lost = false;
+};
+
+const char* to_string(FuzzResult result);
+
+class FuzzRunner {
+ public:
+  explicit FuzzRunner(cudaStream_t stream) : stream_(stream) {}
+  FuzzRunner(const FuzzRunner&) = delete;
+  FuzzRunner& operator=(const FuzzRunner&) = delete;
+  ~FuzzRunner();
+
+  // Everything: prepare, launch, check. kernel: nullptr or "auto" for the dispatcher.
+  FuzzOutcome run(const FuzzProblem& problem, const char* kernel);
+
+  // The steps, for callers that launch one prepared problem many times.
+  // Allocates and fills the operands, asks can_implement, prepares D and computes the
+  // reference. Returns nothing when ready to launch, else the refusal or failure.
+  std::optional<FuzzOutcome> prepare(const FuzzProblem& problem, const char* kernel);
+  // Puts D back as it was before the GEMM: poison, or C's values when C is D.
+  cudaError_t reset_output();
+  // Enqueues the GEMM on the runner's stream; does not wait.
+  Status launch(Diagnostic* diag);
+  // Waits for the stream, then compares D with the reference and checks its padding.
+  FuzzOutcome check();
+
+  const GemmDesc& desc() const { return desc_; }
+
+ private:
+  // A device allocation that only grows, so a run of problems mostly reuses memory.
+  struct Buffer {
+    void* ptr = nullptr;
+    size_t capacity = 0;
+    cudaError_t reserve(size_t bytes);
+    void release();
+  };
+
+  FuzzOutcome outcome(FuzzResult result, std::string message) const;
+  FuzzOutcome cuda_failure(const char* what, cudaError_t error) const;
+  std::optional<FuzzOutcome> check_padding();
+
+  cudaStream_t stream_;
+  FuzzProblem problem_;
+  GemmDesc desc_;
+  GemmArgs args_;
+  std::string kernel_name_;
+  std::string kernel_label_;
+  Buffer a_, b_, c_, d_, bias_, ref_, workspace_;
+  int64_t d_storage_elements_ = 0;
+  size_t d_allocation_bytes_ = 0;
+  // D's whole allocation as the GEMM found it; empty when too large to check on the host.
+  std::vector<unsigned char> d_before_;
+};
+
+}  // namespace anvil::verify

@@ -1,0 +1,108 @@
+// The decode kernel's shape choices (src/kernels/sm90/decode_plan.h) and the dispatcher's
+// routing between decode and prefill kernels: host-only, tested without a GPU.
+#include <gtest/gtest.h>
+
+#include "anvil/gemm.h"
+#include "kernels/sm90/decode_plan.h"
+
+namespace anvil::detail {
+namespace {
+
+// What the occupancy API reports on an H200 for the memory-bound configurations: two CTAs
+// per SM, with clusters packed into GPCs of 16-18 SMs (modelled: 132 SMs, 2 per SM, whole
+// clusters only).
+int two_per_sm(int splits) { return (264 / splits) * splits; }
+int one_per_sm(int splits) { return (132 / splits) * splits; }
+
+TEST(DecodeTokenTile, NarrowestWgmmaWidthThatHoldsTheTokens) {
+  EXPECT_EQ(decode_token_tile(1), 8);
+  EXPECT_EQ(decode_token_tile(8), 8);
+  EXPECT_EQ(decode_token_tile(9), 16);
+  EXPECT_EQ(decode_token_tile(64), 64);
+  EXPECT_EQ(decode_token_tile(65), 128);
+  EXPECT_EQ(decode_token_tile(256), 256);
+  EXPECT_EQ(decode_token_tile(257), 256);  // several 256-wide tiles
+}
+
+TEST(DecodeSplit, BandwidthBoundCostIsTheStreamSharedByResidentCtas) {
+  // 256 CTAs x (32 + overhead) k-tiles over 264 slots.
+  const DecodeSplit s = decode_split_cost(64, 128, 4, 264, true);
+  EXPECT_EQ(s.ctas, 256);
+  EXPECT_EQ(s.waves, 1);
+  EXPECT_EQ(s.k_tiles_per_cta, 32);
+  EXPECT_NEAR(s.cost, 256.0 * (32 + kDecodeCtaOverheadTiles) / 264.0, 1e-9);
+  // A lone CTA cannot take the whole GPU's bandwidth.
+  const DecodeSplit alone = decode_split_cost(1, 120, 1, 264, true);
+  EXPECT_NEAR(alone.cost, 120 / kDecodeCtaBandwidthHeadroom + kDecodeCtaOverheadTiles, 1e-9);
+}
+
+TEST(DecodeSplit, ComputeBoundCostCountsWholeWaves) {
+  const DecodeSplit s = decode_split_cost(133, 10, 1, 132, false);
+  EXPECT_EQ(s.waves, 2);
+  EXPECT_NEAR(s.cost, 2 * (10 + kDecodeCtaOverheadTiles), 1e-9);
+}
+
+TEST(DecodeSplit, SplitsKWhenTooFewCtasStream) {
+  // 8192 features = 64 tiles of 128: unsplit, each CTA would have to stream 4x its share.
+  EXPECT_GE(choose_decode_split(64, 128, true, two_per_sm).splits, 2);
+  // 1024 features, long K: 8 tiles, the widest split.
+  EXPECT_EQ(choose_decode_split(8, 128, true, two_per_sm).splits, 8);
+}
+
+TEST(DecodeSplit, NoSplitWhenTilesAlreadyKeepDramBusy) {
+  // 28672 features = 224 tiles: enough streams without splitting; splitting only adds
+  // CTA overheads.
+  EXPECT_EQ(choose_decode_split(224, 128, true, two_per_sm).splits, 1);
+  EXPECT_EQ(choose_decode_split(1024, 128, true, two_per_sm).splits, 1);
+}
+
+TEST(DecodeSplit, ComputeBoundTilesBalanceWaves) {
+  // 256 tokens x 8192 features: 64 tiles on 132 SMs, one per SM: two splits fill 128.
+  EXPECT_EQ(choose_decode_split(64, 128, false, one_per_sm).splits, 2);
+}
+
+TEST(DecodeSplit, NeverMoreSplitsThanKTiles) {
+  EXPECT_EQ(choose_decode_split(1, 1, true, two_per_sm).splits, 1);
+  EXPECT_LE(choose_decode_split(1, 3, true, two_per_sm).splits, 3);
+  EXPECT_LE(choose_decode_split(1, 100, false, one_per_sm).splits, kDecodeMaxSplit);
+}
+
+// The dispatcher's routing needs no GPU: dispatch_name runs the description checks only.
+TEST(DecodeDispatch, CrossoverFollowsTheMeasuredSweep) {
+  EXPECT_TRUE(prefers_decode(1, 8192, 1, 132));
+  EXPECT_TRUE(prefers_decode(64, 28672, 1, 132));
+  // 128 tokens: decode while sm90-gemm's 128x128 tiles would leave SMs idle.
+  EXPECT_TRUE(prefers_decode(128, 8192, 1, 132));     // 64 tiles
+  EXPECT_FALSE(prefers_decode(128, 28672, 1, 132));   // 224 tiles
+  EXPECT_FALSE(prefers_decode(128, 8192, 4, 132));    // 256 tiles
+  EXPECT_FALSE(prefers_decode(129, 1024, 1, 132));
+  EXPECT_FALSE(prefers_decode(256, 8192, 1, 132));
+}
+
+// The dispatcher's routing needs no GPU: dispatch_name runs the description checks only
+// (and assumes an H200's 132 SMs when no device can be asked).
+TEST(DecodeDispatch, FewTokensGoToTheDecodeKernel) {
+  EXPECT_STREQ(dispatch_name(linear_desc(1, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
+  EXPECT_STREQ(dispatch_name(linear_desc(64, 28672, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
+  EXPECT_STREQ(dispatch_name(linear_desc(256, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-gemm");
+}
+
+TEST(DecodeDispatch, LayoutsTheDecodeKernelCannotReadGoToTheRepackingKernel) {
+  GemmDesc d = linear_desc(16, 4096, 4096, DataType::kBF16, DataType::kBF16);
+  d.b.order = Order::kRowMajor;  // W stored K x N
+  d.b.ld = 4096;
+  EXPECT_STREQ(dispatch_name(d), "sm90-gemm");
+  GemmDesc odd = linear_desc(16, 4096, 4095, DataType::kBF16, DataType::kBF16);
+  EXPECT_STREQ(dispatch_name(odd), "sm90-gemm");
+}
+
+TEST(DecodeDispatch, BatchInvariantModeNeverSwitchesKernelWithM) {
+  for (int64_t m : {1, 64, 256, 257, 8192}) {
+    GemmDesc d = linear_desc(m, 8192, 8192, DataType::kBF16, DataType::kBF16);
+    d.batch_invariant = true;
+    EXPECT_STREQ(dispatch_name(d), "sm90-decode") << "m = " << m;
+  }
+}
+
+}  // namespace
+}  // namespace anvil::detail

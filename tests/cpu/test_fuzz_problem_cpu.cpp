@@ -1,0 +1,155 @@
+// The fuzzer's problem generator (src/verify/fuzz_problem.h), without a GPU: problems are
+// reproducible from (seed, index), stay within their limits, are all valid, are all
+// accepted by the dispatcher, and together reach every corner the generator promises.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "anvil/anvil.h"
+#include "verify/fuzz_problem.h"
+#include "verify/verify.h"
+
+namespace {
+
+using anvil::Activation;
+using anvil::BiasMode;
+using anvil::DataType;
+using anvil::GemmArgs;
+using anvil::GemmDesc;
+using anvil::Order;
+using anvil::Status;
+namespace verify = anvil::verify;
+
+constexpr uint64_t kSeed = 20261129;
+constexpr int kProblems = 2000;
+
+// Stand-ins for device pointers at the problem's offsets: validation checks them for
+// null and alignment only.
+const void* fake_pointer(int operand, int64_t offset, DataType dtype) {
+  const uintptr_t base = uintptr_t{0x10000000} * uintptr_t(operand + 1);
+  return reinterpret_cast<const void*>(base + uintptr_t(offset) * verify::dtype_bytes(dtype));
+}
+
+GemmArgs fake_args(const verify::FuzzProblem& p) {
+  const GemmDesc& d = p.desc;
+  GemmArgs args;
+  args.a = fake_pointer(0, p.a_offset, d.a.dtype);
+  args.b = fake_pointer(1, p.b_offset, d.b.dtype);
+  args.d = const_cast<void*>(fake_pointer(3, p.d_offset, d.d.dtype));
+  if (p.c_is_d) {
+    args.c = args.d;
+  } else if (d.beta != 0.0f || p.unread_c) {
+    args.c = fake_pointer(2, p.c_offset, d.c.dtype);
+  }
+  if (d.epilogue.bias != BiasMode::kNone) args.bias = fake_pointer(4, p.bias_offset, d.epilogue.bias_dtype);
+  args.workspace_bytes = anvil::workspace_size(d, args);
+  if (args.workspace_bytes > 0) args.workspace = const_cast<void*>(fake_pointer(5, 0, DataType::kF32));
+  return args;
+}
+
+TEST(FuzzProblem, IsAFunctionOfSeedAndIndex) {
+  const verify::FuzzLimits limits = verify::default_fuzz_limits();
+  for (int64_t i = 0; i < 50; ++i) {
+    EXPECT_EQ(verify::describe(verify::make_fuzz_problem(kSeed, i, limits)),
+              verify::describe(verify::make_fuzz_problem(kSeed, i, limits)));
+    EXPECT_NE(verify::describe(verify::make_fuzz_problem(kSeed, i, limits)),
+              verify::describe(verify::make_fuzz_problem(kSeed + 1, i, limits)));
+  }
+  EXPECT_NE(verify::describe(verify::make_fuzz_problem(kSeed, 0, limits)),
+            verify::describe(verify::make_fuzz_problem(kSeed, 1, limits)));
+}
+
+TEST(FuzzProblem, StaysWithinItsLimits) {
+  for (const verify::FuzzLimits& limits : {verify::default_fuzz_limits(), verify::small_fuzz_limits()}) {
+    for (int64_t i = 0; i < kProblems; ++i) {
+      const verify::FuzzProblem p = verify::make_fuzz_problem(kSeed, i, limits);
+      const GemmDesc& d = p.desc;
+      SCOPED_TRACE(verify::describe(p));
+      EXPECT_GE(d.m, 1);
+      EXPECT_GE(d.n, 1);
+      EXPECT_GE(d.k, 1);
+      EXPECT_LE(std::max({d.m, d.n, d.k}), limits.max_extent);
+      EXPECT_GE(d.batch, 1);
+      EXPECT_LE(d.batch, limits.max_batch);
+      // SwiGLU rounds n up to one 128-column block at most.
+      const int64_t slack = d.epilogue.activation == Activation::kSwiGLU ? 128 * d.m * d.k * d.batch : 0;
+      EXPECT_LE(verify::fuzz_macs(d), limits.max_large_macs + slack);
+      EXPECT_EQ(d.kernel, nullptr);
+    }
+  }
+}
+
+// The dispatcher must take every valid problem; without a GPU that shows as the device
+// check's kArchMismatch, which comes only after a kernel was found.
+TEST(FuzzProblem, EveryProblemIsValidAndTheDispatcherTakesIt) {
+  for (const verify::FuzzLimits& limits : {verify::default_fuzz_limits(), verify::small_fuzz_limits()}) {
+    for (int64_t i = 0; i < kProblems; ++i) {
+      const verify::FuzzProblem p = verify::make_fuzz_problem(kSeed, i, limits);
+      const GemmArgs args = fake_args(p);
+      anvil::Diagnostic diag;
+      const Status s = anvil::can_implement(p.desc, &args, &diag);
+      EXPECT_TRUE(s == Status::kSuccess || s == Status::kArchMismatch)
+          << verify::describe(p) << ": " << anvil::to_string(s) << ": " << diag.message;
+      EXPECT_NE(anvil::dispatch_name(p.desc), nullptr) << verify::describe(p);
+    }
+  }
+}
+
+TEST(FuzzProblem, ReachesEveryCornerItPromises) {
+  std::map<std::string, int> seen;
+  const verify::FuzzLimits limits = verify::default_fuzz_limits();
+  auto is_edge = [](int64_t x) {
+    for (int64_t edge : {64, 128, 256, 512}) {
+      if (x == edge - 1 || x == edge + 1) return true;
+    }
+    return false;
+  };
+  for (int64_t i = 0; i < kProblems; ++i) {
+    const verify::FuzzProblem p = verify::make_fuzz_problem(kSeed, i, limits);
+    const GemmDesc& d = p.desc;
+    auto mark = [&](const std::string& what, bool condition) { seen[what] += condition ? 1 : 0; };
+    for (int64_t x : {d.m, d.n, d.k}) {
+      mark("extent 1", x == 1);
+      mark("tile edge +-1", is_edge(x));
+      mark("prime above 1000", x == 1021 || x == 1031 || x == 2039 || x == 2053 || x == 4093 || x == 4099);
+      mark("extent above 4096", x > 4096);
+    }
+    mark("fp16 inputs", d.a.dtype == DataType::kF16);
+    mark("bf16 inputs", d.a.dtype == DataType::kBF16);
+    for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32}) {
+      const std::string name = anvil::to_string(t);
+      mark("D " + name, d.d.dtype == t);
+      mark("bias " + name, d.epilogue.bias != BiasMode::kNone && d.epilogue.bias_dtype == t);
+    }
+    for (Order a : {Order::kRowMajor, Order::kColMajor}) {
+      for (Order b : {Order::kRowMajor, Order::kColMajor}) {
+        mark("layout " + std::to_string(int(a)) + std::to_string(int(b)), d.a.order == a && d.b.order == b);
+      }
+    }
+    mark("D column-major", d.d.order == Order::kColMajor);
+    for (int act = 0; act <= int(Activation::kSwiGLU); ++act) {
+      mark("activation " + std::to_string(act), int(d.epilogue.activation) == act);
+    }
+    mark("bias per row", d.epilogue.bias == BiasMode::kPerRow);
+    mark("bias per column", d.epilogue.bias == BiasMode::kPerColumn);
+    mark("alpha 0", d.alpha == 0.0f);
+    mark("alpha other", d.alpha != 0.0f && d.alpha != 1.0f);
+    mark("beta 1", d.beta == 1.0f);
+    mark("beta other", d.beta != 0.0f && d.beta != 1.0f);
+    mark("C is D", p.c_is_d);
+    mark("unread NaN C", p.unread_c);
+    mark("batch 4", d.batch == 4);
+    mark("broadcast input", d.batch > 1 && (d.a.batch_stride == 0 || d.b.batch_stride == 0));
+    mark("C batch stride apart from D's", d.batch > 1 && d.beta != 0.0f && !p.c_is_d && d.c.batch_stride != d.d.batch_stride);
+    mark("odd padding", d.a.ld % 2 == 1 && d.a.ld > (d.a.order == Order::kRowMajor ? d.k : d.m));
+    mark("base not 16-byte aligned", (p.a_offset * int64_t(verify::dtype_bytes(d.a.dtype))) % 16 != 0);
+    mark("D offset", p.d_offset > 0);
+    mark("batch invariant", d.batch_invariant);
+  }
+  for (const auto& [what, count] : seen) EXPECT_GT(count, 0) << "no problem with " << what;
+}
+
+}  // namespace

@@ -1,0 +1,182 @@
+// The decode kernel (sm90-decode) against the reference: token counts from 1 to past one
+// 256-wide tile, feature and K tails, splits of K from 1 to 8 (uneven ones included),
+// every epilogue, output layouts that defeat the vector store; and batch invariance.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "gpu/gpu_support.h"
+
+namespace {
+
+using anvil::Activation;
+using anvil::BiasMode;
+using anvil::DataType;
+using anvil::Diagnostic;
+using anvil::GemmDesc;
+using anvil::Order;
+using anvil::Status;
+using anvil_test::Operands;
+namespace verify = anvil::verify;
+
+struct DecodeCase {
+  std::string name;
+  GemmDesc desc;
+  bool c_is_d = false;
+};
+void PrintTo(const DecodeCase& c, std::ostream* os) { *os << c.name; }
+
+GemmDesc linear(int64_t m, int64_t n, int64_t k, DataType in = DataType::kBF16, DataType out = DataType::kBF16) {
+  GemmDesc d = anvil::linear_desc(m, n, k, in, out);
+  d.kernel = "sm90-decode";
+  return d;
+}
+
+GemmDesc with_epilogue(GemmDesc d, Activation act, BiasMode bias) {
+  d.epilogue.activation = act;
+  d.epilogue.bias = bias;
+  d.epilogue.bias_dtype = DataType::kBF16;
+  const int64_t n_out = act == Activation::kSwiGLU ? d.n / 2 : d.n;
+  d.c.ld = d.d.ld = n_out;
+  return d;
+}
+
+std::vector<DecodeCase> decode_cases() {
+  std::vector<DecodeCase> cases;
+  // Every token tile (8 ... 256) and its edges, and two 256-wide tiles; 1000 = 15 full
+  // k-tiles and a tail, so the splits the planner picks are uneven.
+  for (int64_t m : {1, 3, 8, 9, 17, 33, 64, 65, 127, 128, 200, 256, 257, 513}) {
+    cases.push_back({"tokens_" + std::to_string(m) + "_384x1000", linear(m, 384, 1000)});
+  }
+  // Few feature tiles and long K: the planner splits K 8 ways (and 8 into 10 k-tiles).
+  cases.push_back({"split8_4x1024x8192", linear(4, 1024, 8192)});
+  cases.push_back({"split_uneven_1x128x640", linear(1, 128, 640)});
+  // Feature and K tails.
+  cases.push_back({"tails_16x1000x4104", linear(16, 1000, 4104)});
+  cases.push_back({"tails_100x129x72", linear(100, 129, 72)});
+  // Dtypes.
+  cases.push_back({"fp16_24x512x1000", linear(24, 512, 1000, DataType::kF16, DataType::kF16)});
+  cases.push_back({"bf16_to_fp32_40x512x1000", linear(40, 512, 1000, DataType::kBF16, DataType::kF32)});
+  cases.push_back({"fp16_to_fp32_130x256x520", linear(130, 256, 520, DataType::kF16, DataType::kF32)});
+  // Epilogues.
+  cases.push_back({"bias_col_gelu_tanh_32x1024x512",
+                   with_epilogue(linear(32, 1024, 512), Activation::kGeluTanh, BiasMode::kPerColumn)});
+  cases.push_back({"bias_col_gelu_erf_200x512x512",
+                   with_epilogue(linear(200, 512, 512), Activation::kGeluErf, BiasMode::kPerColumn)});
+  cases.push_back({"bias_row_relu_7x512x704", with_epilogue(linear(7, 512, 704), Activation::kReLU, BiasMode::kPerRow)});
+  cases.push_back({"silu_64x640x512", with_epilogue(linear(64, 640, 512), Activation::kSiLU, BiasMode::kNone)});
+  cases.push_back({"swiglu_bias_20x768x1000",
+                   with_epilogue(linear(20, 768, 1000), Activation::kSwiGLU, BiasMode::kPerColumn)});
+  cases.push_back({"swiglu_256x1024x4096", with_epilogue(linear(256, 1024, 4096), Activation::kSwiGLU, BiasMode::kNone)});
+  {
+    GemmDesc d = linear(50, 512, 1000);
+    d.alpha = 0.75f, d.beta = 1.0f;
+    cases.push_back({"residual_c_is_d_50x512x1000", d, true});
+    d.beta = -0.5f;
+    cases.push_back({"alpha_beta_separate_c_50x512x1000", d});
+  }
+  // Output layouts the four-wide store cannot take: an odd row pitch, column-major D.
+  {
+    GemmDesc d = linear(33, 500, 256);
+    d.c.ld = d.d.ld = 501;
+    cases.push_back({"odd_ldd_33x500x256", d});
+    GemmDesc col = linear(33, 512, 256);
+    col.c = col.d = anvil_test::layout(DataType::kBF16, Order::kColMajor, 40);
+    cases.push_back({"col_major_d_33x512x256", col});
+  }
+  // Strided batch: each batch's own weight and tokens.
+  {
+    GemmDesc d = linear(10, 256, 320);
+    d.batch = 3;
+    d.a.batch_stride = 10 * 320 + 64;
+    d.b.batch_stride = 256 * 320 + 64;
+    d.c.batch_stride = d.d.batch_stride = 10 * 256 + 64;
+    cases.push_back({"batch3_10x256x320", d});
+  }
+  return cases;
+}
+
+class DecodeSweep : public ::testing::TestWithParam<DecodeCase> {};
+
+TEST_P(DecodeSweep, MatchesReference) {
+  REQUIRE_SM90();
+  const DecodeCase& c = GetParam();
+  Operands op;
+  ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, c.desc, 7000 + c.desc.m, c.c_is_d));
+  Diagnostic diag;
+  ASSERT_EQ(anvil::can_implement(op.desc, &op.args, &diag), Status::kSuccess) << diag.message;
+  CHECK_CUDA(verify::reference_gemm(op.desc, op.args, op.ref.as_float(), nullptr));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  ASSERT_EQ(anvil::gemm(op.desc, op.args, &diag), Status::kSuccess) << diag.message;
+  CHECK_CUDA(cudaDeviceSynchronize());
+  const auto cmp = verify::compare(op.desc, op.d.get(), op.ref.as_float(), verify::tolerance_for(op.desc), nullptr);
+  ASSERT_GE(cmp.count, 0) << "the comparison itself failed (CUDA error)";
+  EXPECT_TRUE(cmp.passed) << anvil_test::describe(op.desc) << ": " << anvil_test::describe(cmp);
+}
+
+INSTANTIATE_TEST_SUITE_P(Decode, DecodeSweep, ::testing::ValuesIn(decode_cases()),
+                         [](const ::testing::TestParamInfo<DecodeCase>& info) { return info.param.name; });
+
+// Runs desc on (a, b) into a fresh, poisoned D and returns D's bytes.
+void run_into(const GemmDesc& desc, const void* a, const void* b, cudaStream_t stream, std::vector<unsigned char>& out) {
+  anvil_test::DeviceBuffer d;
+  const int64_t elements = verify::storage_elements(desc.d, desc.m, desc.n, desc.batch);
+  CHECK_CUDA(d.allocate(size_t(elements) * verify::dtype_bytes(desc.d.dtype)));
+  CHECK_CUDA(verify::poison(d.get(), desc.d.dtype, elements, stream));
+  anvil::GemmArgs args;
+  args.a = a, args.b = b, args.d = d.get(), args.stream = stream;
+  Diagnostic diag;
+  ASSERT_EQ(anvil::gemm(desc, args, &diag), Status::kSuccess) << diag.message;
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  ASSERT_NO_FATAL_FAILURE(anvil_test::download(d, out));
+}
+
+// With batch_invariant, the first rows of a 300-token call are bitwise the rows of calls
+// with 1, 8 or 64 tokens - through the dispatcher, which would otherwise split K
+// differently (or pick sm90-gemm) as M changes.
+TEST(DecodeBatchInvariance, RowsDoNotDependOnM) {
+  REQUIRE_SM90();
+  const int64_t n = 1024, k = 4096, m_large = 300;
+  GemmDesc large = anvil::linear_desc(m_large, n, k, DataType::kBF16, DataType::kBF16);
+  large.batch_invariant = true;
+  Operands op;
+  ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, large, 4242));
+  ASSERT_STREQ(anvil::dispatch_name(large), "sm90-decode");
+  std::vector<unsigned char> reference;
+  ASSERT_NO_FATAL_FAILURE(run_into(large, op.a.get(), op.b.get(), nullptr, reference));
+  for (int64_t m : {1, 8, 64}) {
+    GemmDesc small = large;
+    small.m = m;
+    std::vector<unsigned char> rows;
+    ASSERT_NO_FATAL_FAILURE(run_into(small, op.a.get(), op.b.get(), nullptr, rows));
+    ASSERT_EQ(rows.size(), size_t(m * n * 2));
+    EXPECT_EQ(std::memcmp(rows.data(), reference.data(), rows.size()), 0) << "rows of the " << m << "-token call differ";
+  }
+}
+
+// The cluster reduction adds partials in rank order: equal bits on every stream and run.
+TEST(DecodeDeterminism, BitwiseEqualAcrossStreamsAndRepeats) {
+  REQUIRE_SM90();
+  const GemmDesc desc = linear(4, 1024, 8192);  // an 8-way split
+  Operands op;
+  ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, desc, 99));
+  cudaStream_t streams[2] = {};
+  CHECK_CUDA(cudaStreamCreateWithFlags(&streams[0], cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&streams[1], cudaStreamNonBlocking));
+  std::vector<unsigned char> first;
+  ASSERT_NO_FATAL_FAILURE(run_into(desc, op.a.get(), op.b.get(), streams[0], first));
+  for (int repeat = 0; repeat < 10; ++repeat) {
+    std::vector<unsigned char> again;
+    ASSERT_NO_FATAL_FAILURE(run_into(desc, op.a.get(), op.b.get(), streams[repeat % 2], again));
+    EXPECT_EQ(std::memcmp(again.data(), first.data(), first.size()), 0) << "repeat " << repeat;
+  }
+  cudaStreamDestroy(streams[0]);
+  cudaStreamDestroy(streams[1]);
+}
+
+}  // namespace
