@@ -50,6 +50,7 @@ struct Options {
   int max_input_sets = 64;
   double mem_cap_gb = 40.0;
   bool verify = true;
+  bool batch_invariant = false;  // GemmDesc::batch_invariant on the anvil rows
   bool list = false;
   std::string json_path, csv_path, anchors_path;
   int device = 0;

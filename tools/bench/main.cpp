@@ -389,7 +389,8 @@ void run_problem(const Problem& p, int index, int total, const Options& opt,
   namespace verify = anvil::verify;
   // plain: what cuBLAS (and anvil-plain) compute; fused: what the anvil rows compute. The
   // two are the same description without --epilogue.
-  const anvil::GemmDesc plain = anvil::linear_desc(p.m, p.n, p.k, in, out);
+  anvil::GemmDesc plain = anvil::linear_desc(p.m, p.n, p.k, in, out);
+  plain.batch_invariant = opt.batch_invariant;  // cuBLAS reads only the sizes and dtypes
   const anvil::GemmDesc fused = with_epilogue(plain, opt.epilogue);
   const bool has_epilogue = opt.epilogue != Epilogue::kNone;
   const bool fused_reads_c = fused.beta != 0.0f;

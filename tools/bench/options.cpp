@@ -53,6 +53,7 @@ const char* kUsage =
     "  --max-input-sets N   cap on rotating input sets   [64]\n"
     "  --mem-cap-gb GB      cap on the input sets' total size   [40]\n"
     "  --no-verify          skip the correctness check\n"
+    "  --batch-invariant    anvil rows ask for batch invariance (GemmDesc::batch_invariant)\n"
     "  --seed N             base seed of the random inputs\n"
     "  --device N           CUDA device ordinal   [0]\n"
     "\n"
@@ -290,6 +291,9 @@ Options parse_options(int argc, char** argv) {
     } else if (a == "--no-verify") {
       no_value();
       opt.verify = false;
+    } else if (a == "--batch-invariant") {
+      no_value();
+      opt.batch_invariant = true;
     } else if (a == "--seed") {
       opt.seed = static_cast<uint64_t>(parse_int(value(), "--seed", 0, INT64_MAX));
     } else if (a == "--device") {

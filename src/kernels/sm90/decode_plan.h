@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "kernels/sm90/plan.h"
+
 namespace anvil::detail {
 
 // Token-tile widths the decode kernel is instantiated for (wgmma N values). Up to 64
@@ -17,20 +19,27 @@ inline constexpr int kDecodeTokenTiles[] = {8, 16, 32, 64, 128, 256};
 constexpr bool decode_bandwidth_bound(int token_tile) { return token_tile <= 64; }
 inline constexpr int kDecodeMaxSplit = 8;  // portable cluster size
 
-// Which kernel takes a K-major problem with m tokens (rows of A), from the M sweep of
-// 2026-11-29 (docs/decode.md): up to 64 tokens the decode kernel streams the weight
-// faster than sm90-gemm's 128-row tiles can (M = 64: 40 us against 65 us on 8192 x 8192);
-// from 192 tokens on, sm90-gemm's persistent 128x256 tiles win (M = 256: 59 against
-// 67-80 us). At 128 tokens it depends on the width: the decode kernel wins while
-// sm90-gemm's 128x128 tiles would not fill the GPU (8192 wide: 47 against 53 us), and
-// loses once they do (28672 wide: 159 against 129 us).
+// Which kernel takes a K-major problem with m tokens (rows of A), from the M sweeps of
+// 2026-11-29 (docs/decode.md). Up to 64 tokens the decode kernel streams the weight faster
+// than sm90-gemm's 128-row tiles can (M = 64: 40 us against 65 us on 8192 x 8192). From
+// 65 to 256 tokens sm90-gemm wins while its tiles fill the GPU (M = 256 x 8192: 59 against
+// 67 us; M = 128 x 28672: 129 against 159 us), and the decode kernel's split of K wins
+// when they do not (M = 128 x 8192, 64 tiles: 47 against 53 us). Past 256 tokens,
+// sm90-gemm.
 inline constexpr int64_t kDecodeAlwaysTokens = 64;
-inline constexpr int64_t kDecodeMaxTokens = 128;
+inline constexpr int64_t kDecodeMaxTokens = 256;
+// sm90-gemm's chosen configuration must keep at least this fraction of the SM slots of
+// its waves busy to be preferred (256 x 10240: 80 CTAs on 132 SMs, 0.61, goes to decode;
+// 256 x 28672: 224 CTAs in 2 waves, 0.85, stays).
+inline constexpr double kSm90MinWaveEfficiency = 0.75;
 
-constexpr bool prefers_decode(int64_t m, int64_t n, int64_t batch, int sm_count) {
+inline bool prefers_decode(int64_t m, int64_t n, int64_t batch, int sm_count) {
   if (m <= kDecodeAlwaysTokens) return true;
   if (m > kDecodeMaxTokens) return false;
-  return (n + 127) / 128 * ((m + 127) / 128) * batch < sm_count;
+  const Sm90Variant variant = choose_sm90_variant(m, n, batch, sm_count);
+  const WavePlan plan =
+      wave_plan(m, n, batch, tile_shape(variant), sm_count, variant == Sm90Variant::kWidePair ? 2 : 1);
+  return plan.efficiency < kSm90MinWaveEfficiency;
 }
 
 // The narrowest instantiated token tile that holds m tokens (m > 256 uses several 256-wide
