@@ -17,7 +17,6 @@
 #include <cstdint>
 
 #include "arch/sm90/cluster.cuh"
-#include "arch/sm90/griddepcontrol.cuh"
 #include "arch/sm90/setmaxnreg.cuh"
 #include "arch/sm90/tma.cuh"
 #include "kernels/common/epilogue_params.h"
@@ -140,10 +139,6 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
     shared.barriers.init(Config::kConsumers);
   }
   __syncthreads();
-  // Everything above overlaps the previous kernel when launched as a dependent (PDL);
-  // nothing below may touch global memory before it has finished.
-  sm90::griddepcontrol_wait();
-  sm90::griddepcontrol_launch_dependents();
 
   // Each role runs both cluster barriers in its own branch: code after a merge point would
   // be compiled for the producer's reduced register budget (setmaxnreg.dec) and spill.

@@ -177,20 +177,16 @@ Status launch_with(const DecodeLaunch& launch, DataType input, cudaStream_t stre
 
   const DecodeLaunchPlan& plan = launch.plan;
   cudaLaunchConfig_t config{};
-  cudaLaunchAttribute attribute[2];
+  cudaLaunchAttribute attribute[1];
   attribute[0].id = cudaLaunchAttributeClusterDimension;
   attribute[0].val.clusterDim = {static_cast<unsigned>(plan.split.splits), 1, 1};
-  // A programmatic dependent launch: the launch and prologue overlap the previous kernel
-  // in the stream (decode_kernel.cuh waits before its first memory access).
-  attribute[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[1].val.programmaticStreamSerializationAllowed = 1;
   config.gridDim = dim3(static_cast<unsigned>(plan.split.splits), static_cast<unsigned>(plan.feature_tiles),
                         static_cast<unsigned>(plan.token_tiles * plan.batch));
   config.blockDim = dim3(Config::kThreads);
   config.dynamicSmemBytes = kSmem;
   config.stream = stream;
   config.attrs = attribute;
-  config.numAttrs = 2;
+  config.numAttrs = 1;
   const cudaError_t e = cudaLaunchKernelEx(&config, kernel, launch.params);
   if (e != cudaSuccess) return fail(diag, Status::kCudaError, "%s: launch failed: %s", kName, cudaGetErrorName(e));
   return check_launch(diag, kName);

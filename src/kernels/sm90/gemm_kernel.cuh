@@ -14,7 +14,6 @@
 #include <cstdint>
 
 #include "arch/sm90/cluster.cuh"
-#include "arch/sm90/griddepcontrol.cuh"
 #include "arch/sm90/setmaxnreg.cuh"
 #include "kernels/sm90/consumer.cuh"
 #include "kernels/sm90/epilogue_store.cuh"
@@ -59,10 +58,6 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
   } else {
     __syncthreads();
   }
-  // The prologue above overlaps the previous kernel when this one is launched as a
-  // dependent (PDL, production launches only); global memory is touched only after it.
-  sm90::griddepcontrol_wait();
-  sm90::griddepcontrol_launch_dependents();
 
   if (warpgroup == 0) {
     sm90::setmaxnreg_dec<Config::kProducerRegisters>();

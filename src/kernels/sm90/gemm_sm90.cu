@@ -22,8 +22,7 @@ using Narrow = KernelConfig<128, 2, 1, 6, 1, false>;  // 128x128, 6 x 32 KiB sta
 // configuration, 3 stages. The default for problems with two or more rows of tiles.
 using WidePair = KernelConfig<256, 2, 1, 3, 2, true>;
 constexpr const char* kName = "sm90-gemm";
-// Persistent, band of 8 cluster rows, launched as a programmatic dependent.
-constexpr LaunchPolicy kPolicy{true, 8, true};
+constexpr LaunchPolicy kPolicy{true, 8};
 constexpr size_t kWorkspaceAlign = 256;
 
 size_t align_up(size_t bytes) { return (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign; }

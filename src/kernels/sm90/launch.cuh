@@ -18,7 +18,6 @@ namespace anvil::detail {
 struct LaunchPolicy {
   bool persistent = false;  // grid = co-resident clusters, each looping over tiles
   int band = 1;             // raster band height in cluster rows (TileScheduler)
-  bool dependent = false;   // programmatic dependent launch (griddepcontrol.cuh)
 };
 
 template <class Config>
@@ -126,13 +125,11 @@ Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, 
   if (s != Status::kSuccess) return s;
 
   cudaLaunchConfig_t config{};
-  cudaLaunchAttribute attribute[2];
+  cudaLaunchAttribute attribute[1];
   attribute[0].id = cudaLaunchAttributeClusterDimension;
   attribute[0].val.clusterDim.x = Config::kClusterM;
   attribute[0].val.clusterDim.y = 1;
   attribute[0].val.clusterDim.z = 1;
-  attribute[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[1].val.programmaticStreamSerializationAllowed = 1;
   config.blockDim = dim3(Config::kThreads);
   config.dynamicSmemBytes = kSmem;
   config.stream = args.stream;
@@ -156,7 +153,6 @@ Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, 
     clusters = std::min(clusters, resident_clusters.load());
   }
   config.gridDim = dim3(static_cast<unsigned>(clusters * Config::kClusterM));
-  config.numAttrs = policy.dependent ? 2 : 1;
   const cudaError_t e = cudaLaunchKernelEx(&config, kernel, params);
   if (e != cudaSuccess) {
     return fail(diag, Status::kCudaError, "%s: launch failed: %s", name, cudaGetErrorName(e));
