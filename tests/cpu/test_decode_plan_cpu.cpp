@@ -70,14 +70,14 @@ TEST(DecodeSplit, NeverMoreSplitsThanKTiles) {
 TEST(DecodeDispatch, CrossoverFollowsTheMeasuredSweep) {
   EXPECT_TRUE(prefers_decode(1, 8192, 1, 132));
   EXPECT_TRUE(prefers_decode(64, 28672, 1, 132));
-  // 65-256 tokens: decode only while sm90-gemm's tiles would leave SMs idle.
+  // 65-128 tokens: decode only while sm90-gemm's tiles would leave SMs idle.
   EXPECT_TRUE(prefers_decode(128, 8192, 1, 132));     // 64 narrow tiles
   EXPECT_FALSE(prefers_decode(128, 28672, 1, 132));   // 112 wide tiles
   EXPECT_FALSE(prefers_decode(128, 8192, 4, 132));    // 256 narrow tiles
   EXPECT_FALSE(prefers_decode(256, 8192, 1, 132));    // 128 narrow tiles
-  EXPECT_TRUE(prefers_decode(256, 10240, 1, 132));    // 80 CTAs
-  EXPECT_FALSE(prefers_decode(256, 28672, 1, 132));   // 224 CTAs in 2 waves
-  EXPECT_FALSE(prefers_decode(257, 10240, 1, 132));
+  // Past 128 tokens sm90-gemm even when it under-fills (256 x 10240: 80 CTAs).
+  EXPECT_FALSE(prefers_decode(256, 10240, 1, 132));
+  EXPECT_FALSE(prefers_decode(129, 1024, 1, 132));
 }
 
 // The dispatcher's routing needs no GPU: dispatch_name runs the description checks only

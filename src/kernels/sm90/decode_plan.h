@@ -21,16 +21,17 @@ inline constexpr int kDecodeMaxSplit = 8;  // portable cluster size
 
 // Which kernel takes a K-major problem with m tokens (rows of A), from the M sweeps of
 // 2026-11-29 (docs/decode.md). Up to 64 tokens the decode kernel streams the weight faster
-// than sm90-gemm's 128-row tiles can (M = 64: 40 us against 65 us on 8192 x 8192). From
-// 65 to 256 tokens sm90-gemm wins while its tiles fill the GPU (M = 256 x 8192: 59 against
-// 67 us; M = 128 x 28672: 129 against 159 us), and the decode kernel's split of K wins
-// when they do not (M = 128 x 8192, 64 tiles: 47 against 53 us). Past 256 tokens,
-// sm90-gemm.
+// than sm90-gemm's 128-row tiles can (M = 64: 40 us against 65 us on 8192 x 8192). At
+// 65-128 tokens it wins only where sm90-gemm's tiles would leave SMs idle (M = 128 x 8192,
+// 64 tiles: 46-48 against 53 us) and loses where they fill the GPU (M = 128 x 28672:
+// 159 against 129 us). From 129 tokens sm90-gemm is faster even when it under-fills:
+// the decode kernel's compute-bound configurations run a k-tile ~1.4x slower than
+// sm90-gemm's (M = 256 x 10240: 122 against 105-109 us; M = 256 x 8192: 67 against 59).
 inline constexpr int64_t kDecodeAlwaysTokens = 64;
-inline constexpr int64_t kDecodeMaxTokens = 256;
+inline constexpr int64_t kDecodeMaxTokens = 128;
 // sm90-gemm's chosen configuration must keep at least this fraction of the SM slots of
-// its waves busy to be preferred (256 x 10240: 80 CTAs on 132 SMs, 0.61, goes to decode;
-// 256 x 28672: 224 CTAs in 2 waves, 0.85, stays).
+// its waves busy to be preferred (128 x 8192: 64 narrow tiles on 132 SMs, 0.48, goes to
+// decode; 128 x 28672: 112 wide tiles, 0.85, stays).
 inline constexpr double kSm90MinWaveEfficiency = 0.75;
 
 inline bool prefers_decode(int64_t m, int64_t n, int64_t batch, int sm_count) {
