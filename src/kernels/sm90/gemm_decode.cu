@@ -146,20 +146,11 @@ Status build_decode_launch(const GemmDesc& desc, const GemmArgs& args, const Dec
   params.token_tiles = plan.token_tiles;
   params.batched = desc.batch > 1;
 
-  TensorMapRequest req;
-  req.dtype = desc.a.dtype;
-  req.inner = static_cast<uint64_t>(desc.k);
-  req.box_inner = Config::kBlockK;
-  req.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
-  req.batches = static_cast<uint64_t>(desc.batch);
+  static_assert(Config::kBlockK == 64, "one 128-byte swizzle row of K per box");
   // GEMM B (column-major: row j of W is K-contiguous) is wgmma's A side.
-  req.base = args.b, req.outer = desc.n, req.line_stride = desc.b.ld, req.box_outer = Config::kBlockM;
-  req.batch_stride = desc.b.batch_stride;
-  Status s = encode_tensor_map(&params.map_w, req, diag);
+  Status s = encode_kmajor_sw128(&params.map_w, args.b, desc.b, desc.k, desc.n, Config::kBlockM, diag, desc.batch);
   if (s != Status::kSuccess) return s;
-  req.base = args.a, req.outer = desc.m, req.line_stride = desc.a.ld, req.box_outer = kTokenTile;
-  req.batch_stride = desc.a.batch_stride;
-  s = encode_tensor_map(&params.map_x, req, diag);
+  s = encode_kmajor_sw128(&params.map_x, args.a, desc.a, desc.k, desc.m, kTokenTile, diag, desc.batch);
   if (s != Status::kSuccess) return s;
   out->params = params;
   out->plan = plan;

@@ -55,19 +55,12 @@ Status build_sm90_params(LaunchPolicy policy, const GemmDesc& desc, const GemmAr
   const int tiles_n = static_cast<int>((desc.n + Config::kBlockN - 1) / Config::kBlockN);
   params.scheduler = TileScheduler{tiles_m, tiles_n, static_cast<int>(desc.batch), Config::kClusterM, policy.band};
 
-  TensorMapRequest req;
-  req.dtype = desc.a.dtype;
-  req.inner = static_cast<uint64_t>(desc.k);
-  req.box_inner = Config::kBlockK;
-  req.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
-  req.batches = static_cast<uint64_t>(desc.batch);
-  req.base = args.a, req.outer = desc.m, req.line_stride = desc.a.ld, req.box_outer = Config::kBlockM;
-  req.batch_stride = desc.a.batch_stride;
-  Status s = encode_tensor_map(&params.map_a, req, diag);
+  static_assert(Config::kBlockK == 64, "one 128-byte swizzle row of K per box");
+  Status s = encode_kmajor_sw128(&params.map_a, args.a, desc.a, desc.k, desc.m, Config::kBlockM, diag, desc.batch);
   if (s != Status::kSuccess) return s;
-  req.base = args.b, req.outer = desc.n, req.line_stride = desc.b.ld, req.box_outer = Config::kBlockN / Config::kMulticastCtas;
-  req.batch_stride = desc.b.batch_stride;
-  s = encode_tensor_map(&params.map_b, req, diag);
+  // With multicast each CTA of the cluster fetches its slice of B's rows.
+  s = encode_kmajor_sw128(&params.map_b, args.b, desc.b, desc.k, desc.n, Config::kBlockN / Config::kMulticastCtas,
+                          diag, desc.batch);
   if (s != Status::kSuccess) return s;
 
   // The direct store paths take the plain GEMM into a row-major half output; anything

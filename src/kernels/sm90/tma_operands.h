@@ -44,10 +44,11 @@ inline Status check_kmajor_tma(const char* name, const GemmDesc& desc, const Gem
 
 namespace anvil::detail {
 
-// A K-major operand (rows x k, `layout.ld` elements between rows) as 64-wide boxes of
-// box_rows rows with the 128-byte swizzle: 64 bf16/fp16 values fill exactly one swizzle row.
+// A K-major operand (rows x k, `layout.ld` elements between rows; `batches` matrices
+// `layout.batch_stride` apart) as 64-wide boxes of box_rows rows with the 128-byte
+// swizzle: 64 bf16/fp16 values fill exactly one swizzle row.
 inline Status encode_kmajor_sw128(CUtensorMap* map, const void* base, const MatrixLayout& layout, int64_t k,
-                                  int64_t rows, int box_rows, Diagnostic* diag) {
+                                  int64_t rows, int box_rows, Diagnostic* diag, int64_t batches = 1) {
   TensorMapRequest req;
   req.base = base;
   req.dtype = layout.dtype;
@@ -57,6 +58,8 @@ inline Status encode_kmajor_sw128(CUtensorMap* map, const void* base, const Matr
   req.box_inner = 64;
   req.box_outer = static_cast<uint32_t>(box_rows);
   req.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+  req.batches = static_cast<uint64_t>(batches);
+  req.batch_stride = static_cast<uint64_t>(layout.batch_stride);
   return encode_tensor_map(map, req, diag);
 }
 
