@@ -17,6 +17,7 @@ extern const KernelInfo kLadder09Cluster;
 extern const KernelInfo kLadder10Persistent;
 extern const KernelInfo kSm90Gemm;
 extern const KernelInfo kSm90Decode;
+extern const KernelInfo kSm90GemmPingPong;
 extern const KernelInfo kAblation05TwoStages;
 extern const KernelInfo kAblation09NoMulticast;
 extern const KernelInfo kAblation09FourStages;
@@ -25,10 +26,10 @@ extern const KernelInfo kAblation09CrossRelease;
 namespace {
 // Ladder order first, then the production kernels the dispatcher prefers, then the
 // ablations that explain the ladder's flat or negative steps (docs/ladder.md).
-const std::array<const KernelInfo*, 16> kKernels = {
+const std::array<const KernelInfo*, 17> kKernels = {
     &kLadder01Naive,          &kLadder02SmemTiling,   &kLadder03TmaWgmma, &kLadder04Swizzle,
     &kLadder05Pipeline,       &kLadder06WarpSpecialized, &kLadder07TwoConsumers, &kLadder08TmaStore,
-    &kLadder09Cluster,        &kLadder10Persistent,   &kSm90Gemm,            &kSm90Decode,
+    &kLadder09Cluster,        &kLadder10Persistent,   &kSm90Gemm,            &kSm90Decode,     &kSm90GemmPingPong,
     &kAblation05TwoStages,    &kAblation09NoMulticast, &kAblation09FourStages, &kAblation09CrossRelease,
 };
 }  // namespace

@@ -22,6 +22,20 @@ __device__ __forceinline__ uint32_t cluster_size() {
   return count;
 }
 
+// This CTA's index and the grid's size along x, read from the special registers at each
+// use (volatile) rather than kept live in registers across a tile loop whose mainloop
+// and epilogue need them all.
+__device__ __forceinline__ int cta_id_x() {
+  uint32_t id;
+  asm volatile("mov.u32 %0, %%ctaid.x;\n" : "=r"(id));
+  return static_cast<int>(id);
+}
+__device__ __forceinline__ int grid_dim_x() {
+  uint32_t count;
+  asm volatile("mov.u32 %0, %%nctaid.x;\n" : "=r"(count));
+  return static_cast<int>(count);
+}
+
 // Full cluster barrier: every thread of every CTA in the cluster arrives and waits.
 // Release/acquire so that barrier initialisation and smem writes are visible to peers.
 __device__ __forceinline__ void cluster_sync() {

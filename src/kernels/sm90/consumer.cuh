@@ -6,6 +6,7 @@
 
 #include "arch/sm90/mbarrier.cuh"
 #include "arch/sm90/wgmma.cuh"
+#include "kernels/sm90/kernel_config.h"
 #include "kernels/sm90/pipeline.cuh"
 
 namespace anvil::detail {
@@ -21,18 +22,21 @@ __device__ __forceinline__ void release_stage(StageBarriers<Config::kStages>& ba
   }
 }
 
+// mainloop_done (ping-pong only, else null) is arrived on once the last stage has been
+// waited for and its wgmma issued: the other warpgroup may then start its tile.
 template <class Config, sm90::Input kInput>
 __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlabs][Config::kBlockN / 2], int consumer,
                                                       int k_tiles, StageRing<Config::kStages>& ring,
                                                       uint8_t (*tiles_a)[Config::kStageBytesA],
                                                       uint8_t (*tiles_b)[Config::kStageBytesB],
-                                                      StageBarriers<Config::kStages>& barriers) {
+                                                      StageBarriers<Config::kStages>& barriers,
+                                                      uint64_t* mainloop_done = nullptr) {
   using Mma = sm90::WgmmaSS<Config::kBlockN, kInput>;
   int previous_stage = -1;
   for (int kt = 0; kt < k_tiles; ++kt) {
     sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
     sm90::wgmma_fence();
-    const uint8_t* a = tiles_a[ring.stage] + consumer * Config::kSlabs * 64 * 128;
+    const uint8_t* a = tiles_a[ring.stage] + consumer_row_offset<Config>(consumer) * 128;
     const uint8_t* b = tiles_b[ring.stage];
 #pragma unroll
     for (int kk = 0; kk < Config::kBlockK / 16; ++kk) {
@@ -49,6 +53,7 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
     previous_stage = ring.stage;
     ring.advance();
   }
+  if (mainloop_done != nullptr && threadIdx.x % 128 == 0) sm90::mbarrier_arrive(mainloop_done);
   sm90::wgmma_wait_group<0>();
 #pragma unroll
   for (int slab = 0; slab < Config::kSlabs; ++slab) sm90::wgmma_fence_operands(acc[slab]);

@@ -22,6 +22,7 @@
 #include "arch/sm90/fence.cuh"
 #include "arch/sm90/tma.cuh"
 #include "kernels/sm90/fragment_epilogue.cuh"
+#include "kernels/sm90/kernel_config.h"
 #include "kernels/sm90/params.h"
 #include "kernels/sm90/tile_scheduler.cuh"
 
@@ -46,7 +47,7 @@ template <class Config>
 __device__ __forceinline__ void store_plain(const Sm90Params& params, const TileCoord& tile, int consumer,
                                               float (&acc)[Config::kSlabs][Config::kBlockN / 2], uint8_t* epilogue_smem) {
   const EpilogueParams& p = params.epilogue;
-  const int64_t row0 = int64_t{tile.m_tile} * Config::kBlockM + consumer * Config::kSlabs * 64;
+  const int64_t row0 = int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer);
   const int64_t col0 = int64_t{tile.n_tile} * Config::kBlockN;
   const int t = threadIdx.x % 128;
   if (row0 >= p.m) return;  // a cluster peer's tile past the bottom edge
@@ -208,7 +209,8 @@ __device__ __forceinline__ void store_staged(const EpilogueParams& p, const Tile
   const int64_t gemm_cols = kSwiGLU ? 2 * p.n_out : p.n_out;
 #pragma unroll
   for (int slab = 0; slab < Config::kSlabs; ++slab) {
-    const int64_t row0 = int64_t{tile.m_tile} * Config::kBlockM + (consumer * Config::kSlabs + slab) * 64 + warp * 16;
+    const int64_t row0 =
+        int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer) + slab * 64 + warp * 16;
     if (row0 >= p.m) continue;
 #pragma unroll 1
     for (int chunk = 0; chunk < kChunks; ++chunk) {

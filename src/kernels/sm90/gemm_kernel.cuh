@@ -31,6 +31,10 @@ struct SharedStorage {
   alignas(1024) uint8_t b[Config::kStages][Config::kStageBytesB];
   alignas(1024) uint8_t epilogue[Config::kEpilogueBytes];
   StageBarriers<Config::kStages> barriers;
+  // Ping-pong: consumer c arrives on mainloop_done[c] when it has issued a tile's last
+  // wgmma. The other waits for that before its own tile, so their mainloops alternate
+  // and a warpgroup never waits on a stage more than one phase ahead of its barrier.
+  uint64_t mainloop_done[Config::kConsumers];
 };
 
 template <class Config, sm90::Input kInput>
@@ -49,8 +53,13 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
   if (threadIdx.x == 0) {
     sm90::tma_prefetch_descriptor(&params.map_a);
     sm90::tma_prefetch_descriptor(&params.map_b);
-    // Every consumer warpgroup of every CTA that receives a multicast stage frees it.
-    shared.barriers.init(Config::kConsumers * Config::kReleaseCtas);
+    // Every consumer warpgroup that reads a stage, in every CTA that receives it by
+    // multicast, frees it.
+    shared.barriers.init(Config::kStageReaders * Config::kReleaseCtas);
+    if constexpr (Config::kPingPong) {
+      for (int c = 0; c < Config::kConsumers; ++c) sm90::mbarrier_init(&shared.mainloop_done[c], 1);
+      sm90::fence_barrier_init();
+    }
   }
   // Peers must see initialised barriers before the first multicast lands in them.
   if constexpr (Config::kClusterM > 1) {
@@ -70,9 +79,28 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
     const int consumer = warpgroup - 1;
     StageRing<Config::kStages> ring;
     float acc[Config::kSlabs][Config::kBlockN / 2];
-    for (int linear = cluster; linear < params.scheduler.total_cluster_tiles(); linear += clusters) {
+    // turn counts this CTA's tiles, both warpgroups' (ping-pong); the tile index is
+    // recomputed from it each time so that only one loop counter stays live.
+    for (int turn = 0;; ++turn) {
+      const int linear = sm90::cta_id_x() / Config::kClusterM + turn * (sm90::grid_dim_x() / Config::kClusterM);
+      if (linear >= params.scheduler.total_cluster_tiles()) break;
+      uint64_t* done = nullptr;
+      if constexpr (Config::kPingPong) {
+        if (turn % Config::kConsumers != consumer) {
+          ring.skip(params.k_tiles);  // the other warpgroup's tile
+          continue;
+        }
+        // Tile `turn` starts after tile turn-1's mainloop, the other warpgroup's
+        // ((turn - 1) / 2)-th: that completion's phase parity.
+        if (turn > 0) {
+          sm90::mbarrier_wait(&shared.mainloop_done[(turn - 1) % Config::kConsumers],
+                              static_cast<uint32_t>((turn - 1) / Config::kConsumers) & 1u);
+        }
+        done = &shared.mainloop_done[consumer];
+      }
       const TileCoord tile = params.scheduler.tile(linear, cta_rank);
-      run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b, shared.barriers);
+      run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b, shared.barriers,
+                                            done);
       store_tile<Config>(params, tile, consumer, acc, shared.epilogue);
     }
     finish_epilogue<Config>(params);

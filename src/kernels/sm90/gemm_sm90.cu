@@ -21,7 +21,12 @@ using Narrow = KernelConfig<128, 2, 1, 6, 1, false>;  // 128x128, 6 x 32 KiB sta
 // reads of B), with the plain GEMM's epilogue through TMA stores: ladder step 10's
 // configuration, 3 stages. The default for problems with two or more rows of tiles.
 using WidePair = KernelConfig<256, 2, 1, 3, 2, true>;
+// The ping-pong schedule: 128x128 tiles, each consumer warpgroup taking whole tiles in
+// turn, so one warpgroup's epilogue overlaps the other's mainloop; 2-CTA multicast
+// clusters, 5 stages. Selectable by name while it is measured against sm90-gemm.
+using PingPongPair = KernelConfig<128, 2, 2, 5, 2, true, ClusterB::kMulticast, Schedule::kPingPong>;
 constexpr const char* kName = "sm90-gemm";
+constexpr const char* kPingPongName = "sm90-gemm-pingpong";
 constexpr LaunchPolicy kPolicy{true, 8};
 constexpr size_t kWorkspaceAlign = 256;
 
@@ -128,6 +133,14 @@ Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   return launch_packed(desc, args, diag, kName, launch_by_wave_plan);
 }
 
+Status launch_pingpong_config(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return sm90_launch<PingPongPair>(name, kPolicy, desc, args, diag);
+}
+
+Status launch_pingpong(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return launch_packed(desc, args, diag, kPingPongName, launch_pingpong_config);
+}
+
 }  // namespace
 
 extern const KernelInfo kSm90Gemm{kName,
@@ -135,4 +148,8 @@ extern const KernelInfo kSm90Gemm{kName,
                                   "clusters, single 128x256 or 128x128 by wave plan; "
                                   "any layout/stride (repacked into the workspace)",
                                   check, launch, workspace};
+extern const KernelInfo kSm90GemmPingPong{kPingPongName,
+                                          "sm90-gemm's ping-pong schedule: 128x128 tiles taken in turn by the two "
+                                          "consumer warpgroups (epilogue overlaps the other's mainloop), 2-CTA multicast",
+                                          check, launch_pingpong, workspace};
 }  // namespace anvil::detail

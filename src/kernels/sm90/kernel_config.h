@@ -8,14 +8,22 @@ namespace anvil::detail {
 // for the ladder's step-9 ablations.
 enum class ClusterB { kMulticast, kLocalLoads, kLocalLoadsCrossRelease };
 
+// How the consumer warpgroups share the work. Cooperative: every tile is split between
+// them by rows, and they run mainloop and epilogue together. Ping-pong: each takes whole
+// tiles in turn, so one stores a finished tile while the other multiplies the next.
+enum class Schedule { kCooperative, kPingPong };
+
 template <int kBlockN_, int kConsumers_, int kSlabs_, int kStages_, int kClusterM_, bool kTmaStore_,
-          ClusterB kClusterB_ = ClusterB::kMulticast>
+          ClusterB kClusterB_ = ClusterB::kMulticast, Schedule kSchedule_ = Schedule::kCooperative>
 struct KernelConfig {
   static constexpr int kBlockK = 64;  // one 128-byte swizzle row of bf16/fp16
   static constexpr int kBlockN = kBlockN_;
   static constexpr int kConsumers = kConsumers_;
   static constexpr int kSlabs = kSlabs_;  // m64 slabs per consumer warpgroup
-  static constexpr int kBlockM = 64 * kSlabs * kConsumers;
+  static constexpr bool kPingPong = kSchedule_ == Schedule::kPingPong;
+  static constexpr int kBlockM = 64 * kSlabs * (kPingPong ? 1 : kConsumers);
+  // Consumer warpgroups that read each stage (and free it).
+  static constexpr int kStageReaders = kPingPong ? 1 : kConsumers;
   static constexpr int kStages = kStages_;
   static constexpr int kClusterM = kClusterM_;  // CTAs along M sharing (multicasting) the B tile
   // CTAs that fill each other's B stages (1: each CTA loads its whole B tile) ...
@@ -30,8 +38,10 @@ struct KernelConfig {
   // The TMA-store buffer (the whole tile in bf16/fp16), or the staged epilogue's chunk of
   // 16 x 40 floats per consumer warp (epilogue_store.cuh); the larger of the two.
   static constexpr int kStagedEpilogueBytes = kConsumers * 4 * 16 * 40 * 4;
+  // Ping-pong warpgroups each store a whole tile, possibly at the same time.
+  static constexpr int kTmaStoreBytes = kBlockM * kBlockN * 2 * (kPingPong ? kConsumers : 1);
   static constexpr int kEpilogueBytes =
-      kTmaStore && kBlockM * kBlockN * 2 > kStagedEpilogueBytes ? kBlockM * kBlockN * 2 : kStagedEpilogueBytes;
+      kTmaStore && kTmaStoreBytes > kStagedEpilogueBytes ? kTmaStoreBytes : kStagedEpilogueBytes;
   // The producer only issues TMA; its registers go to the consumers' accumulators.
   static constexpr int kProducerRegisters = 40;
   static constexpr int kConsumerRegisters = kConsumers == 1 ? 240 : 232;
@@ -40,5 +50,11 @@ struct KernelConfig {
   static_assert((kBlockN / kMulticastCtas) % 8 == 0, "multicast slices of B are whole 8-row groups");
   static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumers <= 65536, "register file");
 };
+
+// The first output row of a consumer warpgroup within its tile.
+template <class Config>
+constexpr int consumer_row_offset(int consumer) {
+  return Config::kPingPong ? 0 : consumer * Config::kSlabs * 64;
+}
 
 }  // namespace anvil::detail

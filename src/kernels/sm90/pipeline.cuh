@@ -24,6 +24,13 @@ struct StageRing {
       phase ^= 1;
     }
   }
+
+  // Steps over `count` stages another warpgroup reads (ping-pong schedule).
+  __device__ __forceinline__ void skip(int count) {
+    const int position = stage + count;
+    phase ^= static_cast<uint32_t>(position / kStages) & 1u;
+    stage = position % kStages;
+  }
 };
 
 template <int kStages>
