@@ -42,6 +42,7 @@ struct DecodeConfig {
   static constexpr int kBlockM = 128;
   static constexpr int kMulticastCtas = 1;
   static constexpr int kReleaseCtas = 1;
+  static constexpr bool kPingPong = false;  // both consumer warpgroups split every tile
   static constexpr int kStageBytesA = kBlockM * kBlockK * 2;
   static constexpr int kStageBytesB = kTokenTile * kBlockK * 2;
   static constexpr bool kTwoPerSm = decode_bandwidth_bound(kTokenTile);
