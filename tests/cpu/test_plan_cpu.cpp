@@ -35,6 +35,14 @@ TEST(ChooseVariant, LargeProblemsTakeMulticastPairs) {
   EXPECT_EQ(choose_sm90_variant(512, 8192, 1, kH200Sms), Sm90Variant::kWidePair);  // gemma3
 }
 
+TEST(ChooseVariant, FusedEpiloguesTakeThePingPongSchedule) {
+  EXPECT_EQ(choose_sm90_variant(8192, 8192, 1, kH200Sms, true), Sm90Variant::kPingPongPair);
+  EXPECT_EQ(choose_sm90_variant(8192, 8192, 1, kH200Sms, false), Sm90Variant::kWidePair);
+  // Where pairs lose to single tiles, a fused epilogue changes nothing.
+  EXPECT_EQ(choose_sm90_variant(256, 8192, 1, kH200Sms, true), Sm90Variant::kNarrow);
+  EXPECT_EQ(choose_sm90_variant(128, 28672, 1, kH200Sms, true), Sm90Variant::kWide);
+}
+
 TEST(ChooseVariant, OneRowOfTilesCannotPair) {
   // 128 x 28672: a pair would leave its second CTA idle; 112 single wide tiles fill one
   // wave, 224 narrow ones spill into a second.

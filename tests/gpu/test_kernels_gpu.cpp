@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gpu/gpu_support.h"
+#include "kernels/common/epilogue_params.h"
 #include "kernels/sm90/plan.h"
 
 namespace {
@@ -246,6 +247,8 @@ std::vector<Case> repeat_cases() {
        false, 9},
       {"wide_pair_2048x2048x256", linear(2048, 2048, 256), false, 10},
       {"wide_single_128x28672x64", linear(128, 28672, 64), false, 14},
+      {"pingpong_bias_relu_2048x2048x256", with_epilogue(linear(2048, 2048, 256), Activation::kReLU, BiasMode::kPerColumn),
+       false, 15},
       {"repacked_rowrow_300x520x65", repacked, false, 11},
       {"decode_64x1024x4096", linear(64, 1024, 4096), false, 12},
       {"k_zero_bias_gelu_residual_64x96x0", k_zero, false, 13},
@@ -367,13 +370,14 @@ TEST(KernelRepeatCoverage, CasesReachEveryPathTheDispatcherTakes) {
     ASSERT_NE(name, nullptr) << c.name;
     kernels.insert(name);
     if (std::string(name) != "sm90-gemm") continue;
-    sm90_variants.insert(int(anvil::detail::choose_sm90_variant(c.desc.m, c.desc.n, c.desc.batch, 132)));
+    sm90_variants.insert(int(anvil::detail::choose_sm90_variant(c.desc.m, c.desc.n, c.desc.batch, 132,
+                                                                !anvil::detail::plain_epilogue(c.desc))));
     repacked = repacked || anvil::workspace_size(c.desc) > 0;
   }
   for (const char* expected : {"sm90-gemm", "sm90-decode", "ladder-01-naive"}) {
     EXPECT_EQ(kernels.count(expected), 1u) << "no repeat case goes to " << expected;
   }
-  EXPECT_EQ(sm90_variants.size(), 3u) << "the cases should take all three sm90-gemm configurations";
+  EXPECT_EQ(sm90_variants.size(), 4u) << "the cases should take all four sm90-gemm configurations";
   EXPECT_TRUE(repacked) << "no repeat case repacks an operand";
 }
 

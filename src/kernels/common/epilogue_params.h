@@ -39,6 +39,12 @@ inline MatrixRef matrix_ref(const void* ptr, const MatrixLayout& layout) {
   return r;
 }
 
+// D = A B exactly: nothing for an epilogue to compute.
+inline bool plain_epilogue(const GemmDesc& desc) {
+  return desc.alpha == 1.0f && desc.beta == 0.0f && desc.epilogue.bias == BiasMode::kNone &&
+         desc.epilogue.activation == Activation::kIdentity;
+}
+
 inline EpilogueParams make_epilogue_params(const GemmDesc& desc, const GemmArgs& args) {
   EpilogueParams p;
   p.alpha = desc.alpha;

@@ -23,7 +23,7 @@ using Narrow = KernelConfig<128, 2, 1, 6, 1, false>;  // 128x128, 6 x 32 KiB sta
 using WidePair = KernelConfig<256, 2, 1, 3, 2, true>;
 // The ping-pong schedule: 128x128 tiles, each consumer warpgroup taking whole tiles in
 // turn, so one warpgroup's epilogue overlaps the other's mainloop; 2-CTA multicast
-// clusters, 5 stages. Selectable by name while it is measured against sm90-gemm.
+// clusters, 5 stages. sm90-gemm's choice for fused epilogues; also selectable by name.
 using PingPongPair = KernelConfig<128, 2, 2, 5, 2, true, ClusterB::kMulticast, Schedule::kPingPong>;
 constexpr const char* kName = "sm90-gemm";
 constexpr const char* kPingPongName = "sm90-gemm-pingpong";
@@ -122,8 +122,9 @@ Status launch_packed(const GemmDesc& desc, const GemmArgs& args, Diagnostic* dia
 }
 
 Status launch_by_wave_plan(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  switch (choose_sm90_variant(desc.m, desc.n, desc.batch, device_sm_count())) {
+  switch (choose_sm90_variant(desc.m, desc.n, desc.batch, device_sm_count(), !plain_epilogue(desc))) {
     case Sm90Variant::kWidePair: return sm90_launch<WidePair>(name, kPolicy, desc, args, diag);
+    case Sm90Variant::kPingPongPair: return sm90_launch<PingPongPair>(name, kPolicy, desc, args, diag);
     case Sm90Variant::kNarrow: return sm90_launch<Narrow>(name, kPolicy, desc, args, diag);
     default: return sm90_launch<Wide>(name, kPolicy, desc, args, diag);
   }
@@ -150,6 +151,7 @@ extern const KernelInfo kSm90Gemm{kName,
                                   check, launch, workspace};
 extern const KernelInfo kSm90GemmPingPong{kPingPongName,
                                           "sm90-gemm's ping-pong schedule: 128x128 tiles taken in turn by the two "
-                                          "consumer warpgroups (epilogue overlaps the other's mainloop), 2-CTA multicast",
+                                          "consumer warpgroups (epilogue overlaps the other's mainloop), 2-CTA multicast; "
+                                          "what sm90-gemm runs for fused epilogues",
                                           check, launch_pingpong, workspace};
 }  // namespace anvil::detail

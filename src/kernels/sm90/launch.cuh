@@ -65,9 +65,7 @@ Status build_sm90_params(LaunchPolicy policy, const GemmDesc& desc, const GemmAr
 
   // The direct store paths take the plain GEMM into a row-major half output; anything
   // with epilogue math, fp32 or another layout is staged (epilogue_store.cuh).
-  const bool plain = desc.alpha == 1.0f && desc.beta == 0.0f && desc.epilogue.bias == BiasMode::kNone &&
-                     desc.epilogue.activation == Activation::kIdentity;
-  const bool half_row_major = plain && desc.d.dtype != DataType::kF32 && desc.d.order == Order::kRowMajor;
+  const bool half_row_major = plain_epilogue(desc) && desc.d.dtype != DataType::kF32 && desc.d.order == Order::kRowMajor;
   params.pair_store = half_row_major && desc.d.ld % 2 == 0 && (desc.batch == 1 || desc.d.batch_stride % 2 == 0) &&
                       reinterpret_cast<uintptr_t>(args.d) % 4 == 0;
   params.tma_store = Config::kTmaStore && half_row_major && desc.d.ld % 8 == 0 &&

@@ -11,13 +11,16 @@ enum class Sm90Variant : int {
   kWide = 0,      // 128x256 tiles, 4 stages of 48 KiB
   kNarrow = 1,    // 128x128 tiles, 6 stages of 32 KiB: twice the tiles for short/narrow problems
   kWidePair = 2,  // 128x256 tiles in 2-CTA clusters along M multicasting B; 3 stages + TMA-store buffer
+  kPingPongPair = 3,  // 128x128 tiles taken in turn by the two consumer warpgroups, multicast pairs
 };
 
 struct TileShape {
   int block_m, block_n;
 };
 
-constexpr TileShape tile_shape(Sm90Variant v) { return v == Sm90Variant::kNarrow ? TileShape{128, 128} : TileShape{128, 256}; }
+constexpr TileShape tile_shape(Sm90Variant v) {
+  return v == Sm90Variant::kNarrow || v == Sm90Variant::kPingPongPair ? TileShape{128, 128} : TileShape{128, 256};
+}
 
 struct WavePlan {
   int64_t tiles = 0;
@@ -61,6 +64,15 @@ inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int 
       estimated_cost(wave_plan(m, n, batch, narrow, sm_count), narrow, kNarrowRelativeSpeed, sm_count);
   if (pair_cost <= wide_cost && pair_cost <= narrow_cost) return Sm90Variant::kWidePair;
   return narrow_cost < wide_cost ? Sm90Variant::kNarrow : Sm90Variant::kWide;
+}
+
+// With a fused epilogue (bias, activation, SwiGLU, alpha, C) the ping-pong schedule takes
+// the multicast pairs' place: its epilogue overlaps the other warpgroup's mainloop. H200,
+// 2026-11-29 (1b513f3, bench/results): plain GEMMs within +-2% of the pairs; fused bias+GELU
+// 4-6% faster, SwiGLU 6-10% faster.
+inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count, bool fused_epilogue) {
+  const Sm90Variant v = choose_sm90_variant(m, n, batch, sm_count);
+  return fused_epilogue && v == Sm90Variant::kWidePair ? Sm90Variant::kPingPongPair : v;
 }
 
 }  // namespace anvil::detail
