@@ -94,5 +94,22 @@ TEST(KernelConfig, SharedMemoryAndRegistersFitTheSm) {
   EXPECT_EQ(CrossRelease::kReleaseCtas, 2);
 }
 
+TEST(KernelConfig, PingPongWarpgroupsTakeWholeTiles) {
+  using PingPong = KernelConfig<128, 2, 2, 5, 2, true, ClusterB::kMulticast, Schedule::kPingPong>;
+  // Each warpgroup owns a whole 128x128 tile (two m64 slabs); one reader per stage.
+  EXPECT_EQ(PingPong::kBlockM, 128);
+  EXPECT_EQ(PingPong::kStageReaders, 1);
+  EXPECT_EQ(consumer_row_offset<PingPong>(1), 0);
+  // Both warpgroups may be storing at once: a TMA-store buffer each.
+  EXPECT_EQ(PingPong::kEpilogueBytes, 2 * 128 * 128 * 2);
+  EXPECT_LE(PingPong::kStages * (PingPong::kStageBytesA + PingPong::kStageBytesB) + PingPong::kEpilogueBytes + 1024,
+            227 * 1024);
+
+  using Cooperative = KernelConfig<256, 2, 1, 3, 2, true>;
+  EXPECT_EQ(Cooperative::kBlockM, 128);
+  EXPECT_EQ(Cooperative::kStageReaders, 2);
+  EXPECT_EQ(consumer_row_offset<Cooperative>(1), 64);
+}
+
 }  // namespace
 }  // namespace anvil::detail
