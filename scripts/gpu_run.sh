@@ -21,6 +21,7 @@ bench="$BUILD/tools/anvil-bench"
 stamp=$(date -u +%Y-%m-%d)
 
 if want build || [ ! -x "$bench" ]; then
+  scripts/install_deps.sh >"$OUT/install.log" 2>&1
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv >"$OUT/gpu.txt" 2>&1
   { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C "$BUILD"; } >"$OUT/build.log" 2>&1 \
     || { tail -50 "$OUT/build.log"; echo "BUILD FAILED"; exit 1; }

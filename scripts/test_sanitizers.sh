@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Host sanitizers over the CPU tier (CI runs this after scripts/test.sh):
+# Host sanitizers over the CPU tier (the last step of scripts/test.sh, the test command):
 #  - AddressSanitizer + UndefinedBehaviorSanitizer: anvil_cpu_tests and anvil_plan_cache_tests,
 #    built in build-asan with -DANVIL_SANITIZE=address,undefined (cmake/sanitize.cmake);
 #  - ThreadSanitizer: anvil_plan_cache_tests (eight threads on the launch-plan cache), in

@@ -16,7 +16,10 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include <cuda_runtime.h>
+
 #include "anvil/gemm.h"
+#include "host/registry.h"
 
 namespace anvil::detail {
 
@@ -136,5 +139,25 @@ class PlanCache {
   std::atomic<uint64_t> clock_{0};
   std::atomic<uint64_t> hits_{0}, misses_{0}, insertions_{0}, evictions_{0};
 };
+
+// The launch plan of `plan_name` (a kernel configuration) for this problem on the current
+// device: from the global cache, or made by build(Plan*) -> Status and then cached. Every
+// per-problem host cost of a launch (tensor maps, occupancy queries, function attributes)
+// belongs in build, so that repeated calls pay only the lookup.
+template <class Plan, class Build>
+Status find_or_build_plan(const char* plan_name, const GemmDesc& desc, const GemmArgs& args, Plan* plan,
+                          Diagnostic* diag, Build build) {
+  static_assert(PlanBlob::fits<Plan>, "a cached plan must be trivially copyable and at most 1 KiB");
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return fail(diag, Status::kCudaError, "%s: cudaGetDevice failed", plan_name);
+  }
+  const PlanKey key = make_plan_key(device, plan_name, desc, args);
+  if (PlanCache::global().find(key, plan)) return Status::kSuccess;
+  const Status s = build(plan);
+  if (s == Status::kSuccess) PlanCache::global().insert(key, *plan);
+  return s;
+}
 
 }  // namespace anvil::detail

@@ -2,7 +2,6 @@
 // the K split per problem (decode_plan.h), the tensor maps, the cluster launch.
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
@@ -22,35 +21,30 @@ constexpr auto decode_kernel() {
   return sm90_decode_kernel<DecodeConfig<kTokenTile>, kInput>;
 }
 
-// CTAs of one configuration that fit on the GPU at once in clusters of `splits`, from the
-// occupancy API (a cluster needs `splits` SMs of one GPC with room). Cached per
-// (token tile, split) because the query costs microseconds.
+// CTAs of one configuration that fit on the current GPU at once in clusters of `splits`,
+// from the occupancy API (a cluster needs `splits` SMs of one GPC with room). Asked only
+// while a launch plan is built (plan_cache.h), so not cached here.
 template <int kTokenTile>
 int resident_ctas(int splits) {
-  static std::atomic<int> cached[kDecodeMaxSplit + 1] = {};
-  std::atomic<int>& slot = cached[splits];
-  if (slot.load() == 0) {
-    using Config = DecodeConfig<kTokenTile>;
-    auto kernel = decode_kernel<kTokenTile, sm90::Input::kBF16>();
-    constexpr int kSmem = decode_smem_bytes<Config>();
-    int found = 0;
-    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) == cudaSuccess) {
-      cudaLaunchConfig_t config{};
-      cudaLaunchAttribute attribute[1];
-      attribute[0].id = cudaLaunchAttributeClusterDimension;
-      attribute[0].val.clusterDim = {static_cast<unsigned>(splits), 1, 1};
-      config.gridDim = dim3(static_cast<unsigned>(splits), 1024);
-      config.blockDim = dim3(Config::kThreads);
-      config.dynamicSmemBytes = kSmem;
-      config.attrs = attribute;
-      config.numAttrs = 1;
-      if (cudaOccupancyMaxActiveClusters(&found, kernel, &config) != cudaSuccess) found = 0;
-    }
-    cudaGetLastError();  // a failed query must not surface as the caller's launch error
-    // Unknown (no device yet): assume one CTA per SM of an H200.
-    slot.store(found > 0 ? found * splits : 132 / splits * splits);
+  using Config = DecodeConfig<kTokenTile>;
+  auto kernel = decode_kernel<kTokenTile, sm90::Input::kBF16>();
+  constexpr int kSmem = decode_smem_bytes<Config>();
+  int found = 0;
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) == cudaSuccess) {
+    cudaLaunchConfig_t config{};
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim = {static_cast<unsigned>(splits), 1, 1};
+    config.gridDim = dim3(static_cast<unsigned>(splits), 1024);
+    config.blockDim = dim3(Config::kThreads);
+    config.dynamicSmemBytes = kSmem;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    if (cudaOccupancyMaxActiveClusters(&found, kernel, &config) != cudaSuccess) found = 0;
   }
-  return slot.load();
+  cudaGetLastError();  // a failed query must not surface as the caller's launch error
+  // Unknown: assume one CTA per SM of an H200.
+  return found > 0 ? found * splits : 132 / splits * splits;
 }
 
 int resident_ctas_for(int token_tile, int splits) {
@@ -158,12 +152,25 @@ Status build_decode_launch(const GemmDesc& desc, const GemmArgs& args, const Dec
 }
 
 template <int kTokenTile>
-Status launch_with(const DecodeLaunch& launch, DataType input, cudaStream_t stream, Diagnostic* diag) {
+auto decode_kernel_for(DataType input) {
+  return input == DataType::kBF16 ? decode_kernel<kTokenTile, sm90::Input::kBF16>()
+                                  : decode_kernel<kTokenTile, sm90::Input::kF16>();
+}
+
+template <int kTokenTile>
+Status plan_and_launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   using Config = DecodeConfig<kTokenTile>;
-  auto kernel = input == DataType::kBF16 ? decode_kernel<kTokenTile, sm90::Input::kBF16>()
-                                         : decode_kernel<kTokenTile, sm90::Input::kF16>();
   constexpr int kSmem = decode_smem_bytes<Config>();
-  const Status s = set_dynamic_smem(kernel, kSmem, kName, diag);
+  auto kernel = decode_kernel_for<kTokenTile>(desc.a.dtype);
+  char plan_name[PlanKey::kMaxKernelName];
+  std::snprintf(plan_name, sizeof(plan_name), "%s/t%d", kName, kTokenTile);
+  DecodeLaunch launch;
+  // The split planning, tensor maps and the kernel's shared-memory limit are per-problem
+  // work: done once, then cached.
+  const Status s = find_or_build_plan(plan_name, desc, args, &launch, diag, [&](DecodeLaunch* out) {
+    const Status built = build_decode_launch<kTokenTile>(desc, args, plan_decode(desc), out, diag);
+    return built != Status::kSuccess ? built : set_dynamic_smem(kernel, kSmem, kName, diag);
+  });
   if (s != Status::kSuccess) return s;
 
   const DecodeLaunchPlan& plan = launch.plan;
@@ -175,7 +182,7 @@ Status launch_with(const DecodeLaunch& launch, DataType input, cudaStream_t stre
                         static_cast<unsigned>(plan.token_tiles * plan.batch));
   config.blockDim = dim3(Config::kThreads);
   config.dynamicSmemBytes = kSmem;
-  config.stream = stream;
+  config.stream = args.stream;
   config.attrs = attribute;
   config.numAttrs = 1;
   const cudaError_t e = cudaLaunchKernelEx(&config, kernel, launch.params);
@@ -183,35 +190,14 @@ Status launch_with(const DecodeLaunch& launch, DataType input, cudaStream_t stre
   return check_launch(diag, kName);
 }
 
-template <int kTokenTile>
-Status plan_and_launch(const GemmDesc& desc, const GemmArgs& args, const DecodeLaunchPlan& plan, Diagnostic* diag) {
-  static_assert(PlanBlob::fits<DecodeLaunch>, "the launch is what the plan cache stores");
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    cudaGetLastError();
-    return fail(diag, Status::kCudaError, "%s: cudaGetDevice failed", kName);
-  }
-  char plan_name[PlanKey::kMaxKernelName];
-  std::snprintf(plan_name, sizeof(plan_name), "%s/t%d", kName, kTokenTile);
-  const PlanKey key = make_plan_key(device, plan_name, desc, args);
-  DecodeLaunch launch;
-  if (!PlanCache::global().find(key, &launch)) {
-    const Status s = build_decode_launch<kTokenTile>(desc, args, plan, &launch, diag);
-    if (s != Status::kSuccess) return s;
-    PlanCache::global().insert(key, launch);
-  }
-  return launch_with<kTokenTile>(launch, desc.a.dtype, args.stream, diag);
-}
-
 Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  const DecodeLaunchPlan plan = plan_decode(desc);
-  switch (plan.token_tile) {
-    case 8: return plan_and_launch<8>(desc, args, plan, diag);
-    case 16: return plan_and_launch<16>(desc, args, plan, diag);
-    case 32: return plan_and_launch<32>(desc, args, plan, diag);
-    case 64: return plan_and_launch<64>(desc, args, plan, diag);
-    case 128: return plan_and_launch<128>(desc, args, plan, diag);
-    default: return plan_and_launch<256>(desc, args, plan, diag);
+  switch (decode_token_tile(desc.m)) {
+    case 8: return plan_and_launch<8>(desc, args, diag);
+    case 16: return plan_and_launch<16>(desc, args, diag);
+    case 32: return plan_and_launch<32>(desc, args, diag);
+    case 64: return plan_and_launch<64>(desc, args, diag);
+    case 128: return plan_and_launch<128>(desc, args, diag);
+    default: return plan_and_launch<256>(desc, args, diag);
   }
 }
 

@@ -5,7 +5,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 
 #include "host/plan_cache.h"
@@ -89,62 +88,76 @@ Status build_sm90_params(LaunchPolicy policy, const GemmDesc& desc, const GemmAr
   return Status::kSuccess;
 }
 
+// Everything one launch needs besides the stream: cached per problem (plan_cache.h).
+struct Sm90Launch {
+  Sm90Params params;
+  int grid_ctas = 0;
+};
+
+template <class Config>
+auto sm90_kernel_for(DataType input) {
+  return input == DataType::kBF16 ? sm90_gemm_kernel<Config, sm90::Input::kBF16>
+                                  : sm90_gemm_kernel<Config, sm90::Input::kF16>;
+}
+
+template <class Config>
+cudaLaunchConfig_t sm90_launch_config(cudaLaunchAttribute* cluster_attribute, unsigned grid_ctas, cudaStream_t stream) {
+  cluster_attribute->id = cudaLaunchAttributeClusterDimension;
+  cluster_attribute->val.clusterDim = {static_cast<unsigned>(Config::kClusterM), 1, 1};
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid_ctas);
+  config.blockDim = dim3(Config::kThreads);
+  config.dynamicSmemBytes = sm90_smem_bytes<Config>();
+  config.stream = stream;
+  config.attrs = cluster_attribute;
+  config.numAttrs = 1;
+  return config;
+}
+
+// The per-problem host work: parameters and tensor maps, the kernel's shared-memory limit
+// on this device, and the grid - for a persistent launch as many clusters as fit at once
+// (an occupancy query, microseconds, hence cached with the rest).
+template <class Config>
+Status build_sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, const GemmArgs& args,
+                         Sm90Launch* out, Diagnostic* diag) {
+  Status s = build_sm90_params<Config>(policy, desc, args, &out->params, diag);
+  if (s != Status::kSuccess) return s;
+  auto kernel = sm90_kernel_for<Config>(desc.a.dtype);
+  s = set_dynamic_smem(kernel, sm90_smem_bytes<Config>(), name, diag);
+  if (s != Status::kSuccess) return s;
+  int clusters = out->params.scheduler.total_cluster_tiles();
+  if (policy.persistent) {
+    cudaLaunchAttribute attribute;
+    const cudaLaunchConfig_t config =
+        sm90_launch_config<Config>(&attribute, static_cast<unsigned>(Config::kClusterM * 1024), nullptr);
+    int resident = 0;
+    const cudaError_t e = cudaOccupancyMaxActiveClusters(&resident, kernel, &config);
+    if (e != cudaSuccess || resident <= 0) {
+      cudaGetLastError();
+      return fail(diag, Status::kCudaError, "%s: cluster occupancy query failed: %s", name, cudaGetErrorName(e));
+    }
+    clusters = std::min(clusters, resident);
+  }
+  out->grid_ctas = clusters * Config::kClusterM;
+  return Status::kSuccess;
+}
+
 template <class Config>
 Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   // Keyed by the configuration as well as the kernel name: one name launches several.
   char plan_name[PlanKey::kMaxKernelName];
   std::snprintf(plan_name, sizeof(plan_name), "%s/%dx%dx%d/c%d/s%d/p%d", name, Config::kBlockM, Config::kBlockN,
                 Config::kStages, Config::kClusterM, int(Config::kTmaStore), int(policy.persistent) * policy.band);
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    cudaGetLastError();
-    return fail(diag, Status::kCudaError, "%s: cudaGetDevice failed", name);
-  }
-  static_assert(PlanBlob::fits<Sm90Params>, "the parameter block is what the plan cache stores");
-  const PlanKey key = make_plan_key(device, plan_name, desc, args);
-  Sm90Params params;
-  if (!PlanCache::global().find(key, &params)) {
-    const Status built = build_sm90_params<Config>(policy, desc, args, &params, diag);
-    if (built != Status::kSuccess) return built;
-    PlanCache::global().insert(key, params);
-  }
-
-  auto kernel = desc.a.dtype == DataType::kBF16 ? sm90_gemm_kernel<Config, sm90::Input::kBF16>
-                                                : sm90_gemm_kernel<Config, sm90::Input::kF16>;
-  constexpr int kSmem = sm90_smem_bytes<Config>();
-  const Status s = set_dynamic_smem(kernel, kSmem, name, diag);
+  Sm90Launch launch;
+  const Status s = find_or_build_plan(plan_name, desc, args, &launch, diag, [&](Sm90Launch* plan) {
+    return build_sm90_launch<Config>(name, policy, desc, args, plan, diag);
+  });
   if (s != Status::kSuccess) return s;
 
-  cudaLaunchConfig_t config{};
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = Config::kClusterM;
-  attribute[0].val.clusterDim.y = 1;
-  attribute[0].val.clusterDim.z = 1;
-  config.blockDim = dim3(Config::kThreads);
-  config.dynamicSmemBytes = kSmem;
-  config.stream = args.stream;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-
-  int clusters = params.scheduler.total_cluster_tiles();
-  if (policy.persistent) {
-    // As many clusters as fit on the GPU at once; cached per configuration because the
-    // occupancy query costs microseconds and the answer never changes for one device.
-    static std::atomic<int> resident_clusters{0};
-    if (resident_clusters.load() == 0) {
-      config.gridDim = dim3(Config::kClusterM * 1024);
-      int found = 0;
-      const cudaError_t e = cudaOccupancyMaxActiveClusters(&found, kernel, &config);
-      if (e != cudaSuccess || found <= 0) {
-        return fail(diag, Status::kCudaError, "%s: cluster occupancy query failed: %s", name, cudaGetErrorName(e));
-      }
-      resident_clusters.store(found);
-    }
-    clusters = std::min(clusters, resident_clusters.load());
-  }
-  config.gridDim = dim3(static_cast<unsigned>(clusters * Config::kClusterM));
-  const cudaError_t e = cudaLaunchKernelEx(&config, kernel, params);
+  cudaLaunchAttribute attribute;
+  const cudaLaunchConfig_t config =
+      sm90_launch_config<Config>(&attribute, static_cast<unsigned>(launch.grid_ctas), args.stream);
+  const cudaError_t e = cudaLaunchKernelEx(&config, sm90_kernel_for<Config>(desc.a.dtype), launch.params);
   if (e != cudaSuccess) {
     return fail(diag, Status::kCudaError, "%s: launch failed: %s", name, cudaGetErrorName(e));
   }

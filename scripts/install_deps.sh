@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# What building and testing anvil needs beyond the CUDA toolkit, installed when missing:
+# CMake, Ninja, a C++ compiler and GoogleTest (Debian packages), and cuobjdump + nvdisasm
+# for the SASS check (PyPI; the CI image's toolkit ships neither). Installing needs root
+# and a package mirror; where either is missing this says what is absent and carries on,
+# so the build reports the real error. Called by scripts/test.sh and scripts/gpu_run.sh.
+set -uo pipefail
+
+have_gtest() {
+  for d in /usr/include /usr/local/include; do [ -f "$d/gtest/gtest.h" ] && return 0; done
+  return 1
+}
+
+need=()
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v ninja >/dev/null 2>&1 || need+=(ninja-build)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
+have_gtest || need+=(libgtest-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "install_deps: installing ${need[*]}"
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    { apt-get update && apt-get install -y --no-install-recommends "${need[@]}"; } ||
+      echo "install_deps: could not install ${need[*]}" >&2
+  else
+    echo "install_deps: missing ${need[*]} (install them, or run as root with apt-get)" >&2
+  fi
+fi
+
+# The SASS check skips (CTest: skipped, not failed) when these are absent; pip is quick
+# when they are already there.
+python3 -m pip install -q nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm 2>/dev/null ||
+  echo "install_deps: cuobjdump/nvdisasm not installed: the sass_check test will skip"
+exit 0
