@@ -109,14 +109,8 @@ DecodeLaunchPlan plan_decode(const GemmDesc& desc) {
 }
 
 Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
-  Status s = check_kmajor_tma(kName, desc, args, TmaLadderLimits{true, true}, diag);
+  const Status s = check_warp_specialized(kName, desc, args, true, diag);
   if (s != Status::kSuccess) return s;
-  if (desc.batch > 1 && (desc.a.batch_stride == 0 || desc.b.batch_stride == 0)) {
-    return fail(diag, Status::kNotSupported, "%s: broadcast (zero batch stride) operands are not supported", kName);
-  }
-  if (desc.k > (int64_t{1} << 30) || desc.m > (int64_t{1} << 30) || desc.n > (int64_t{1} << 30)) {
-    return fail(diag, Status::kNotSupported, "%s: sizes beyond 2^30", kName);
-  }
   if ((desc.n + 127) / 128 > 65535 || (desc.m + 255) / 256 * desc.batch > 65535) {
     return fail(diag, Status::kNotSupported, "%s: too many tiles for the grid (features / 128 and tokens / 256 x batch must stay below 65536)", kName);
   }

@@ -26,14 +26,8 @@ constexpr int sm90_smem_bytes() {
 
 template <class Config>
 Status sm90_check(const char* name, const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
-  Status s = check_kmajor_tma(name, desc, args, TmaLadderLimits{true, Config::kBlockN % 128 == 0}, diag);
+  const Status s = check_warp_specialized(name, desc, args, Config::kBlockN % 128 == 0, diag);
   if (s != Status::kSuccess) return s;
-  if (desc.batch > 1 && (desc.a.batch_stride == 0 || desc.b.batch_stride == 0)) {
-    return fail(diag, Status::kNotSupported, "%s: broadcast (zero batch stride) operands are not supported", name);
-  }
-  if (desc.k > (int64_t{1} << 30) || desc.m > (int64_t{1} << 30) || desc.n > (int64_t{1} << 30)) {
-    return fail(diag, Status::kNotSupported, "%s: sizes beyond 2^30", name);
-  }
   const int64_t tiles = ((desc.m + Config::kBlockM - 1) / Config::kBlockM) * ((desc.n + Config::kBlockN - 1) / Config::kBlockN) * desc.batch;
   if (tiles > (int64_t{1} << 30)) return fail(diag, Status::kNotSupported, "%s: too many tiles", name);
   return Status::kSuccess;

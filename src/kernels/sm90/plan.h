@@ -43,8 +43,8 @@ inline WavePlan wave_plan(int64_t m, int64_t n, int64_t batch, TileShape shape, 
 
 // Relative cost of one SM's work on a problem: full waves of tiles times the time one
 // tile takes, over the configuration's measured speed relative to the 2-CTA multicast
-// configuration. H200, 2026-11-29 (commit-less run "wip3", bench/results): single-CTA
-// wide tiles ran at 0.95-0.97x of the multicast pairs on 4096^3 ... prefill mlp_down;
+// configuration. H200, 2026-11-29 (bench/results/h200-2026-11-29-wip3-prefill-variants-bf16.json):
+// single-CTA wide tiles ran at 0.95-0.97x of the multicast pairs on 4096^3 ... mlp_down;
 // 128x128 tiles at 0.79x of single wide tiles (ladder step 6 against step 7, 4096^3).
 inline double estimated_cost(const WavePlan& plan, TileShape shape, double relative_speed, int sm_count) {
   const double waves = static_cast<double>(ceil_div(plan.tiles, sm_count));

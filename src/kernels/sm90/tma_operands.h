@@ -40,6 +40,23 @@ inline Status check_kmajor_tma(const char* name, const GemmDesc& desc, const Gem
   return Status::kSuccess;
 }
 
+// What the warp-specialized kernels (sm90-gemm's configurations, sm90-decode) take in place:
+// the TMA rules above with strided batches, per-matrix batch strides (a zero stride would
+// broadcast one matrix; sm90-gemm repacks such operands first) and sizes whose tile
+// coordinates fit the 32-bit TMA and scheduler arithmetic.
+inline Status check_warp_specialized(const char* name, const GemmDesc& desc, const GemmArgs* args, bool swiglu,
+                                     Diagnostic* diag) {
+  const Status s = check_kmajor_tma(name, desc, args, TmaLadderLimits{true, swiglu}, diag);
+  if (s != Status::kSuccess) return s;
+  if (desc.batch > 1 && (desc.a.batch_stride == 0 || desc.b.batch_stride == 0)) {
+    return fail(diag, Status::kNotSupported, "%s: broadcast (zero batch stride) operands are not supported", name);
+  }
+  if (desc.k > (int64_t{1} << 30) || desc.m > (int64_t{1} << 30) || desc.n > (int64_t{1} << 30)) {
+    return fail(diag, Status::kNotSupported, "%s: sizes beyond 2^30", name);
+  }
+  return Status::kSuccess;
+}
+
 }  // namespace anvil::detail
 
 namespace anvil::detail {
