@@ -2,7 +2,7 @@
 # The one command for the GPU machine: configure, build, run the GPU tests and the
 # benchmark suites, writing logs and JSON under $OUT (default ./out).
 #
-#   scripts/gpu_run.sh [phase ...]     phases: build tests fuzz sanitize llm decode anchors ablations epilogue unaligned square ladder all (default: all)
+#   scripts/gpu_run.sh [phase ...]     phases: build tests fuzz sanitize llm decode streamk anchors ablations epilogue unaligned square ladder all (default: all)
 #
 # Environment: OUT (results folder), ANVIL_BUILD_DIR (default build-gpu), DTYPE (bf16),
 # FUZZ_SEED (default: today's date as a number), FUZZ_PROBLEMS (2000).
@@ -71,6 +71,13 @@ if want decode; then
     --json "$OUT/decode-sweep-$DTYPE-$stamp.json" 2>"$OUT/decode.err" | tee "$OUT/decode.txt" || status=1
   "$bench" --shapes suites/llm.json --only llama70b-decode256-attn_out,llama70b-decode256-qkv,llama70b-decode256-mlp_up,llama70b-decode256-mlp_down,llama70b-decode64-attn_out,llama70b-decode16-qkv,llama70b-decode1-attn_out,llama70b-decode1-mlp_up,llama70b-decode1-mlp_down \
     --dtype fp16 --kernels anvil,cublas --json "$OUT/decode-llm-fp16-$stamp.json" 2>>"$OUT/decode.err" | tee -a "$OUT/decode.txt" || status=1
+fi
+
+if want streamk; then
+  # Stream-K against the dispatcher's choice and cuBLAS: the M = 256 shapes it is chosen
+  # for, and shapes it is not (its forced configuration shows what the cost model avoided).
+  "$bench" --shapes suites/llm.json --only llama70b-decode256-attn_out,llama70b-decode256-qkv,llama70b-decode256-mlp_up,llama70b-decode256-mlp_down,gemma3-27b-512x8192x5376,square-4096 \
+    --dtype "$DTYPE" --kernels anvil,sm90-gemm-streamk,cublas --json "$OUT/streamk-$DTYPE-$stamp.json" 2>"$OUT/streamk.err" | tee "$OUT/streamk.txt" || status=1
 fi
 
 if want anchors; then

@@ -18,6 +18,7 @@ extern const KernelInfo kLadder10Persistent;
 extern const KernelInfo kSm90Gemm;
 extern const KernelInfo kSm90Decode;
 extern const KernelInfo kSm90GemmPingPong;
+extern const KernelInfo kSm90GemmStreamK;
 extern const KernelInfo kAblation05TwoStages;
 extern const KernelInfo kAblation09NoMulticast;
 extern const KernelInfo kAblation09FourStages;
@@ -26,10 +27,11 @@ extern const KernelInfo kAblation09CrossRelease;
 namespace {
 // Ladder order first, then the production kernels the dispatcher prefers, then the
 // ablations that explain the ladder's flat or negative steps (docs/ladder.md).
-const std::array<const KernelInfo*, 17> kKernels = {
+const std::array<const KernelInfo*, 18> kKernels = {
     &kLadder01Naive,          &kLadder02SmemTiling,   &kLadder03TmaWgmma, &kLadder04Swizzle,
     &kLadder05Pipeline,       &kLadder06WarpSpecialized, &kLadder07TwoConsumers, &kLadder08TmaStore,
     &kLadder09Cluster,        &kLadder10Persistent,   &kSm90Gemm,            &kSm90Decode,     &kSm90GemmPingPong,
+    &kSm90GemmStreamK,
     &kAblation05TwoStages,    &kAblation09NoMulticast, &kAblation09FourStages, &kAblation09CrossRelease,
 };
 }  // namespace

@@ -281,26 +281,41 @@ TEST(Validation, EmptyProblemsAreSuccessfulNoOps) {
 }
 
 TEST(Validation, WorkspaceTooSmall) {
-  // Kernels ask for a workspace to repack operands TMA cannot read (a row-major B here)
-  // or, later, to split K; look for a case that needs one.
-  const int64_t shapes[][3] = {{1, 8192, 28672}, {16, 10240, 8192}, {64, 8192, 8192}, {256, 8192, 28672}, {512, 512, 65536}};
-  for (int i = -1; i < anvil::kernel_count(); ++i) {
-    for (const auto& s : shapes) {
-      GemmDesc desc = anvil::linear_desc(s[0], s[1], s[2], DataType::kBF16, DataType::kBF16);
-      desc.b = anvil::MatrixLayout{DataType::kBF16, anvil::Order::kRowMajor, s[1], 0};
-      desc.kernel = i < 0 ? nullptr : anvil::kernel_name(i);
-      const size_t need = anvil::workspace_size(desc);
-      if (need == 0) continue;
-      GemmArgs args = full_args();
-      args.workspace = fake(3072);
-      args.workspace_bytes = need - 1;
-      EXPECT_EQ(check(desc, &args), Status::kWorkspaceTooSmall) << (desc.kernel ? desc.kernel : "auto");
-      args.workspace_bytes = need;
-      EXPECT_TRUE(passes_description_checks(check(desc, &args))) << (desc.kernel ? desc.kernel : "auto");
-      return;
-    }
+  // sm90-gemm repacks operands TMA cannot read (a row-major B here) into the workspace:
+  // without room for the copies it refuses. sm90-gemm-streamk always needs its partials.
+  GemmDesc desc = anvil::linear_desc(256, 10240, 8192, DataType::kBF16, DataType::kBF16);
+  desc.b = anvil::MatrixLayout{DataType::kBF16, anvil::Order::kRowMajor, desc.n, 0};
+  for (const char* kernel : {static_cast<const char*>(nullptr), "sm90-gemm", "sm90-gemm-streamk"}) {
+    desc.kernel = kernel;
+    const size_t need = anvil::workspace_size(desc);
+    ASSERT_GT(need, 0u) << (kernel ? kernel : "auto");
+    GemmArgs args = full_args();
+    args.workspace = fake(3072);
+    args.workspace_bytes = 0;
+    EXPECT_EQ(check(desc, &args), Status::kWorkspaceTooSmall) << (kernel ? kernel : "auto");
+    args.workspace_bytes = need;
+    EXPECT_TRUE(passes_description_checks(check(desc, &args))) << (kernel ? kernel : "auto");
   }
-  GTEST_SKIP() << "no kernel asks for a workspace on these shapes here (workspace_size is 0 everywhere)";
+  desc.b = anvil::MatrixLayout{DataType::kBF16, anvil::Order::kColMajor, desc.k, 0};
+  desc.kernel = "sm90-gemm-streamk";
+  GemmArgs args = full_args();
+  args.workspace = fake(3072);
+  args.workspace_bytes = anvil::workspace_size(desc) - 1;
+  EXPECT_EQ(check(desc, &args), Status::kWorkspaceTooSmall);
+}
+
+TEST(Validation, StreamKWorkspaceIsOptional) {
+  // 256 x 10240 x 8192 makes 80 wide tiles for 132 SMs: the plan streams K, and
+  // workspace_size asks for the partials' room. Without it sm90-gemm still runs, on
+  // whole tiles.
+  GemmDesc desc = anvil::linear_desc(256, 10240, 8192, DataType::kBF16, DataType::kBF16);
+  desc.kernel = "sm90-gemm";
+  EXPECT_GT(anvil::workspace_size(desc), 0u);
+  GemmArgs args = full_args();
+  EXPECT_TRUE(passes_description_checks(check(desc, &args)));
+  // Batch-invariant results may not depend on how a problem is cut: no stream-K, no workspace.
+  desc.batch_invariant = true;
+  EXPECT_EQ(anvil::workspace_size(desc), 0u);
 }
 
 // Sizes whose products would overflow 64-bit element offsets are refused up front, before

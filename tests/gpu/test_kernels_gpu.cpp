@@ -250,6 +250,9 @@ std::vector<Case> repeat_cases() {
       {"pingpong_bias_relu_2048x2048x256", with_epilogue(linear(2048, 2048, 256), Activation::kReLU, BiasMode::kPerColumn),
        false, 15},
       {"repacked_rowrow_300x520x65", repacked, false, 11},
+      {"stream_k_256x10240x4096", linear(256, 10240, 4096), false, 16},
+      {"stream_k_bias_silu_256x10240x4096", with_epilogue(linear(256, 10240, 4096), Activation::kSiLU, BiasMode::kPerColumn),
+       false, 17},
       {"decode_64x1024x4096", linear(64, 1024, 4096), false, 12},
       {"k_zero_bias_gelu_residual_64x96x0", k_zero, false, 13},
   };
@@ -370,14 +373,16 @@ TEST(KernelRepeatCoverage, CasesReachEveryPathTheDispatcherTakes) {
     ASSERT_NE(name, nullptr) << c.name;
     kernels.insert(name);
     if (std::string(name) != "sm90-gemm") continue;
-    sm90_variants.insert(int(anvil::detail::choose_sm90_variant(c.desc.m, c.desc.n, c.desc.batch, 132,
-                                                                !anvil::detail::plain_epilogue(c.desc))));
-    repacked = repacked || anvil::workspace_size(c.desc) > 0;
+    anvil::detail::Sm90Problem problem{c.desc.m, c.desc.n, c.desc.k, c.desc.batch,
+                                       !anvil::detail::plain_epilogue(c.desc), true};
+    const auto variant = anvil::detail::choose_sm90_variant(problem, 132);
+    sm90_variants.insert(int(variant));
+    repacked = repacked || (variant != anvil::detail::Sm90Variant::kWideStreamK && anvil::workspace_size(c.desc) > 0);
   }
   for (const char* expected : {"sm90-gemm", "sm90-decode", "ladder-01-naive"}) {
     EXPECT_EQ(kernels.count(expected), 1u) << "no repeat case goes to " << expected;
   }
-  EXPECT_EQ(sm90_variants.size(), 4u) << "the cases should take all four sm90-gemm configurations";
+  EXPECT_EQ(sm90_variants.size(), 5u) << "the cases should take all five sm90-gemm configurations";
   EXPECT_TRUE(repacked) << "no repeat case repacks an operand";
 }
 

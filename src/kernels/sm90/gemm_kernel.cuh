@@ -21,6 +21,7 @@
 #include "kernels/sm90/params.h"
 #include "kernels/sm90/pipeline.cuh"
 #include "kernels/sm90/producer.cuh"
+#include "kernels/sm90/stream_k_fixup.cuh"
 #include "kernels/sm90/tile_scheduler.cuh"
 
 namespace anvil::detail {
@@ -36,6 +37,32 @@ struct SharedStorage {
   // and a warpgroup never waits on a stage more than one phase ahead of its barrier.
   uint64_t mainloop_done[Config::kConsumers];
 };
+
+// The consumers' walk over stream-K work units: a unit that ends before the tile's last K
+// tile is parked for the CTA that finishes the tile; the finishing unit first adds what
+// the lower-numbered CTAs parked; whole tiles go straight to the epilogue.
+template <class Config, sm90::Input kInput>
+__device__ __forceinline__ void run_stream_k_consumer(const Sm90Params& params, int consumer,
+                                                      float (&acc)[Config::kSlabs][Config::kBlockN / 2],
+                                                      StageRing<Config::kStages>& ring,
+                                                      SharedStorage<Config>& shared) {
+  const int cta = static_cast<int>(blockIdx.x);
+  StreamKCursor cursor(params.stream_k, cta);
+  WorkUnit unit;
+  while (cursor.next(&unit)) {
+    run_consumer_mainloop<Config, kInput>(acc, consumer, unit.k_end - unit.k_begin, ring, shared.a, shared.b,
+                                          shared.barriers);
+    if (unit.k_end < params.k_tiles) {
+      park_partial<Config>(params.stream_k_workspace, cta, consumer, acc);
+      continue;
+    }
+    if (unit.k_begin > 0) {
+      const int tile_start = (unit.linear - params.stream_k.dp_tiles()) * params.k_tiles;
+      add_parked_partials<Config>(params.stream_k_workspace, cta, params.stream_k.cta_of(tile_start), consumer, acc);
+    }
+    store_tile<Config>(params, params.scheduler.tile(unit.linear, 0), consumer, acc, shared.epilogue);
+  }
+}
 
 template <class Config, sm90::Input kInput>
 __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __grid_constant__ Sm90Params params) {
@@ -71,37 +98,40 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
   if (warpgroup == 0) {
     sm90::setmaxnreg_dec<Config::kProducerRegisters>();
     if (threadIdx.x == 0) {
-      run_producer<Config>(params.map_a, params.map_b, params.batched, params.k_tiles, params.scheduler, cta_rank,
-                           cluster, clusters, shared.a, shared.b, shared.barriers);
+      run_producer<Config>(params, cta_rank, cluster, clusters, shared.a, shared.b, shared.barriers);
     }
   } else {
     sm90::setmaxnreg_inc<Config::kConsumerRegisters>();
     const int consumer = warpgroup - 1;
     StageRing<Config::kStages> ring;
     float acc[Config::kSlabs][Config::kBlockN / 2];
-    // turn counts this CTA's tiles, both warpgroups' (ping-pong); the tile index is
-    // recomputed from it each time so that only one loop counter stays live.
-    for (int turn = 0;; ++turn) {
-      const int linear = sm90::cta_id_x() / Config::kClusterM + turn * (sm90::grid_dim_x() / Config::kClusterM);
-      if (linear >= params.scheduler.total_cluster_tiles()) break;
-      uint64_t* done = nullptr;
-      if constexpr (Config::kPingPong) {
-        if (turn % Config::kConsumers != consumer) {
-          ring.skip(params.k_tiles);  // the other warpgroup's tile
-          continue;
+    if constexpr (Config::kStreamK) {
+      run_stream_k_consumer<Config, kInput>(params, consumer, acc, ring, shared);
+    } else {
+      // turn counts this CTA's tiles, both warpgroups' (ping-pong); the tile index is
+      // recomputed from it each time so that only one loop counter stays live.
+      for (int turn = 0;; ++turn) {
+        const int linear = sm90::cta_id_x() / Config::kClusterM + turn * (sm90::grid_dim_x() / Config::kClusterM);
+        if (linear >= params.scheduler.total_cluster_tiles()) break;
+        uint64_t* done = nullptr;
+        if constexpr (Config::kPingPong) {
+          if (turn % Config::kConsumers != consumer) {
+            ring.skip(params.k_tiles);  // the other warpgroup's tile
+            continue;
+          }
+          // Tile `turn` starts after tile turn-1's mainloop, the other warpgroup's
+          // ((turn - 1) / 2)-th: that completion's phase parity.
+          if (turn > 0) {
+            sm90::mbarrier_wait(&shared.mainloop_done[(turn - 1) % Config::kConsumers],
+                                static_cast<uint32_t>((turn - 1) / Config::kConsumers) & 1u);
+          }
+          done = &shared.mainloop_done[consumer];
         }
-        // Tile `turn` starts after tile turn-1's mainloop, the other warpgroup's
-        // ((turn - 1) / 2)-th: that completion's phase parity.
-        if (turn > 0) {
-          sm90::mbarrier_wait(&shared.mainloop_done[(turn - 1) % Config::kConsumers],
-                              static_cast<uint32_t>((turn - 1) / Config::kConsumers) & 1u);
-        }
-        done = &shared.mainloop_done[consumer];
+        const TileCoord tile = params.scheduler.tile(linear, cta_rank);
+        run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b, shared.barriers,
+                                              done);
+        store_tile<Config>(params, tile, consumer, acc, shared.epilogue);
       }
-      const TileCoord tile = params.scheduler.tile(linear, cta_rank);
-      run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b, shared.barriers,
-                                            done);
-      store_tile<Config>(params, tile, consumer, acc, shared.epilogue);
     }
     finish_epilogue<Config>(params);
   }

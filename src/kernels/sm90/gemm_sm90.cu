@@ -25,8 +25,12 @@ using WidePair = KernelConfig<256, 2, 1, 3, 2, true>;
 // turn, so one warpgroup's epilogue overlaps the other's mainloop; 2-CTA multicast
 // clusters, 5 stages. sm90-gemm's choice for fused epilogues; also selectable by name.
 using PingPongPair = KernelConfig<128, 2, 2, 5, 2, true, ClusterB::kMulticast, Schedule::kPingPong>;
+// Wide tiles whose trailing waves are dealt out to all SMs by K iterations (stream_k.h):
+// for problems whose tiles leave SMs idle in the last wave, e.g. M = 256 decode batches.
+using WideStreamK = KernelConfig<256, 2, 1, 4, 1, false, ClusterB::kMulticast, Schedule::kCooperative, true>;
 constexpr const char* kName = "sm90-gemm";
 constexpr const char* kPingPongName = "sm90-gemm-pingpong";
+constexpr const char* kStreamKName = "sm90-gemm-streamk";
 constexpr LaunchPolicy kPolicy{true, 8};
 constexpr size_t kWorkspaceAlign = 256;
 
@@ -93,9 +97,39 @@ Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
   return sm90_check<Narrow>(kName, plan.packed, args != nullptr ? &packed_args : nullptr, diag);
 }
 
+// Stream-K's flags and parked partials, for every SM (the configuration runs one CTA per SM).
+size_t stream_k_bytes() {
+  const int ctas = device_sm_count();
+  return stream_k_flag_bytes(ctas, WideStreamK::kConsumers) +
+         stream_k_partial_bytes(ctas, WideStreamK::kBlockM * WideStreamK::kBlockN);
+}
+
+// The repack copies, then stream-K's part when the chosen plan streams.
+Sm90Problem sm90_problem(const GemmDesc& desc) {
+  Sm90Problem p;
+  p.m = desc.m;
+  p.n = desc.n;
+  p.k = desc.k;
+  p.batch = desc.batch;
+  p.fused_epilogue = !plain_epilogue(desc);
+  p.stream_k_allowed = !desc.batch_invariant;
+  return p;
+}
+
+// What a launch with these arguments uses: the repack copies, plus stream-K's part when
+// the plan streams and the caller's workspace has room for it (args null: the size to
+// ask for). Without the room, the launch takes the whole-tile variant instead of failing.
 size_t workspace(const GemmDesc& desc, const GemmArgs* args) {
   const RepackPlan plan = plan_repack(desc, args);
-  return plan.a_bytes + plan.b_bytes;
+  const size_t repack = plan.a_bytes + plan.b_bytes;
+  if (choose_sm90_variant(sm90_problem(plan.packed), device_sm_count()) != Sm90Variant::kWideStreamK) return repack;
+  const size_t with_stream_k = repack + stream_k_bytes();
+  return args == nullptr || args->workspace_bytes >= with_stream_k ? with_stream_k : repack;
+}
+
+size_t workspace_stream_k(const GemmDesc& desc, const GemmArgs* args) {
+  const RepackPlan plan = plan_repack(desc, args);
+  return plan.a_bytes + plan.b_bytes + stream_k_bytes();
 }
 
 // Repacks what TMA cannot read in place, then launches one configuration on the copies.
@@ -104,6 +138,10 @@ Status launch_packed(const GemmDesc& desc, const GemmArgs& args, Diagnostic* dia
   const RepackPlan plan = plan_repack(desc, &args);
   GemmArgs packed_args = args;
   auto* workspace_bytes = static_cast<uint8_t*>(args.workspace);
+  // What follows the copies is the configuration's own (stream-K's partials).
+  const size_t repack_bytes = plan.a_bytes + plan.b_bytes;
+  packed_args.workspace = repack_bytes > 0 && workspace_bytes != nullptr ? workspace_bytes + repack_bytes : args.workspace;
+  packed_args.workspace_bytes = args.workspace_bytes > repack_bytes ? args.workspace_bytes - repack_bytes : 0;
   if (plan.a) {
     auto* dst = reinterpret_cast<uint16_t*>(workspace_bytes);
     const Status s = launch_repack(repack_source(args.a, desc.a, false), dst, plan.packed.a.ld,
@@ -122,10 +160,14 @@ Status launch_packed(const GemmDesc& desc, const GemmArgs& args, Diagnostic* dia
 }
 
 Status launch_by_wave_plan(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  switch (choose_sm90_variant(desc.m, desc.n, desc.batch, device_sm_count(), !plain_epilogue(desc))) {
+  Sm90Problem problem = sm90_problem(desc);
+  problem.stream_k_allowed = problem.stream_k_allowed && args.workspace_bytes >= stream_k_bytes() &&
+                             reinterpret_cast<uintptr_t>(args.workspace) % 16 == 0;
+  switch (choose_sm90_variant(problem, device_sm_count())) {
     case Sm90Variant::kWidePair: return sm90_launch<WidePair>(name, kPolicy, desc, args, diag);
     case Sm90Variant::kPingPongPair: return sm90_launch<PingPongPair>(name, kPolicy, desc, args, diag);
     case Sm90Variant::kNarrow: return sm90_launch<Narrow>(name, kPolicy, desc, args, diag);
+    case Sm90Variant::kWideStreamK: return sm90_launch<WideStreamK>(name, kPolicy, desc, args, diag);
     default: return sm90_launch<Wide>(name, kPolicy, desc, args, diag);
   }
 }
@@ -142,6 +184,14 @@ Status launch_pingpong(const GemmDesc& desc, const GemmArgs& args, Diagnostic* d
   return launch_packed(desc, args, diag, kPingPongName, launch_pingpong_config);
 }
 
+Status launch_stream_k_config(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return sm90_launch<WideStreamK>(name, kPolicy, desc, args, diag);
+}
+
+Status launch_stream_k(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return launch_packed(desc, args, diag, kStreamKName, launch_stream_k_config);
+}
+
 }  // namespace
 
 extern const KernelInfo kSm90Gemm{kName,
@@ -154,4 +204,9 @@ extern const KernelInfo kSm90GemmPingPong{kPingPongName,
                                           "consumer warpgroups (epilogue overlaps the other's mainloop), 2-CTA multicast; "
                                           "what sm90-gemm runs for fused epilogues",
                                           check, launch_pingpong, workspace};
+extern const KernelInfo kSm90GemmStreamK{kStreamKName,
+                                         "sm90-gemm's stream-K configuration on every problem, whatever the wave plan "
+                                         "says: 128x256 tiles, the last waves' K iterations spread over all SMs, "
+                                         "partials fixed up in a fixed order (for tests and measurement)",
+                                         check, launch_stream_k, workspace_stream_k};
 }  // namespace anvil::detail

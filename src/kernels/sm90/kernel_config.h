@@ -14,7 +14,8 @@ enum class ClusterB { kMulticast, kLocalLoads, kLocalLoadsCrossRelease };
 enum class Schedule { kCooperative, kPingPong };
 
 template <int kBlockN_, int kConsumers_, int kSlabs_, int kStages_, int kClusterM_, bool kTmaStore_,
-          ClusterB kClusterB_ = ClusterB::kMulticast, Schedule kSchedule_ = Schedule::kCooperative>
+          ClusterB kClusterB_ = ClusterB::kMulticast, Schedule kSchedule_ = Schedule::kCooperative,
+          bool kStreamK_ = false>
 struct KernelConfig {
   static constexpr int kBlockK = 64;  // one 128-byte swizzle row of bf16/fp16
   static constexpr int kBlockN = kBlockN_;
@@ -31,6 +32,8 @@ struct KernelConfig {
   // ... and CTAs whose consumers must free a stage before it is refilled.
   static constexpr int kReleaseCtas = kClusterB_ == ClusterB::kLocalLoads ? 1 : kClusterM;
   static constexpr bool kTmaStore = kTmaStore_;
+  // Stream-K work units (stream_k.h) instead of whole tiles; single CTAs, cooperative.
+  static constexpr bool kStreamK = kStreamK_;
 
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kStageBytesA = kBlockM * kBlockK * 2;
@@ -48,6 +51,7 @@ struct KernelConfig {
 
   static_assert(kBlockN % 64 == 0 && kBlockN <= 256, "wgmma N and the epilogue's 64-column boxes");
   static_assert((kBlockN / kMulticastCtas) % 8 == 0, "multicast slices of B are whole 8-row groups");
+  static_assert(!kStreamK || (kClusterM == 1 && !kPingPong), "stream-K units are per CTA, both warpgroups on one tile");
   static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumers <= 65536, "register file");
 };
 

@@ -111,6 +111,35 @@ cudaLaunchConfig_t sm90_launch_config(cudaLaunchAttribute* cluster_attribute, un
 // The per-problem host work: parameters and tensor maps, the kernel's shared-memory limit
 // on this device, and the grid - for a persistent launch as many clusters as fit at once
 // (an occupancy query, microseconds, hence cached with the rest).
+// Stream-K configurations: the grid is every resident CTA (the point is to keep SMs busy
+// that whole tiles would leave idle), capped by what the workspace holds; the flags come
+// first in it, then one parked partial tile per CTA.
+template <class Config>
+Status plan_stream_k_launch(const char* name, const GemmArgs& args, int resident, Sm90Launch* out, Diagnostic* diag) {
+  constexpr int kTileElements = Config::kBlockM * Config::kBlockN;
+  int ctas = resident;
+  while (ctas > 0 && stream_k_flag_bytes(ctas, Config::kConsumers) + stream_k_partial_bytes(ctas, kTileElements) >
+                         args.workspace_bytes) {
+    --ctas;
+  }
+  if (ctas == 0 || args.workspace == nullptr) {
+    return fail(diag, Status::kWorkspaceTooSmall, "%s: stream-K needs workspace for at least one CTA", name);
+  }
+  if (!aligned16(args.workspace)) {
+    return fail(diag, Status::kMisalignedOperand, "%s: stream-K's partials need a 16-byte aligned workspace", name);
+  }
+  Sm90Params& params = out->params;
+  params.stream_k = plan_stream_k(params.scheduler.total_cluster_tiles(), params.k_tiles, ctas, kStreamKMinIterations);
+  auto* base = static_cast<uint8_t*>(args.workspace);
+  params.stream_k_workspace.flags = reinterpret_cast<int*>(base);
+  params.stream_k_workspace.partials = reinterpret_cast<float*>(base + stream_k_flag_bytes(ctas, Config::kConsumers));
+  out->grid_ctas = ctas;
+  return Status::kSuccess;
+}
+
+// The per-problem host work: parameters and tensor maps, the kernel's shared-memory limit
+// on this device, and the grid - for a persistent launch as many clusters as fit at once
+// (an occupancy query, microseconds, hence cached with the rest).
 template <class Config>
 Status build_sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, const GemmArgs& args,
                          Sm90Launch* out, Diagnostic* diag) {
@@ -120,7 +149,7 @@ Status build_sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& 
   s = set_dynamic_smem(kernel, sm90_smem_bytes<Config>(), name, diag);
   if (s != Status::kSuccess) return s;
   int clusters = out->params.scheduler.total_cluster_tiles();
-  if (policy.persistent) {
+  if (policy.persistent || Config::kStreamK) {
     cudaLaunchAttribute attribute;
     const cudaLaunchConfig_t config =
         sm90_launch_config<Config>(&attribute, static_cast<unsigned>(Config::kClusterM * 1024), nullptr);
@@ -130,6 +159,7 @@ Status build_sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& 
       cudaGetLastError();
       return fail(diag, Status::kCudaError, "%s: cluster occupancy query failed: %s", name, cudaGetErrorName(e));
     }
+    if constexpr (Config::kStreamK) return plan_stream_k_launch<Config>(name, args, resident, out, diag);
     clusters = std::min(clusters, resident);
   }
   out->grid_ctas = clusters * Config::kClusterM;
@@ -140,14 +170,21 @@ template <class Config>
 Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   // Keyed by the configuration as well as the kernel name: one name launches several.
   char plan_name[PlanKey::kMaxKernelName];
-  std::snprintf(plan_name, sizeof(plan_name), "%s/%dx%dx%d/c%d/s%d/p%d", name, Config::kBlockM, Config::kBlockN,
-                Config::kStages, Config::kClusterM, int(Config::kTmaStore), int(policy.persistent) * policy.band);
+  std::snprintf(plan_name, sizeof(plan_name), "%s/%dx%dx%d/c%d/s%d/p%d/%s", name, Config::kBlockM, Config::kBlockN,
+                Config::kStages, Config::kClusterM, int(Config::kTmaStore), int(policy.persistent) * policy.band,
+                Config::kStreamK ? "sk" : Config::kPingPong ? "pp" : "coop");
   Sm90Launch launch;
   const Status s = find_or_build_plan(plan_name, desc, args, &launch, diag, [&](Sm90Launch* plan) {
     return build_sm90_launch<Config>(name, policy, desc, args, plan, diag);
   });
   if (s != Status::kSuccess) return s;
 
+  if constexpr (Config::kStreamK) {
+    // The flags say "parked in this launch": they start at zero every time.
+    const cudaError_t e = cudaMemsetAsync(launch.params.stream_k_workspace.flags, 0,
+                                          stream_k_flag_bytes(launch.grid_ctas, Config::kConsumers), args.stream);
+    if (e != cudaSuccess) return fail(diag, Status::kCudaError, "%s: clearing the stream-K flags failed: %s", name, cudaGetErrorName(e));
+  }
   cudaLaunchAttribute attribute;
   const cudaLaunchConfig_t config =
       sm90_launch_config<Config>(&attribute, static_cast<unsigned>(launch.grid_ctas), args.stream);

@@ -6,6 +6,7 @@
 #include <cuda.h>
 
 #include "kernels/common/epilogue_params.h"
+#include "kernels/sm90/stream_k.h"
 #include "kernels/sm90/tile_scheduler.cuh"
 
 namespace anvil::detail {
@@ -18,6 +19,9 @@ struct Sm90Params {
   bool pair_store;  // plain GEMM: two adjacent outputs per 32-bit store; neither: staged
   TileScheduler scheduler;
   EpilogueParams epilogue;
+  // Stream-K configurations only (Config::kStreamK).
+  StreamKPlan stream_k;
+  StreamKWorkspace stream_k_workspace;
 };
 
 }  // namespace anvil::detail

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
+
+#include "kernels/sm90/stream_k.h"
 
 namespace anvil::detail {
 
@@ -12,6 +15,7 @@ enum class Sm90Variant : int {
   kNarrow = 1,    // 128x128 tiles, 6 stages of 32 KiB: twice the tiles for short/narrow problems
   kWidePair = 2,  // 128x256 tiles in 2-CTA clusters along M multicasting B; 3 stages + TMA-store buffer
   kPingPongPair = 3,  // 128x128 tiles taken in turn by the two consumer warpgroups, multicast pairs
+  kWideStreamK = 4,   // 128x256 tiles, the last waves' K iterations spread over every SM (stream_k.h)
 };
 
 struct TileShape {
@@ -54,14 +58,23 @@ inline double estimated_cost(const WavePlan& plan, TileShape shape, double relat
 inline constexpr double kWideRelativeSpeed = 0.96;
 inline constexpr double kNarrowRelativeSpeed = 0.8 * kWideRelativeSpeed;
 
-// The variant with the lowest estimated cost; ties go to the multicast pairs, then to
-// single wide tiles.
+// estimated_cost of a whole-tile variant on this problem.
+inline double variant_cost(Sm90Variant v, int64_t m, int64_t n, int64_t batch, int sm_count) {
+  const TileShape shape = tile_shape(v);
+  switch (v) {
+    case Sm90Variant::kWidePair:
+    case Sm90Variant::kPingPongPair: return estimated_cost(wave_plan(m, n, batch, shape, sm_count, 2), shape, 1.0, sm_count);
+    case Sm90Variant::kNarrow: return estimated_cost(wave_plan(m, n, batch, shape, sm_count), shape, kNarrowRelativeSpeed, sm_count);
+    default: return estimated_cost(wave_plan(m, n, batch, shape, sm_count), shape, kWideRelativeSpeed, sm_count);
+  }
+}
+
+// The whole-tile variant with the lowest estimated cost; ties go to the multicast pairs,
+// then to single wide tiles.
 inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count) {
-  const TileShape wide = tile_shape(Sm90Variant::kWide), narrow = tile_shape(Sm90Variant::kNarrow);
-  const double pair_cost = estimated_cost(wave_plan(m, n, batch, wide, sm_count, 2), wide, 1.0, sm_count);
-  const double wide_cost = estimated_cost(wave_plan(m, n, batch, wide, sm_count), wide, kWideRelativeSpeed, sm_count);
-  const double narrow_cost =
-      estimated_cost(wave_plan(m, n, batch, narrow, sm_count), narrow, kNarrowRelativeSpeed, sm_count);
+  const double pair_cost = variant_cost(Sm90Variant::kWidePair, m, n, batch, sm_count);
+  const double wide_cost = variant_cost(Sm90Variant::kWide, m, n, batch, sm_count);
+  const double narrow_cost = variant_cost(Sm90Variant::kNarrow, m, n, batch, sm_count);
   if (pair_cost <= wide_cost && pair_cost <= narrow_cost) return Sm90Variant::kWidePair;
   return narrow_cost < wide_cost ? Sm90Variant::kNarrow : Sm90Variant::kWide;
 }
@@ -73,6 +86,47 @@ inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int 
 inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count, bool fused_epilogue) {
   const Sm90Variant v = choose_sm90_variant(m, n, batch, sm_count);
   return fused_epilogue && v == Sm90Variant::kWidePair ? Sm90Variant::kPingPongPair : v;
+}
+
+// Stream-K's extra work per CTA, in K iterations of a wide tile (one is ~0.8 us on the
+// H200): parking a 128 KiB fp32 partial, and the finisher reading each parked piece back.
+inline constexpr double kStreamKParkIterations = 2.0;
+inline constexpr double kStreamKReadIterations = 2.0;
+
+// Estimated cost of the stream-K configuration, in estimated_cost's units: whole turns of
+// data-parallel tiles, then the longest stream-K range plus its fixup, as a fraction of a
+// tile's K iterations. Infinite where the plan has no stream-K part.
+inline double stream_k_cost(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count) {
+  const TileShape wide = tile_shape(Sm90Variant::kWide);
+  const int64_t k_tiles = ceil_div(k, 64);
+  if (k_tiles <= 0 || k_tiles > (int64_t{1} << 30)) return std::numeric_limits<double>::infinity();
+  const WavePlan tiles = wave_plan(m, n, batch, wide, sm_count);
+  const StreamKPlan plan = plan_stream_k(tiles.tiles, static_cast<int>(k_tiles), sm_count, kStreamKMinIterations);
+  if (plan.sk_ctas == 0) return std::numeric_limits<double>::infinity();
+  const int longest = plan.per_cta + (plan.extra > 0 ? 1 : 0);
+  // A tile is cut into at most this many pieces; its finisher reads all but its own.
+  const int64_t pieces = ceil_div(k_tiles, plan.per_cta) + 1;
+  const double fixup = kStreamKParkIterations + kStreamKReadIterations * static_cast<double>(pieces - 1);
+  const double turns = plan.dp_turns + (longest + fixup) / static_cast<double>(k_tiles);
+  return turns * wide.block_m * wide.block_n / kWideRelativeSpeed;
+}
+
+// Stream-K must beat the whole-tile choice by this factor: its cost model is coarser.
+inline constexpr double kStreamKMargin = 0.95;
+
+struct Sm90Problem {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool fused_epilogue = false;
+  bool stream_k_allowed = true;  // workspace for the partials is there; not batch-invariant
+};
+
+// The whole choice: the whole-tile variant, or stream-K where it is clearly cheaper.
+inline Sm90Variant choose_sm90_variant(const Sm90Problem& p, int sm_count) {
+  const Sm90Variant whole = choose_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue);
+  if (!p.stream_k_allowed) return whole;
+  const double whole_cost = variant_cost(whole, p.m, p.n, p.batch, sm_count);
+  return stream_k_cost(p.m, p.n, p.k, p.batch, sm_count) < kStreamKMargin * whole_cost ? Sm90Variant::kWideStreamK
+                                                                                       : whole;
 }
 
 }  // namespace anvil::detail

@@ -1,0 +1,130 @@
+// Stream-K's plan and unit walk (src/kernels/sm90/stream_k.h) and the dispatcher's choice
+// of it (plan.h): host arithmetic the kernel repeats on the device, checked without a GPU.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+#include "kernels/sm90/plan.h"
+#include "kernels/sm90/stream_k.h"
+
+namespace anvil::detail {
+namespace {
+
+constexpr int kH200Sms = 132;
+
+// Every CTA's units, in the order the kernel walks them.
+std::vector<std::vector<WorkUnit>> walk(const StreamKPlan& plan) {
+  std::vector<std::vector<WorkUnit>> units(plan.ctas);
+  for (int cta = 0; cta < plan.ctas; ++cta) {
+    StreamKCursor cursor(plan, cta);
+    WorkUnit u;
+    while (cursor.next(&u)) units[cta].push_back(u);
+  }
+  return units;
+}
+
+// The properties the kernel's correctness and freedom from deadlock rest on, for one plan.
+void check_plan(int64_t tiles, int k_tiles, int ctas, int min_iterations) {
+  SCOPED_TRACE(testing::Message() << tiles << " tiles x " << k_tiles << " k-tiles on " << ctas << " CTAs");
+  const StreamKPlan plan = plan_stream_k(tiles, k_tiles, ctas, min_iterations);
+  const auto units = walk(plan);
+  // Each (tile, K tile) exactly once.
+  std::vector<std::vector<int>> covered(tiles, std::vector<int>(k_tiles, 0));
+  std::map<int, int> finisher;  // tile -> CTA holding its last K tile
+  for (int cta = 0; cta < ctas; ++cta) {
+    int parked = 0;
+    for (size_t i = 0; i < units[cta].size(); ++i) {
+      const WorkUnit& u = units[cta][i];
+      ASSERT_GE(u.linear, 0);
+      ASSERT_LT(u.linear, tiles);
+      ASSERT_LT(u.k_begin, u.k_end);
+      ASSERT_LE(u.k_end, k_tiles);
+      for (int k = u.k_begin; k < u.k_end; ++k) ++covered[u.linear][k];
+      if (u.k_end < k_tiles) {
+        ++parked;
+        // The parked piece comes first among the CTA's stream-K units, so it is ready early.
+        EXPECT_TRUE(i == 0 || units[cta][i - 1].linear < plan.dp_tiles()) << "cta " << cta;
+      }
+      if (u.k_end == k_tiles) finisher[u.linear] = cta;
+    }
+    EXPECT_LE(parked, 1) << "one partial slot per CTA (cta " << cta << ")";
+  }
+  for (int64_t t = 0; t < tiles; ++t) {
+    for (int k = 0; k < k_tiles; ++k) ASSERT_EQ(covered[t][k], 1) << "tile " << t << " k " << k;
+  }
+  // A cut tile's pieces come from CTAs cta_of(first iteration) .. finisher, the finisher
+  // the highest: it waits only on lower-numbered CTAs, each of which parked exactly this tile.
+  for (int cta = 0; cta < ctas; ++cta) {
+    for (const WorkUnit& u : units[cta]) {
+      if (u.k_end != k_tiles || u.k_begin == 0) continue;
+      const int first = plan.cta_of((u.linear - plan.dp_tiles()) * k_tiles);
+      ASSERT_LT(first, cta);
+      for (int c = first; c < cta; ++c) {
+        ASSERT_FALSE(units[c].empty());
+        const WorkUnit& piece = units[c].front().linear < plan.dp_tiles() ? units[c][plan.dp_turns] : units[c].front();
+        EXPECT_EQ(piece.linear, u.linear) << "cta " << c << " parked another tile";
+        EXPECT_LT(piece.k_end, k_tiles);
+      }
+    }
+  }
+}
+
+TEST(StreamKPlan, EveryIterationOnceFinisherWaitsOnlyDownwards) {
+  for (int ctas : {1, 7, 132}) {
+    for (int64_t tiles : {1, 5, 80, 131, 132, 133, 224, 300, 512}) {
+      for (int k_tiles : {1, 3, 4, 17, 128}) {
+        for (int min_iterations : {1, 4}) check_plan(tiles, k_tiles, ctas, min_iterations);
+      }
+    }
+  }
+}
+
+TEST(StreamKPlan, WholeWavesStayDataParallel) {
+  // 264 tiles on 132 CTAs: two whole waves, nothing to stream.
+  const StreamKPlan even = plan_stream_k(264, 64, kH200Sms);
+  EXPECT_EQ(even.sk_ctas, 0);
+  EXPECT_EQ(even.dp_turns, 2);
+  // 512 tiles: 3 full waves + 116; the last full wave joins the partial one.
+  const StreamKPlan p = plan_stream_k(512, 64, kH200Sms);
+  EXPECT_EQ(p.dp_turns, 2);
+  EXPECT_EQ(p.sk_ctas, kH200Sms);
+  EXPECT_EQ(p.per_cta * kH200Sms + p.extra, (512 - 264) * 64);
+}
+
+TEST(StreamKPlan, ShortRunsUseFewerCtas) {
+  // 4 tiles x 2 K tiles = 8 iterations: with at least 4 per range, only 2 CTAs take part.
+  const StreamKPlan p = plan_stream_k(4, 2, kH200Sms, 4);
+  EXPECT_EQ(p.sk_ctas, 2);
+  EXPECT_EQ(p.per_cta, 4);
+  EXPECT_EQ(p.range_begin(kH200Sms - 1), 8);  // the others' ranges are empty
+}
+
+TEST(StreamKChoice, UnderfilledSkinnyShapesStream) {
+  // M = 256 decode batches on Llama-70B weights: 64-224 wide tiles for 132 SMs.
+  for (int64_t n : {8192, 10240, 28672}) {
+    const Sm90Problem p{256, n, 8192, 1, false, true};
+    EXPECT_EQ(choose_sm90_variant(p, kH200Sms), Sm90Variant::kWideStreamK) << n;
+  }
+  const Sm90Problem mlp_down{256, 8192, 28672, 1, false, true};
+  EXPECT_EQ(choose_sm90_variant(mlp_down, kH200Sms), Sm90Variant::kWideStreamK);
+}
+
+TEST(StreamKChoice, FullWavesAndShortKKeepWholeTiles) {
+  // Square and prefill shapes fill their waves well enough; gemma3's 128 tiles nearly fill one.
+  for (const Sm90Problem& p : {Sm90Problem{4096, 4096, 4096, 1, false, true}, Sm90Problem{8192, 8192, 8192, 1, false, true},
+                               Sm90Problem{8192, 28672, 8192, 1, false, true}, Sm90Problem{512, 8192, 5376, 1, false, true}}) {
+    EXPECT_NE(choose_sm90_variant(p, kH200Sms), Sm90Variant::kWideStreamK) << p.m << "x" << p.n << "x" << p.k;
+  }
+  // Few K iterations: the fixup would cost more than the idle SMs.
+  const Sm90Problem short_k{256, 10240, 256, 1, false, true};
+  EXPECT_NE(choose_sm90_variant(short_k, kH200Sms), Sm90Variant::kWideStreamK);
+}
+
+TEST(StreamKChoice, NotWhenForbidden) {
+  const Sm90Problem p{256, 10240, 8192, 1, false, false};
+  EXPECT_EQ(choose_sm90_variant(p, kH200Sms), choose_sm90_variant(256, 10240, 1, kH200Sms, false));
+}
+
+}  // namespace
+}  // namespace anvil::detail
