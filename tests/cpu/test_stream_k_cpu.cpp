@@ -104,21 +104,21 @@ TEST(StreamKChoice, UnderfilledSkinnyShapesStream) {
   // M = 256 decode batches on Llama-70B weights: 64-224 wide tiles for 132 SMs.
   for (int64_t n : {8192, 10240, 28672}) {
     const Sm90Problem p{256, n, 8192, 1, false, true};
-    EXPECT_EQ(choose_sm90_variant(p, kH200Sms), Sm90Variant::kWideStreamK) << n;
+    EXPECT_EQ(choose_sm90_variant(p, kH200Sms), Sm90Variant::kTallStreamK) << n;
   }
   const Sm90Problem mlp_down{256, 8192, 28672, 1, false, true};
-  EXPECT_EQ(choose_sm90_variant(mlp_down, kH200Sms), Sm90Variant::kWideStreamK);
+  EXPECT_EQ(choose_sm90_variant(mlp_down, kH200Sms), Sm90Variant::kTallStreamK);
 }
 
 TEST(StreamKChoice, FullWavesAndShortKKeepWholeTiles) {
   // Square and prefill shapes fill their waves well enough; gemma3's 128 tiles nearly fill one.
   for (const Sm90Problem& p : {Sm90Problem{4096, 4096, 4096, 1, false, true}, Sm90Problem{8192, 8192, 8192, 1, false, true},
                                Sm90Problem{8192, 28672, 8192, 1, false, true}, Sm90Problem{512, 8192, 5376, 1, false, true}}) {
-    EXPECT_NE(choose_sm90_variant(p, kH200Sms), Sm90Variant::kWideStreamK) << p.m << "x" << p.n << "x" << p.k;
+    EXPECT_NE(choose_sm90_variant(p, kH200Sms), Sm90Variant::kTallStreamK) << p.m << "x" << p.n << "x" << p.k;
   }
   // Few K iterations: the fixup would cost more than the idle SMs.
   const Sm90Problem short_k{256, 10240, 256, 1, false, true};
-  EXPECT_NE(choose_sm90_variant(short_k, kH200Sms), Sm90Variant::kWideStreamK);
+  EXPECT_NE(choose_sm90_variant(short_k, kH200Sms), Sm90Variant::kTallStreamK);
 }
 
 TEST(StreamKChoice, NotWhenForbidden) {

@@ -377,7 +377,7 @@ TEST(KernelRepeatCoverage, CasesReachEveryPathTheDispatcherTakes) {
                                        !anvil::detail::plain_epilogue(c.desc), true};
     const auto variant = anvil::detail::choose_sm90_variant(problem, 132);
     sm90_variants.insert(int(variant));
-    repacked = repacked || (variant != anvil::detail::Sm90Variant::kWideStreamK && anvil::workspace_size(c.desc) > 0);
+    repacked = repacked || (variant != anvil::detail::Sm90Variant::kTallStreamK && anvil::workspace_size(c.desc) > 0);
   }
   for (const char* expected : {"sm90-gemm", "sm90-decode", "ladder-01-naive"}) {
     EXPECT_EQ(kernels.count(expected), 1u) << "no repeat case goes to " << expected;

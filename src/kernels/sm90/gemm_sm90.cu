@@ -25,9 +25,10 @@ using WidePair = KernelConfig<256, 2, 1, 3, 2, true>;
 // turn, so one warpgroup's epilogue overlaps the other's mainloop; 2-CTA multicast
 // clusters, 5 stages. sm90-gemm's choice for fused epilogues; also selectable by name.
 using PingPongPair = KernelConfig<128, 2, 2, 5, 2, true, ClusterB::kMulticast, Schedule::kPingPong>;
-// Wide tiles whose trailing waves are dealt out to all SMs by K iterations (stream_k.h):
-// for problems whose tiles leave SMs idle in the last wave, e.g. M = 256 decode batches.
-using WideStreamK = KernelConfig<256, 2, 1, 4, 1, false, ClusterB::kMulticast, Schedule::kCooperative, true>;
+// 256x128 tiles (two 64-row slabs per consumer warpgroup) whose trailing waves are dealt
+// out to all SMs by K iterations (stream_k.h): for problems whose tiles leave SMs idle in
+// the last wave, e.g. M = 256 decode batches, which then make one row of tiles.
+using TallStreamK = KernelConfig<128, 2, 2, 4, 1, false, ClusterB::kMulticast, Schedule::kCooperative, true>;
 constexpr const char* kName = "sm90-gemm";
 constexpr const char* kPingPongName = "sm90-gemm-pingpong";
 constexpr const char* kStreamKName = "sm90-gemm-streamk";
@@ -100,8 +101,8 @@ Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
 // Stream-K's flags and parked partials, for every SM (the configuration runs one CTA per SM).
 size_t stream_k_bytes() {
   const int ctas = device_sm_count();
-  return stream_k_flag_bytes(ctas, WideStreamK::kConsumers) +
-         stream_k_partial_bytes(ctas, WideStreamK::kBlockM * WideStreamK::kBlockN);
+  return stream_k_flag_bytes(ctas, TallStreamK::kConsumers) +
+         stream_k_partial_bytes(ctas, TallStreamK::kBlockM * TallStreamK::kBlockN);
 }
 
 // The repack copies, then stream-K's part when the chosen plan streams.
@@ -122,7 +123,7 @@ Sm90Problem sm90_problem(const GemmDesc& desc) {
 size_t workspace(const GemmDesc& desc, const GemmArgs* args) {
   const RepackPlan plan = plan_repack(desc, args);
   const size_t repack = plan.a_bytes + plan.b_bytes;
-  if (choose_sm90_variant(sm90_problem(plan.packed), device_sm_count()) != Sm90Variant::kWideStreamK) return repack;
+  if (choose_sm90_variant(sm90_problem(plan.packed), device_sm_count()) != Sm90Variant::kTallStreamK) return repack;
   const size_t with_stream_k = repack + stream_k_bytes();
   return args == nullptr || args->workspace_bytes >= with_stream_k ? with_stream_k : repack;
 }
@@ -167,7 +168,7 @@ Status launch_by_wave_plan(const char* name, const GemmDesc& desc, const GemmArg
     case Sm90Variant::kWidePair: return sm90_launch<WidePair>(name, kPolicy, desc, args, diag);
     case Sm90Variant::kPingPongPair: return sm90_launch<PingPongPair>(name, kPolicy, desc, args, diag);
     case Sm90Variant::kNarrow: return sm90_launch<Narrow>(name, kPolicy, desc, args, diag);
-    case Sm90Variant::kWideStreamK: return sm90_launch<WideStreamK>(name, kPolicy, desc, args, diag);
+    case Sm90Variant::kTallStreamK: return sm90_launch<TallStreamK>(name, kPolicy, desc, args, diag);
     default: return sm90_launch<Wide>(name, kPolicy, desc, args, diag);
   }
 }
@@ -185,7 +186,7 @@ Status launch_pingpong(const GemmDesc& desc, const GemmArgs& args, Diagnostic* d
 }
 
 Status launch_stream_k_config(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return sm90_launch<WideStreamK>(name, kPolicy, desc, args, diag);
+  return sm90_launch<TallStreamK>(name, kPolicy, desc, args, diag);
 }
 
 Status launch_stream_k(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
@@ -206,7 +207,7 @@ extern const KernelInfo kSm90GemmPingPong{kPingPongName,
                                           check, launch_pingpong, workspace};
 extern const KernelInfo kSm90GemmStreamK{kStreamKName,
                                          "sm90-gemm's stream-K configuration on every problem, whatever the wave plan "
-                                         "says: 128x256 tiles, the last waves' K iterations spread over all SMs, "
+                                         "says: 256x128 tiles, the last waves' K iterations spread over all SMs, "
                                          "partials fixed up in a fixed order (for tests and measurement)",
                                          check, launch_stream_k, workspace_stream_k};
 }  // namespace anvil::detail

@@ -15,7 +15,7 @@ enum class Sm90Variant : int {
   kNarrow = 1,    // 128x128 tiles, 6 stages of 32 KiB: twice the tiles for short/narrow problems
   kWidePair = 2,  // 128x256 tiles in 2-CTA clusters along M multicasting B; 3 stages + TMA-store buffer
   kPingPongPair = 3,  // 128x128 tiles taken in turn by the two consumer warpgroups, multicast pairs
-  kWideStreamK = 4,   // 128x256 tiles, the last waves' K iterations spread over every SM (stream_k.h)
+  kTallStreamK = 4,   // 256x128 tiles, the last waves' K iterations spread over every SM (stream_k.h)
 };
 
 struct TileShape {
@@ -23,6 +23,7 @@ struct TileShape {
 };
 
 constexpr TileShape tile_shape(Sm90Variant v) {
+  if (v == Sm90Variant::kTallStreamK) return TileShape{256, 128};
   return v == Sm90Variant::kNarrow || v == Sm90Variant::kPingPongPair ? TileShape{128, 128} : TileShape{128, 256};
 }
 
@@ -88,7 +89,12 @@ inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int 
   return fused_epilogue && v == Sm90Variant::kWidePair ? Sm90Variant::kPingPongPair : v;
 }
 
-// Stream-K's extra work per CTA, in K iterations of a wide tile (one is ~0.8 us on the
+// Why 256 x 128 tiles: an M = 256 batch is then one row of tiles, so each weight tile is
+// read once. With two rows of 128 x 256 tiles, the two CTAs sharing a weight tile work on
+// different K ranges at different times and both fetch it from DRAM: measured on the H200
+// (45578b7), 256 x 10240 x 8192 took 98 us that way, no faster than whole tiles.
+//
+// Stream-K's extra work per CTA, in K iterations of a tile (one is ~0.8 us on the
 // H200): parking a 128 KiB fp32 partial, and the finisher reading each parked piece back.
 inline constexpr double kStreamKParkIterations = 2.0;
 inline constexpr double kStreamKReadIterations = 2.0;
@@ -97,10 +103,10 @@ inline constexpr double kStreamKReadIterations = 2.0;
 // data-parallel tiles, then the longest stream-K range plus its fixup, as a fraction of a
 // tile's K iterations. Infinite where the plan has no stream-K part.
 inline double stream_k_cost(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count) {
-  const TileShape wide = tile_shape(Sm90Variant::kWide);
+  const TileShape tall = tile_shape(Sm90Variant::kTallStreamK);
   const int64_t k_tiles = ceil_div(k, 64);
   if (k_tiles <= 0 || k_tiles > (int64_t{1} << 30)) return std::numeric_limits<double>::infinity();
-  const WavePlan tiles = wave_plan(m, n, batch, wide, sm_count);
+  const WavePlan tiles = wave_plan(m, n, batch, tall, sm_count);
   const StreamKPlan plan = plan_stream_k(tiles.tiles, static_cast<int>(k_tiles), sm_count, kStreamKMinIterations);
   if (plan.sk_ctas == 0) return std::numeric_limits<double>::infinity();
   const int longest = plan.per_cta + (plan.extra > 0 ? 1 : 0);
@@ -108,7 +114,7 @@ inline double stream_k_cost(int64_t m, int64_t n, int64_t k, int64_t batch, int 
   const int64_t pieces = ceil_div(k_tiles, plan.per_cta) + 1;
   const double fixup = kStreamKParkIterations + kStreamKReadIterations * static_cast<double>(pieces - 1);
   const double turns = plan.dp_turns + (longest + fixup) / static_cast<double>(k_tiles);
-  return turns * wide.block_m * wide.block_n / kWideRelativeSpeed;
+  return turns * tall.block_m * tall.block_n / kWideRelativeSpeed;
 }
 
 // Stream-K must beat the whole-tile choice by this factor: its cost model is coarser.
@@ -125,7 +131,7 @@ inline Sm90Variant choose_sm90_variant(const Sm90Problem& p, int sm_count) {
   const Sm90Variant whole = choose_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue);
   if (!p.stream_k_allowed) return whole;
   const double whole_cost = variant_cost(whole, p.m, p.n, p.batch, sm_count);
-  return stream_k_cost(p.m, p.n, p.k, p.batch, sm_count) < kStreamKMargin * whole_cost ? Sm90Variant::kWideStreamK
+  return stream_k_cost(p.m, p.n, p.k, p.batch, sm_count) < kStreamKMargin * whole_cost ? Sm90Variant::kTallStreamK
                                                                                        : whole;
 }
 
