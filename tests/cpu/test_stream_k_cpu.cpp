@@ -100,14 +100,22 @@ TEST(StreamKPlan, ShortRunsUseFewerCtas) {
   EXPECT_EQ(p.range_begin(kH200Sms - 1), 8);  // the others' ranges are empty
 }
 
-TEST(StreamKChoice, UnderfilledSkinnyShapesStream) {
-  // M = 256 decode batches on Llama-70B weights: 64-224 wide tiles for 132 SMs.
-  for (int64_t n : {8192, 10240, 28672}) {
+TEST(StreamKChoice, BadlyQuantizedSkinnyShapesStream) {
+  // M = 256 on Llama-70B's qkv and mlp_up weights: 80 and 224 tall tiles for 132 SMs, whose
+  // whole-tile plans need 2 waves (measured at 2f93ba3: 98 -> 85 us and 220 -> 207 us).
+  for (int64_t n : {10240, 28672}) {
     const Sm90Problem p{256, n, 8192, 1, false, true};
     EXPECT_EQ(choose_sm90_variant(p, kH200Sms), Sm90Variant::kTallStreamK) << n;
   }
-  const Sm90Problem mlp_down{256, 8192, 28672, 1, false, true};
-  EXPECT_EQ(choose_sm90_variant(mlp_down, kH200Sms), Sm90Variant::kTallStreamK);
+}
+
+TEST(StreamKChoice, OneFullWaveOfNarrowTilesKeepsThem) {
+  // 256 x 8192: 128 narrow tiles nearly fill the SMs; stream-K's fixup made it slower
+  // (measured: 54 -> 72 us at K = 8192, and 7% slower at K = 28672).
+  for (int64_t k : {8192, 28672}) {
+    const Sm90Problem p{256, 8192, k, 1, false, true};
+    EXPECT_EQ(choose_sm90_variant(p, kH200Sms), Sm90Variant::kNarrow) << k;
+  }
 }
 
 TEST(StreamKChoice, FullWavesAndShortKKeepWholeTiles) {

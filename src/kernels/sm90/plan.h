@@ -3,6 +3,7 @@
 // of the GPU's SMs that is, and how much of the last wave is wasted.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -94,10 +95,16 @@ inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int 
 // different K ranges at different times and both fetch it from DRAM: measured on the H200
 // (45578b7), 256 x 10240 x 8192 took 98 us that way, no faster than whole tiles.
 //
-// Stream-K's extra work per CTA, in K iterations of a tile (one is ~0.8 us on the
-// H200): parking a 128 KiB fp32 partial, and the finisher reading each parked piece back.
-inline constexpr double kStreamKParkIterations = 2.0;
-inline constexpr double kStreamKReadIterations = 2.0;
+// The constants are fitted to H200 measurements (2f93ba3, bench/results/...-streamk-*):
+//   - the 256x128 configuration runs a K iteration in 0.89-0.96 us where the multicast
+//     pairs take 0.85 (M = 256 and 4096^3 shapes): relative speed ~0.92;
+//   - stream-K adds 12-14 us per call beyond its iterations, about 13 iterations' worth,
+//     whether a tile has two pieces or three: parking a 128 KiB fp32 partial, clearing and
+//     raising flags, the finisher's read-back. Modelled as a fixed part plus a small part
+//     per parked piece read.
+inline constexpr double kTallRelativeSpeed = 0.92;
+inline constexpr double kStreamKFixedIterations = 10.0;
+inline constexpr double kStreamKReadIterations = 3.0;
 
 // Estimated cost of the stream-K configuration, in estimated_cost's units: whole turns of
 // data-parallel tiles, then the longest stream-K range plus its fixup, as a fraction of a
@@ -112,13 +119,22 @@ inline double stream_k_cost(int64_t m, int64_t n, int64_t k, int64_t batch, int 
   const int longest = plan.per_cta + (plan.extra > 0 ? 1 : 0);
   // A tile is cut into at most this many pieces; its finisher reads all but its own.
   const int64_t pieces = ceil_div(k_tiles, plan.per_cta) + 1;
-  const double fixup = kStreamKParkIterations + kStreamKReadIterations * static_cast<double>(pieces - 1);
+  const double fixup = kStreamKFixedIterations + kStreamKReadIterations * static_cast<double>(pieces - 1);
   const double turns = plan.dp_turns + (longest + fixup) / static_cast<double>(k_tiles);
-  return turns * tall.block_m * tall.block_n / kWideRelativeSpeed;
+  return turns * tall.block_m * tall.block_n / kTallRelativeSpeed;
 }
 
-// Stream-K must beat the whole-tile choice by this factor: its cost model is coarser.
-inline constexpr double kStreamKMargin = 0.95;
+// The whole-tile plans' cost counted in waves alone, as if every tile shape ran at full
+// speed. Stream-K only removes wave quantization, so it has to beat this; the measured
+// speed ratios behind estimated_cost come from 4096^3-class shapes and undersell 128x128
+// tiles at M = 256 (0.94-1.07x cuBLAS there, 2026-11-29).
+inline double whole_tile_waves_cost(int64_t m, int64_t n, int64_t batch, int sm_count) {
+  const TileShape wide = tile_shape(Sm90Variant::kWide), narrow = tile_shape(Sm90Variant::kNarrow);
+  const double pairs = estimated_cost(wave_plan(m, n, batch, wide, sm_count, 2), wide, 1.0, sm_count);
+  const double single = estimated_cost(wave_plan(m, n, batch, wide, sm_count), wide, 1.0, sm_count);
+  const double narrow_tiles = estimated_cost(wave_plan(m, n, batch, narrow, sm_count), narrow, 1.0, sm_count);
+  return std::min(pairs, std::min(single, narrow_tiles));
+}
 
 struct Sm90Problem {
   int64_t m = 0, n = 0, k = 0, batch = 1;
@@ -126,13 +142,14 @@ struct Sm90Problem {
   bool stream_k_allowed = true;  // workspace for the partials is there; not batch-invariant
 };
 
-// The whole choice: the whole-tile variant, or stream-K where it is clearly cheaper.
+// The whole choice: the whole-tile variant, or stream-K where it is cheaper than the
+// whole-tile plans' waves.
 inline Sm90Variant choose_sm90_variant(const Sm90Problem& p, int sm_count) {
   const Sm90Variant whole = choose_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue);
   if (!p.stream_k_allowed) return whole;
-  const double whole_cost = variant_cost(whole, p.m, p.n, p.batch, sm_count);
-  return stream_k_cost(p.m, p.n, p.k, p.batch, sm_count) < kStreamKMargin * whole_cost ? Sm90Variant::kTallStreamK
-                                                                                       : whole;
+  return stream_k_cost(p.m, p.n, p.k, p.batch, sm_count) < whole_tile_waves_cost(p.m, p.n, p.batch, sm_count)
+             ? Sm90Variant::kTallStreamK
+             : whole;
 }
 
 }  // namespace anvil::detail
