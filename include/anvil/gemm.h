@@ -102,9 +102,13 @@ const char* to_string(DataType dtype);
 // the description alone (pointer alignment is then not checked).
 Status can_implement(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag = nullptr);
 
-// Workspace bytes gemm(desc, ...) needs, assuming 16-byte-aligned A and B base pointers;
-// 0 for K-major operands with 16-byte-aligned strides (the nn.Linear layout). Other
-// layouts and odd strides are repacked into the workspace before the tensor-core kernel.
+// Workspace bytes gemm(desc, ...) runs fastest with, assuming 16-byte-aligned A and B base
+// pointers. Two parts: operands with other layouts or odd strides are repacked into it
+// before the tensor-core kernel (required: less is kWorkspaceTooSmall); and where the
+// output tiles would leave SMs idle in the last wave (e.g. 256 x 10240), sm90-gemm's
+// stream-K plan parks partial tiles there (optional: with less, or a workspace that is
+// not 16-byte aligned, the call runs a whole-tile plan, and results may differ in the
+// last bits). 0 for the nn.Linear layout with aligned strides and well-filled waves.
 size_t workspace_size(const GemmDesc& desc);
 // The same for these pointers (a misaligned A or B base is repacked too).
 size_t workspace_size(const GemmDesc& desc, const GemmArgs& args);

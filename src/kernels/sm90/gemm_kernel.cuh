@@ -5,7 +5,10 @@
 //                         the ring and frees stages (consumer.cuh), then runs the fused
 //                         epilogue (epilogue_store.cuh) while the producer already
 //                         prefetches the next tile;
-//   tile scheduler      - the same tile order for both roles (tile_scheduler.cuh).
+//   tile scheduler      - the same tile order for both roles (tile_scheduler.cuh), or,
+//                         for stream-K configurations, the same work units: whole tiles,
+//                         then pieces of tiles cut along K (stream_k.h), whose partial
+//                         sums meet in the workspace (stream_k_fixup.cuh).
 // Ladder steps 6-10 and the production kernel are configurations of this one template.
 #pragma once
 
