@@ -3,7 +3,6 @@
 // of the GPU's SMs that is, and how much of the last wave is wasted.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -124,16 +123,14 @@ inline double stream_k_cost(int64_t m, int64_t n, int64_t k, int64_t batch, int 
   return turns * tall.block_m * tall.block_n / kTallRelativeSpeed;
 }
 
-// The whole-tile plans' cost counted in waves alone, as if every tile shape ran at full
-// speed. Stream-K only removes wave quantization, so it has to beat this; the measured
-// speed ratios behind estimated_cost come from 4096^3-class shapes and undersell 128x128
-// tiles at M = 256 (0.94-1.07x cuBLAS there, 2026-11-29).
-inline double whole_tile_waves_cost(int64_t m, int64_t n, int64_t batch, int sm_count) {
-  const TileShape wide = tile_shape(Sm90Variant::kWide), narrow = tile_shape(Sm90Variant::kNarrow);
-  const double pairs = estimated_cost(wave_plan(m, n, batch, wide, sm_count, 2), wide, 1.0, sm_count);
-  const double single = estimated_cost(wave_plan(m, n, batch, wide, sm_count), wide, 1.0, sm_count);
-  const double narrow_tiles = estimated_cost(wave_plan(m, n, batch, narrow, sm_count), narrow, 1.0, sm_count);
-  return std::min(pairs, std::min(single, narrow_tiles));
+// The chosen whole-tile plan's cost counted in waves alone, as if it ran at full speed.
+// Stream-K only removes wave quantization, so it has to beat this: the measured speed
+// ratios behind estimated_cost come from 4096^3-class shapes and undersell 128x128 tiles
+// at M = 256 (0.93-1.08x cuBLAS there, 2026-11-29), where stream-K lost to them.
+inline double whole_tile_waves_cost(Sm90Variant whole, int64_t m, int64_t n, int64_t batch, int sm_count) {
+  const bool pairs = whole == Sm90Variant::kWidePair || whole == Sm90Variant::kPingPongPair;
+  const TileShape shape = tile_shape(whole);
+  return estimated_cost(wave_plan(m, n, batch, shape, sm_count, pairs ? 2 : 1), shape, 1.0, sm_count);
 }
 
 struct Sm90Problem {
@@ -147,7 +144,7 @@ struct Sm90Problem {
 inline Sm90Variant choose_sm90_variant(const Sm90Problem& p, int sm_count) {
   const Sm90Variant whole = choose_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue);
   if (!p.stream_k_allowed) return whole;
-  return stream_k_cost(p.m, p.n, p.k, p.batch, sm_count) < whole_tile_waves_cost(p.m, p.n, p.batch, sm_count)
+  return stream_k_cost(p.m, p.n, p.k, p.batch, sm_count) < whole_tile_waves_cost(whole, p.m, p.n, p.batch, sm_count)
              ? Sm90Variant::kTallStreamK
              : whole;
 }
