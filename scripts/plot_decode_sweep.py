@@ -37,16 +37,10 @@ def load(paths, max_m):
     return rows
 
 
-def label(row):
-    if row["kernel"] == "anvil" and row.get("dispatched"):
-        return "anvil"
-    return row["kernel"]
-
-
 def table(rows):
     shapes = OrderedDict()
     for r in rows:
-        shapes.setdefault((r["name"], r["M"], r["N"], r["K"]), {})[label(r)] = r
+        shapes.setdefault((r["name"], r["M"], r["N"], r["K"]), {})[r["kernel"]] = r
     print("| shape | M | N x K | floor (us) | anvil (us) | anvil % floor | cuBLAS (us) | cuBLAS % floor | anvil vs cuBLAS |")
     print("|---|---|---|---|---|---|---|---|---|")
     for (name, m, n, k), by_kernel in shapes.items():
@@ -73,7 +67,7 @@ def plot(rows, out, title):
         kernels = OrderedDict()
         floors = {}
         for r in group:
-            kernels.setdefault(label(r), []).append((r["M"], r["us_median"]))
+            kernels.setdefault(r["kernel"], []).append((r["M"], r["us_median"]))
             floors[r["M"]] = floor_us(r)
         for name, points in kernels.items():
             points.sort()

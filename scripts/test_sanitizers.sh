@@ -22,7 +22,7 @@ fi
 # protect_shadow_gap=0: the CUDA driver maps memory where ASan keeps its shadow gap, so on
 # a GPU machine the first CUDA call would crash without it (harmless elsewhere).
 # The CPU tier's tests do reach the CUDA runtime (can_implement asks for the device).
-export ASAN_OPTIONS=${ASAN_OPTIONS:-protect_shadow_gap=0:detect_leaks=1:abort_on_error=0}
+export ASAN_OPTIONS="protect_shadow_gap=0:${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 

@@ -26,7 +26,7 @@ namespace anvil::detail {
 // Everything a plan may depend on, flattened into plain integers so that two keys are
 // equal exactly when their bytes are. Build it with make_plan_key, which zeroes padding.
 struct PlanKey {
-  static constexpr size_t kMaxKernelName = 48;
+  static constexpr size_t kMaxKernelName = 64;
 
   struct Operand {
     int32_t dtype, order;
@@ -148,6 +148,10 @@ template <class Plan, class Build>
 Status find_or_build_plan(const char* plan_name, const GemmDesc& desc, const GemmArgs& args, Plan* plan,
                           Diagnostic* diag, Build build) {
   static_assert(PlanBlob::fits<Plan>, "a cached plan must be trivially copyable and at most 1 KiB");
+  // A name cut short could let two configurations share plans.
+  if (std::strlen(plan_name) >= PlanKey::kMaxKernelName) {
+    return fail(diag, Status::kInternalError, "plan name too long for the cache key: %s", plan_name);
+  }
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) {
     cudaGetLastError();

@@ -51,4 +51,36 @@ Status set_dynamic_smem(Kernel kernel, int bytes, const char* name, Diagnostic* 
   return Status::kSuccess;
 }
 
+// A cudaLaunchKernelEx configuration whose clusters are cluster_x CTAs along x (1: no
+// cluster to speak of). *attribute holds the cluster shape and must outlive the config.
+inline cudaLaunchConfig_t cluster_launch_config(cudaLaunchAttribute* attribute, dim3 grid, int threads, int smem_bytes,
+                                                int cluster_x, cudaStream_t stream) {
+  attribute->id = cudaLaunchAttributeClusterDimension;
+  attribute->val.clusterDim = {static_cast<unsigned>(cluster_x), 1, 1};
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = dim3(static_cast<unsigned>(threads));
+  config.dynamicSmemBytes = static_cast<size_t>(smem_bytes);
+  config.stream = stream;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  return config;
+}
+
+// Clusters of cluster_x CTAs of `kernel` that fit on the current GPU at once (its
+// shared-memory limit must already be raised); 0 when the occupancy API cannot say, with
+// its error cleared so that it cannot surface as the caller's launch error.
+template <typename Kernel>
+int max_active_clusters(Kernel kernel, int threads, int smem_bytes, int cluster_x) {
+  cudaLaunchAttribute attribute;
+  const cudaLaunchConfig_t config = cluster_launch_config(&attribute, dim3(static_cast<unsigned>(cluster_x) * 1024),
+                                                          threads, smem_bytes, cluster_x, nullptr);
+  int found = 0;
+  if (cudaOccupancyMaxActiveClusters(&found, kernel, &config) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return found;
+}
+
 }  // namespace anvil::detail

@@ -147,17 +147,23 @@ Status validate_device(Diagnostic* diag) {
 }
 
 int device_sm_count() {
-  static std::atomic<int> cached{0};
-  if (cached.load() == 0) {
-    int device = 0, count = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || count <= 0) {
-      cudaGetLastError();
-      return 132;
-    }
-    cached.store(count);
+  // Per device, so that a process driving GPUs of different sizes plans each for its own.
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cached[kMaxDevices] = {};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0) {
+    cudaGetLastError();
+    return 132;
   }
-  return cached.load();
+  std::atomic<int>* slot = device < kMaxDevices ? &cached[device] : nullptr;
+  if (slot != nullptr && slot->load() > 0) return slot->load();
+  int count = 0;
+  if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || count <= 0) {
+    cudaGetLastError();
+    return 132;
+  }
+  if (slot != nullptr) slot->store(count);
+  return count;
 }
 
 }  // namespace anvil::detail

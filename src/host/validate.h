@@ -14,8 +14,8 @@ Status validate_args(const GemmDesc& desc, const GemmArgs& args, Diagnostic* dia
 // The current device must be sm_90 (Hopper with wgmma).
 Status validate_device(Diagnostic* diag);
 
-// Streaming multiprocessors of the current device, asked once (132 if it cannot be asked:
-// an H200's count, so host-only planning still gets a sensible answer).
+// Streaming multiprocessors of the current device, asked once per device (132 if it cannot
+// be asked: an H200's count, so host-only planning still gets a sensible answer).
 int device_sm_count();
 
 // Shape helpers.

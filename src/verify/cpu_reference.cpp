@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -209,6 +210,16 @@ Tolerance tolerance_for(const GemmDesc& desc) {
   tol.max_abs = typical * (u_out + eps_acc + eps_fn);
   tol.rel_frobenius = 2.0 * u_out + eps_acc + eps_fn;
   return tol;
+}
+
+std::string describe(const Comparison& c) {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "rel_frobenius %.3g, max_abs_err %.3g at %lld, nonfinite %lld, out_of_tolerance %lld of %lld",
+                c.rel_frobenius, c.max_abs_err, static_cast<long long>(c.worst_index),
+                static_cast<long long>(c.nonfinite), static_cast<long long>(c.out_of_tolerance),
+                static_cast<long long>(c.count));
+  return buf;
 }
 
 Comparison compare_host(const std::vector<double>& d, const std::vector<double>& ref,

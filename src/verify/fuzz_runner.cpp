@@ -22,16 +22,6 @@ unsigned char* at_element(void* base, DataType dtype, int64_t offset) {
   return static_cast<unsigned char*>(base) + offset * static_cast<int64_t>(dtype_bytes(dtype));
 }
 
-std::string describe_comparison(const Comparison& c) {
-  char buf[256];
-  std::snprintf(buf, sizeof(buf),
-                "rel_frobenius %.3g, max_abs_err %.3g at %lld, nonfinite %lld, out_of_tolerance %lld of %lld",
-                c.rel_frobenius, c.max_abs_err, static_cast<long long>(c.worst_index),
-                static_cast<long long>(c.nonfinite), static_cast<long long>(c.out_of_tolerance),
-                static_cast<long long>(c.count));
-  return buf;
-}
-
 }  // namespace
 
 const char* to_string(FuzzResult result) {
@@ -56,10 +46,6 @@ void FuzzRunner::Buffer::release() {
   if (ptr != nullptr) cudaFree(ptr);
   ptr = nullptr;
   capacity = 0;
-}
-
-FuzzRunner::~FuzzRunner() {
-  for (Buffer* b : {&a_, &b_, &c_, &d_, &bias_, &ref_, &workspace_}) b->release();
 }
 
 FuzzOutcome FuzzRunner::outcome(FuzzResult result, std::string message) const {
@@ -190,7 +176,7 @@ FuzzOutcome FuzzRunner::check() {
     return cuda_failure("verify::compare", e != cudaSuccess ? e : cudaErrorUnknown);
   }
   if (!cmp.passed) {
-    FuzzOutcome o = outcome(FuzzResult::kFailed, "mismatch: " + describe_comparison(cmp));
+    FuzzOutcome o = outcome(FuzzResult::kFailed, "mismatch: " + describe(cmp));
     o.comparison = cmp;
     return o;
   }

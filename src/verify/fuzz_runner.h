@@ -40,7 +40,6 @@ class FuzzRunner {
   explicit FuzzRunner(cudaStream_t stream) : stream_(stream) {}
   FuzzRunner(const FuzzRunner&) = delete;
   FuzzRunner& operator=(const FuzzRunner&) = delete;
-  ~FuzzRunner();
 
   // Everything: prepare, launch, check. kernel: nullptr or "auto" for the dispatcher.
   FuzzOutcome run(const FuzzProblem& problem, const char* kernel);
@@ -56,13 +55,15 @@ class FuzzRunner {
   // Waits for the stream, then compares D with the reference and checks its padding.
   FuzzOutcome check();
 
-  const GemmDesc& desc() const { return desc_; }
-
  private:
   // A device allocation that only grows, so a run of problems mostly reuses memory.
   struct Buffer {
     void* ptr = nullptr;
     size_t capacity = 0;
+    Buffer() = default;
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    ~Buffer() { release(); }
     cudaError_t reserve(size_t bytes);
     void release();
   };

@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "anvil/gemm.h"
@@ -58,6 +59,9 @@ struct Comparison {
 // Compares device D (in desc.d's storage) with the device fp32 reference.
 Comparison compare(const GemmDesc& desc, const void* d, const float* ref, const Tolerance& tol,
                    cudaStream_t stream);
+// One line for a failure message: the error measures and where the worst element is.
+std::string describe(const Comparison& c);
+
 // Host version: D already copied into logical fp64 values.
 Comparison compare_host(const std::vector<double>& d, const std::vector<double>& ref,
                         const Tolerance& tol);

@@ -2,6 +2,10 @@
 // kernel_config.h): host-only functions, tested without a GPU.
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "anvil/gemm.h"
+#include "host/plan_cache.h"
 #include "kernels/sm90/kernel_config.h"
 #include "kernels/sm90/plan.h"
 
@@ -62,7 +66,7 @@ TEST(ChooseVariant, UnderfilledWideWaveTakesNarrowTiles) {
 TEST(ChooseVariant, NarrowTilesThatSpillIntoASecondWaveLose) {
   // 256 x 10240: 80 wide tiles = one wave; 160 narrow tiles = two waves, the second
   // nearly empty (measured 2x slower on 2026-11-29 before this rule).
-  EXPECT_NE(choose_sm90_variant(256, 10240, 1, kH200Sms), Sm90Variant::kNarrow);
+  EXPECT_EQ(choose_sm90_variant(256, 10240, 1, kH200Sms), Sm90Variant::kWidePair);
 }
 
 TEST(ChooseVariant, CostFollowsWholeWaves) {
@@ -109,6 +113,22 @@ TEST(KernelConfig, PingPongWarpgroupsTakeWholeTiles) {
   EXPECT_EQ(Cooperative::kBlockM, 128);
   EXPECT_EQ(Cooperative::kStageReaders, 2);
   EXPECT_EQ(consumer_row_offset<Cooperative>(1), 64);
+}
+
+TEST(PlanNames, TooLongForTheKeyIsRefusedNotTruncated) {
+  // Two configurations whose names differ only past the key's length would share plans.
+  const std::string name(PlanKey::kMaxKernelName, 'x');
+  const GemmDesc desc = linear_desc(128, 256, 64, DataType::kBF16, DataType::kBF16);
+  const GemmArgs args;
+  int plan = 0;
+  bool built = false;
+  Diagnostic diag;
+  const Status s = find_or_build_plan(name.c_str(), desc, args, &plan, &diag, [&](int*) {
+    built = true;
+    return Status::kSuccess;
+  });
+  EXPECT_EQ(s, Status::kInternalError);
+  EXPECT_FALSE(built);
 }
 
 }  // namespace

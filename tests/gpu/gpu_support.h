@@ -38,6 +38,18 @@ inline const std::string& sm90_unavailable_reason() {
   return reason;
 }
 
+// Owns a stream so that an early test exit releases it.
+struct Stream {
+  cudaStream_t handle = nullptr;
+  cudaError_t create(unsigned flags = cudaStreamNonBlocking) { return cudaStreamCreateWithFlags(&handle, flags); }
+  Stream() = default;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream() {
+    if (handle != nullptr) cudaStreamDestroy(handle);
+  }
+};
+
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
@@ -144,10 +156,30 @@ inline std::string describe(const anvil::GemmDesc& d) {
          ", alpha " + std::to_string(d.alpha) + ", beta " + std::to_string(d.beta);
 }
 
-inline std::string describe(const anvil::verify::Comparison& c) {
-  return "rel_frobenius " + std::to_string(c.rel_frobenius) + ", max_abs_err " + std::to_string(c.max_abs_err) +
-         " at " + std::to_string(c.worst_index) + ", nonfinite " + std::to_string(c.nonfinite) +
-         ", out_of_tolerance " + std::to_string(c.out_of_tolerance) + " of " + std::to_string(c.count);
+inline std::string describe(const anvil::verify::Comparison& c) { return anvil::verify::describe(c); }
+
+// Bytes of D outside the logical output must still hold the poison.
+inline void expect_padding_untouched(const Operands& op) {
+  std::vector<unsigned char> bytes;
+  ASSERT_NO_FATAL_FAILURE(download(op.d, bytes));
+  const size_t width = anvil::verify::dtype_bytes(op.desc.d.dtype);
+  std::vector<bool> logical(bytes.size() / width, false);
+  const int64_t n_out = op.out_cols();
+  for (int64_t b = 0; b < op.desc.batch; ++b)
+    for (int64_t i = 0; i < op.desc.m; ++i)
+      for (int64_t j = 0; j < n_out; ++j) logical[size_t(offset_of(op.desc.d, i, j, b))] = true;
+  int64_t touched = 0, first = -1;
+  for (size_t e = 0; e < logical.size(); ++e) {
+    if (logical[e]) continue;
+    for (size_t byte = 0; byte < width; ++byte) {
+      if (bytes[e * width + byte] != 0xFF) {
+        if (first < 0) first = int64_t(e);
+        ++touched;
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(touched, 0) << "elements written outside the logical output, first at storage index " << first;
 }
 
 }  // namespace anvil_test

@@ -163,28 +163,18 @@ void run_gemm(const Operands& op, cudaStream_t stream) {
   CHECK_CUDA(cudaStreamSynchronize(stream));
 }
 
-// Bytes of D outside the logical output must still hold the poison.
-void expect_padding_untouched(const Operands& op) {
-  std::vector<unsigned char> bytes;
-  ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.d, bytes));
-  const size_t width = verify::dtype_bytes(op.desc.d.dtype);
-  std::vector<bool> logical(bytes.size() / width, false);
-  const int64_t n_out = op.out_cols();
-  for (int64_t b = 0; b < op.desc.batch; ++b)
-    for (int64_t i = 0; i < op.desc.m; ++i)
-      for (int64_t j = 0; j < n_out; ++j) logical[size_t(anvil_test::offset_of(op.desc.d, i, j, b))] = true;
-  int64_t touched = 0, first = -1;
-  for (size_t e = 0; e < logical.size(); ++e) {
-    if (logical[e]) continue;
-    for (size_t byte = 0; byte < width; ++byte) {
-      if (bytes[e * width + byte] != 0xFF) {
-        if (first < 0) first = int64_t(e);
-        ++touched;
-        break;
-      }
-    }
-  }
-  EXPECT_EQ(touched, 0) << "elements written outside the logical output, first at storage index " << first;
+// The reference result into op.ref. Before the GEMM: with C aliasing D, the GEMM
+// overwrites the C the reference reads.
+void compute_reference(Operands& op) {
+  CHECK_CUDA(verify::reference_gemm(op.desc, op.args, op.ref.as_float(), nullptr));
+  CHECK_CUDA(cudaDeviceSynchronize());
+}
+
+// D against the reference computed beforehand, within the dtype's tolerance.
+void expect_matches_reference(const Operands& op, const std::string& what) {
+  const auto cmp = verify::compare(op.desc, op.d.get(), op.ref.as_float(), verify::tolerance_for(op.desc), nullptr);
+  ASSERT_GE(cmp.count, 0) << "the comparison itself failed (CUDA error)";
+  EXPECT_TRUE(cmp.passed) << what << " on " << anvil_test::describe(op.desc) << ": " << anvil_test::describe(cmp);
 }
 
 class KernelSweep : public ::testing::TestWithParam<std::tuple<int, Case>> {};
@@ -206,17 +196,11 @@ TEST_P(KernelSweep, MatchesReference) {
     GTEST_SKIP() << kernel_label(kernel_index) << " refuses cleanly: " << diag.message;
   }
 
-  // Before the GEMM: with C aliasing D, the GEMM overwrites the C the reference reads.
-  CHECK_CUDA(verify::reference_gemm(op.desc, op.args, op.ref.as_float(), nullptr));
-  CHECK_CUDA(cudaDeviceSynchronize());
+  ASSERT_NO_FATAL_FAILURE(compute_reference(op));
   ASSERT_NO_FATAL_FAILURE(run_gemm(op, nullptr));
-
-  const auto cmp = verify::compare(op.desc, op.d.get(), op.ref.as_float(), verify::tolerance_for(op.desc), nullptr);
-  ASSERT_GE(cmp.count, 0) << "the comparison itself failed (CUDA error)";
-  EXPECT_TRUE(cmp.passed) << kernel_label(kernel_index) << " on " << anvil_test::describe(op.desc) << ": "
-                          << anvil_test::describe(cmp);
+  ASSERT_NO_FATAL_FAILURE(expect_matches_reference(op, kernel_label(kernel_index)));
   if (!c.c_is_d) {
-    ASSERT_NO_FATAL_FAILURE(expect_padding_untouched(op));
+    ASSERT_NO_FATAL_FAILURE(anvil_test::expect_padding_untouched(op));
   }
 }
 
@@ -273,15 +257,6 @@ class KernelRepeat : public ::testing::TestWithParam<std::tuple<int, Case>> {
   }
 };
 
-// Owns the streams a determinism test rotates through.
-struct CreatedStreams {
-  cudaStream_t blocking = nullptr, non_blocking = nullptr;
-  ~CreatedStreams() {
-    if (blocking != nullptr) cudaStreamDestroy(blocking);
-    if (non_blocking != nullptr) cudaStreamDestroy(non_blocking);
-  }
-};
-
 TEST_P(KernelRepeat, IsBitwiseDeterministicOverTenRunsOnFourStreams) {
   REQUIRE_SM90();
   Operands op;
@@ -291,10 +266,13 @@ TEST_P(KernelRepeat, IsBitwiseDeterministicOverTenRunsOnFourStreams) {
 
   // The legacy and per-thread default streams and two created ones: a result must not
   // depend on where, or how many times, it was enqueued.
-  CreatedStreams created;
-  CHECK_CUDA(cudaStreamCreate(&created.blocking));
-  CHECK_CUDA(cudaStreamCreateWithFlags(&created.non_blocking, cudaStreamNonBlocking));
-  const cudaStream_t streams[] = {nullptr, cudaStreamPerThread, created.blocking, created.non_blocking};
+  anvil_test::Stream blocking, non_blocking;
+  CHECK_CUDA(blocking.create(cudaStreamDefault));
+  CHECK_CUDA(non_blocking.create());
+  const cudaStream_t streams[] = {nullptr, cudaStreamPerThread, blocking.handle, non_blocking.handle};
+  // Identical results must also be right ones: a GEMM that wrote nothing would repeat the
+  // poison bitwise.
+  ASSERT_NO_FATAL_FAILURE(compute_reference(op));
   std::vector<unsigned char> first;
   for (int run = 0; run < 10; ++run) {
     const cudaStream_t stream = streams[run % 4];
@@ -303,6 +281,7 @@ TEST_P(KernelRepeat, IsBitwiseDeterministicOverTenRunsOnFourStreams) {
     std::vector<unsigned char> bytes;
     ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.d, bytes));
     if (run == 0) {
+      ASSERT_NO_FATAL_FAILURE(expect_matches_reference(op, kernel_label(std::get<0>(GetParam()))));
       first = std::move(bytes);
       continue;
     }
@@ -333,7 +312,10 @@ TEST_P(KernelRepeat, ReplaysFromACudaGraphLikeTheEagerCall) {
   GraphResources g;
   CHECK_CUDA(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
   std::vector<unsigned char> eager;
+  ASSERT_NO_FATAL_FAILURE(compute_reference(op));
+  CHECK_CUDA(verify::poison(op.d.get(), op.desc.d.dtype, op.d_elements(), g.stream));
   ASSERT_NO_FATAL_FAILURE(run_gemm(op, g.stream));
+  ASSERT_NO_FATAL_FAILURE(expect_matches_reference(op, kernel_label(std::get<0>(GetParam()))));
   ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.d, eager));
 
   // Global mode makes any allocation or synchronisation inside gemm() fail the capture.

@@ -122,6 +122,7 @@ struct RunInfo {
   std::string commit, date;
   std::string dtype, out_dtype;
   std::string epilogue = "none";  // --epilogue
+  bool batch_invariant = false;   // --batch-invariant
   std::string method;
   std::vector<std::string> kernels;
   std::vector<std::string> shape_files;

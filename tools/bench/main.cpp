@@ -848,6 +848,7 @@ int run(int argc, char** argv) {
   info.dtype = dtype_name(opt.dtype);
   info.out_dtype = dtype_name(opt.out_dtype.value_or(opt.dtype));
   info.epilogue = epilogue_name(opt.epilogue);
+  info.batch_invariant = opt.batch_invariant;
   info.method = method_text(opt.epilogue);
   for (const auto& s : specs) info.kernels.push_back(s.label);
   info.shape_files = opt.shape_files;

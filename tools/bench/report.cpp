@@ -151,6 +151,8 @@ std::string to_json(const Results& res) {
   w.value(info.out_dtype);
   w.key("epilogue");
   w.value(info.epilogue);
+  w.key("batch_invariant");
+  w.value(info.batch_invariant);
   w.key("method");
   w.value(info.method);
   w.key("repeats");

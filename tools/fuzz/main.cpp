@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -61,8 +62,12 @@ struct Options {
 
 int64_t parse_count(const char* flag, const char* text) {
   char* end = nullptr;
+  errno = 0;
   const long long v = std::strtoll(text, &end, 10);
-  if (end == text || *end != '\0' || v < 0) usage_error(std::string(flag) + " needs a non-negative integer");
+  // Bounded so that first + problems and the per-problem seed arithmetic cannot overflow.
+  if (end == text || *end != '\0' || v < 0 || errno == ERANGE || v > (1LL << 40)) {
+    usage_error(std::string(flag) + " needs an integer from 0 to 2^40");
+  }
   return v;
 }
 

@@ -30,17 +30,8 @@ int resident_ctas(int splits) {
   auto kernel = decode_kernel<kTokenTile, sm90::Input::kBF16>();
   constexpr int kSmem = decode_smem_bytes<Config>();
   int found = 0;
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) == cudaSuccess) {
-    cudaLaunchConfig_t config{};
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim = {static_cast<unsigned>(splits), 1, 1};
-    config.gridDim = dim3(static_cast<unsigned>(splits), 1024);
-    config.blockDim = dim3(Config::kThreads);
-    config.dynamicSmemBytes = kSmem;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-    if (cudaOccupancyMaxActiveClusters(&found, kernel, &config) != cudaSuccess) found = 0;
+  if (set_dynamic_smem(kernel, kSmem, kName, nullptr) == Status::kSuccess) {
+    found = max_active_clusters(kernel, Config::kThreads, kSmem, splits);
   }
   cudaGetLastError();  // a failed query must not surface as the caller's launch error
   // Unknown: assume one CTA per SM of an H200.
@@ -156,7 +147,7 @@ Status plan_and_launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* d
   using Config = DecodeConfig<kTokenTile>;
   constexpr int kSmem = decode_smem_bytes<Config>();
   auto kernel = decode_kernel_for<kTokenTile>(desc.a.dtype);
-  char plan_name[PlanKey::kMaxKernelName];
+  char plan_name[2 * PlanKey::kMaxKernelName];
   std::snprintf(plan_name, sizeof(plan_name), "%s/t%d", kName, kTokenTile);
   DecodeLaunch launch;
   // The split planning, tensor maps and the kernel's shared-memory limit are per-problem
@@ -168,17 +159,11 @@ Status plan_and_launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* d
   if (s != Status::kSuccess) return s;
 
   const DecodeLaunchPlan& plan = launch.plan;
-  cudaLaunchConfig_t config{};
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim = {static_cast<unsigned>(plan.split.splits), 1, 1};
-  config.gridDim = dim3(static_cast<unsigned>(plan.split.splits), static_cast<unsigned>(plan.feature_tiles),
-                        static_cast<unsigned>(plan.token_tiles * plan.batch));
-  config.blockDim = dim3(Config::kThreads);
-  config.dynamicSmemBytes = kSmem;
-  config.stream = args.stream;
-  config.attrs = attribute;
-  config.numAttrs = 1;
+  cudaLaunchAttribute attribute;
+  const dim3 grid(static_cast<unsigned>(plan.split.splits), static_cast<unsigned>(plan.feature_tiles),
+                  static_cast<unsigned>(plan.token_tiles * plan.batch));
+  const cudaLaunchConfig_t config =
+      cluster_launch_config(&attribute, grid, Config::kThreads, kSmem, plan.split.splits, args.stream);
   const cudaError_t e = cudaLaunchKernelEx(&config, kernel, launch.params);
   if (e != cudaSuccess) return fail(diag, Status::kCudaError, "%s: launch failed: %s", kName, cudaGetErrorName(e));
   return check_launch(diag, kName);

@@ -56,7 +56,7 @@ __device__ __forceinline__ void run_stream_k_consumer(const Sm90Params& params, 
     run_consumer_mainloop<Config, kInput>(acc, consumer, unit.k_end - unit.k_begin, ring, shared.a, shared.b,
                                           shared.barriers);
     if (unit.k_end < params.k_tiles) {
-      park_partial<Config>(params.stream_k_workspace, cta, consumer, acc);
+      park_partial_in_workspace<Config>(params.stream_k_workspace, cta, consumer, acc);
       continue;
     }
     if (unit.k_begin > 0) {

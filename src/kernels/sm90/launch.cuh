@@ -94,23 +94,6 @@ auto sm90_kernel_for(DataType input) {
                                   : sm90_gemm_kernel<Config, sm90::Input::kF16>;
 }
 
-template <class Config>
-cudaLaunchConfig_t sm90_launch_config(cudaLaunchAttribute* cluster_attribute, unsigned grid_ctas, cudaStream_t stream) {
-  cluster_attribute->id = cudaLaunchAttributeClusterDimension;
-  cluster_attribute->val.clusterDim = {static_cast<unsigned>(Config::kClusterM), 1, 1};
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(grid_ctas);
-  config.blockDim = dim3(Config::kThreads);
-  config.dynamicSmemBytes = sm90_smem_bytes<Config>();
-  config.stream = stream;
-  config.attrs = cluster_attribute;
-  config.numAttrs = 1;
-  return config;
-}
-
-// The per-problem host work: parameters and tensor maps, the kernel's shared-memory limit
-// on this device, and the grid - for a persistent launch as many clusters as fit at once
-// (an occupancy query, microseconds, hence cached with the rest).
 // Stream-K configurations: the grid is every resident CTA (the point is to keep SMs busy
 // that whole tiles would leave idle), capped by what the workspace holds; the flags come
 // first in it, then one parked partial tile per CTA.
@@ -150,15 +133,8 @@ Status build_sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& 
   if (s != Status::kSuccess) return s;
   int clusters = out->params.scheduler.total_cluster_tiles();
   if (policy.persistent || Config::kStreamK) {
-    cudaLaunchAttribute attribute;
-    const cudaLaunchConfig_t config =
-        sm90_launch_config<Config>(&attribute, static_cast<unsigned>(Config::kClusterM * 1024), nullptr);
-    int resident = 0;
-    const cudaError_t e = cudaOccupancyMaxActiveClusters(&resident, kernel, &config);
-    if (e != cudaSuccess || resident <= 0) {
-      cudaGetLastError();
-      return fail(diag, Status::kCudaError, "%s: cluster occupancy query failed: %s", name, cudaGetErrorName(e));
-    }
+    const int resident = max_active_clusters(kernel, Config::kThreads, sm90_smem_bytes<Config>(), Config::kClusterM);
+    if (resident <= 0) return fail(diag, Status::kCudaError, "%s: the cluster occupancy query failed", name);
     if constexpr (Config::kStreamK) return plan_stream_k_launch<Config>(name, args, resident, out, diag);
     clusters = std::min(clusters, resident);
   }
@@ -169,7 +145,7 @@ Status build_sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& 
 template <class Config>
 Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   // Keyed by the configuration as well as the kernel name: one name launches several.
-  char plan_name[PlanKey::kMaxKernelName];
+  char plan_name[2 * PlanKey::kMaxKernelName];
   std::snprintf(plan_name, sizeof(plan_name), "%s/%dx%dx%d/c%d/s%d/p%d/%s", name, Config::kBlockM, Config::kBlockN,
                 Config::kStages, Config::kClusterM, int(Config::kTmaStore), int(policy.persistent) * policy.band,
                 Config::kStreamK ? "sk" : Config::kPingPong ? "pp" : "coop");
@@ -186,8 +162,9 @@ Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, 
     if (e != cudaSuccess) return fail(diag, Status::kCudaError, "%s: clearing the stream-K flags failed: %s", name, cudaGetErrorName(e));
   }
   cudaLaunchAttribute attribute;
-  const cudaLaunchConfig_t config =
-      sm90_launch_config<Config>(&attribute, static_cast<unsigned>(launch.grid_ctas), args.stream);
+  const cudaLaunchConfig_t config = cluster_launch_config(&attribute, dim3(static_cast<unsigned>(launch.grid_ctas)),
+                                                          Config::kThreads, sm90_smem_bytes<Config>(),
+                                                          Config::kClusterM, args.stream);
   const cudaError_t e = cudaLaunchKernelEx(&config, sm90_kernel_for<Config>(desc.a.dtype), launch.params);
   if (e != cudaSuccess) {
     return fail(diag, Status::kCudaError, "%s: launch failed: %s", name, cudaGetErrorName(e));

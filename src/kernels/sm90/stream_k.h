@@ -39,9 +39,10 @@ struct WorkUnit {
 };
 
 struct StreamKPlan {
+  int tiles = 0;
   int k_tiles = 0;
   int ctas = 0;      // the grid
-  int dp_turns = 0;  // whole tiles per CTA before the stream-K range
+  int dp_turns = 0;  // turns of whole tiles per CTA before the stream-K range (the last may be partial)
   int sk_ctas = 0;   // CTAs sharing the stream-K iterations (the first sk_ctas of the grid)
   int per_cta = 0;   // iterations per stream-K range ...
   int extra = 0;     // ... plus one for the first `extra` ranges
@@ -69,10 +70,12 @@ inline constexpr int kStreamKMinIterations = 4;
 // fill whole waves stay data-parallel, except the last full wave, which joins the partial
 // one: each CTA then gets at least one tile's worth of iterations, so a tile is cut into
 // two or three pieces rather than dozens. min_iterations bounds the range length from
-// below (fewer CTAs share the run when it is short). Returns a plan with sk_ctas == 0
-// when the tiles fill whole waves exactly or the run is too large for 32-bit indices.
+// below (fewer CTAs share the run when it is short). Returns an all data-parallel plan
+// (sk_ctas == 0, every tile whole) when the tiles fill whole waves exactly or the run is
+// too large for 32-bit iteration indices. tiles must stay below 2^31 (sm90_check).
 inline StreamKPlan plan_stream_k(int64_t tiles, int k_tiles, int ctas, int min_iterations = 1) {
   StreamKPlan plan;
+  plan.tiles = static_cast<int>(tiles);
   plan.k_tiles = k_tiles;
   plan.ctas = ctas;
   if (ctas <= 0 || k_tiles <= 0 || tiles <= 0) return plan;
@@ -80,8 +83,8 @@ inline StreamKPlan plan_stream_k(int64_t tiles, int k_tiles, int ctas, int min_i
   const int64_t dp_turns = full_waves > 0 && tiles % ctas != 0 ? full_waves - 1 : full_waves;
   const int64_t sk_tiles = tiles - dp_turns * ctas;
   const int64_t iterations = sk_tiles * k_tiles;
-  if (sk_tiles == 0 || iterations >= (int64_t{1} << 31) || dp_turns >= (int64_t{1} << 30)) {
-    plan.dp_turns = static_cast<int>(full_waves);
+  if (sk_tiles == 0 || iterations >= (int64_t{1} << 31)) {
+    plan.dp_turns = static_cast<int>((tiles + ctas - 1) / ctas);
     return plan;
   }
   if (min_iterations < 1) min_iterations = 1;
@@ -105,7 +108,8 @@ struct StreamKCursor {
       : plan(&p), cta(cta_index), sk_begin(p.range_begin(cta_index)), sk_end(p.range_begin(cta_index + 1)) {}
 
   ANVIL_HOST_DEVICE bool next(WorkUnit* unit) {
-    if (turn < plan->dp_turns) {
+    // Whole tiles; in an all data-parallel plan the last turn leaves some CTAs without one.
+    if (turn < plan->dp_turns && cta + turn * plan->ctas < plan->tiles) {
       *unit = WorkUnit{cta + turn * plan->ctas, 0, plan->k_tiles};
       ++turn;
       return true;

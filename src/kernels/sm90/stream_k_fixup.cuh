@@ -7,6 +7,7 @@
 // the finisher, whose fragment has the same layout, adds element for element.
 #pragma once
 
+#include "arch/sm90/fence.cuh"
 #include "arch/sm90/global_flag.cuh"
 #include "kernels/sm90/epilogue_store.cuh"
 #include "kernels/sm90/kernel_config.h"
@@ -25,7 +26,7 @@ __device__ __forceinline__ float4* partial_slot(const StreamKWorkspace& w, int c
 
 // A piece of a tile that another CTA finishes: park it and raise this warpgroup's flag.
 template <class Config>
-__device__ __forceinline__ void park_partial(const StreamKWorkspace& w, int cta, int consumer,
+__device__ __forceinline__ void park_partial_in_workspace(const StreamKWorkspace& w, int cta, int consumer,
                                              const float (&acc)[Config::kSlabs][Config::kBlockN / 2]) {
   const int t = threadIdx.x % 128;
   float4* slot = partial_slot<Config>(w, cta, consumer);
