@@ -93,6 +93,11 @@ if want ablations; then
   "$bench" --shapes suites/ladder.json --only square-4096,square-8192 --dtype "$DTYPE" \
     --kernels ladder-04-swizzle,ladder-05-pipeline,ablation-05-two-stages,ladder-07-two-consumers,ladder-08-tma-store,ladder-09-cluster-multicast,ablation-09-no-multicast,ablation-09-cross-release,ablation-09-four-stages,ladder-10-persistent,sm90-gemm,cublas \
     --json "$OUT/ablations-$DTYPE-$stamp.json" 2>"$OUT/ablations.err" | tee "$OUT/ablations.txt" || status=1
+  # The production pairs against one-change variants of their configuration (stages,
+  # tile shape, epilogue path) on the prefill shapes (src/kernels/ablations/tile_shape_ablations.cu).
+  "$bench" --shapes suites/llm.json --only square-4096,square-8192,llama70b-prefill-qkv,llama70b-prefill-mlp_up,llama70b-prefill-mlp_down,gemma3-27b-512x8192x5376 \
+    --dtype "$DTYPE" --kernels sm90-gemm,ablation-10-wide-4stage,ablation-10-tall-4stage,ablation-10-tall-3stage,cublas \
+    --json "$OUT/ablations-prefill-$DTYPE-$stamp.json" 2>>"$OUT/ablations.err" | tee -a "$OUT/ablations.txt" || status=1
 fi
 
 if want epilogue; then

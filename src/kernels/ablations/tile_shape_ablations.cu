@@ -1,0 +1,35 @@
+// Ablations of the production kernel's plain-GEMM configuration (sm90-gemm's multicast
+// pairs: 128x256 tiles, 3 stages, TMA-store epilogue), each persistent with the same
+// banded raster, changing one thing at a time:
+//   ablation-10-wide-4stage   4 stages instead of 3, paid for by giving up the 64 KiB
+//                             TMA-store buffer (the epilogue stores pairs straight from
+//                             registers): is 3 stages too shallow to hide L2 latency?
+//   ablation-10-tall-4stage   256x128 tiles (two 64-row slabs per consumer warpgroup), 4
+//                             stages, direct epilogue: cuBLAS's shape on this GPU
+//                             (nvjet_sm90_tst_256x128_64x4_1x2, ncu, 2026-11-29);
+//   ablation-10-tall-3stage   256x128 tiles with the pairs' 3 stages and TMA store.
+#include "kernels/sm90/launch.cuh"
+
+namespace anvil::detail {
+namespace {
+
+constexpr char kWideFourStages[] = "ablation-10-wide-4stage";
+constexpr char kTallFourStages[] = "ablation-10-tall-4stage";
+constexpr char kTallThreeStages[] = "ablation-10-tall-3stage";
+using WideFourStages = Sm90Kernel<KernelConfig<256, 2, 1, 4, 2, false>, true, 8, kWideFourStages>;
+using TallFourStages = Sm90Kernel<KernelConfig<128, 2, 2, 4, 2, false>, true, 8, kTallFourStages>;
+using TallThreeStages = Sm90Kernel<KernelConfig<128, 2, 2, 3, 2, true>, true, 8, kTallThreeStages>;
+
+}  // namespace
+
+extern const KernelInfo kAblation10WideFourStages{kWideFourStages,
+                                                  "ablation: sm90-gemm's pairs with 4 stages, direct epilogue",
+                                                  WideFourStages::check, WideFourStages::launch, nullptr};
+extern const KernelInfo kAblation10TallFourStages{kTallFourStages,
+                                                  "ablation: 256x128 tiles in multicast pairs, 4 stages, direct epilogue",
+                                                  TallFourStages::check, TallFourStages::launch, nullptr};
+extern const KernelInfo kAblation10TallThreeStages{kTallThreeStages,
+                                                   "ablation: 256x128 tiles in multicast pairs, 3 stages, TMA store",
+                                                   TallThreeStages::check, TallThreeStages::launch, nullptr};
+
+}  // namespace anvil::detail
