@@ -96,7 +96,7 @@ if want ablations; then
   # The production pairs against one-change variants of their configuration (stages,
   # tile shape, epilogue path) on the prefill shapes (src/kernels/ablations/tile_shape_ablations.cu).
   "$bench" --shapes suites/llm.json --only square-4096,square-8192,llama70b-prefill-qkv,llama70b-prefill-mlp_up,llama70b-prefill-mlp_down,gemma3-27b-512x8192x5376 \
-    --dtype "$DTYPE" --kernels sm90-gemm,ablation-10-wide-4stage,ablation-10-tall-4stage,ablation-10-tall-3stage,cublas \
+    --dtype "$DTYPE" --kernels sm90-gemm,ablation-10-wide-4stage,ablation-10-tall-4stage,ablation-10-tall-3stage,ablation-10-wide-4stage-tma2,ablation-10-tall-4stage-tma2,cublas \
     --json "$OUT/ablations-prefill-$DTYPE-$stamp.json" 2>>"$OUT/ablations.err" | tee -a "$OUT/ablations.txt" || status=1
 fi
 

@@ -26,17 +26,20 @@ extern const KernelInfo kAblation09CrossRelease;
 extern const KernelInfo kAblation10WideFourStages;
 extern const KernelInfo kAblation10TallFourStages;
 extern const KernelInfo kAblation10TallThreeStages;
+extern const KernelInfo kAblation10WideTwoRounds;
+extern const KernelInfo kAblation10TallTwoRounds;
 
 namespace {
 // Ladder order first, then the production kernels the dispatcher prefers, then the
 // ablations that explain the ladder's flat or negative steps (docs/ladder.md).
-const std::array<const KernelInfo*, 21> kKernels = {
+const std::array<const KernelInfo*, 23> kKernels = {
     &kLadder01Naive,          &kLadder02SmemTiling,   &kLadder03TmaWgmma, &kLadder04Swizzle,
     &kLadder05Pipeline,       &kLadder06WarpSpecialized, &kLadder07TwoConsumers, &kLadder08TmaStore,
     &kLadder09Cluster,        &kLadder10Persistent,   &kSm90Gemm,            &kSm90Decode,     &kSm90GemmPingPong,
     &kSm90GemmStreamK,
     &kAblation05TwoStages,    &kAblation09NoMulticast, &kAblation09FourStages, &kAblation09CrossRelease,
     &kAblation10WideFourStages, &kAblation10TallFourStages, &kAblation10TallThreeStages,
+    &kAblation10WideTwoRounds, &kAblation10TallTwoRounds,
 };
 }  // namespace
 

@@ -62,16 +62,18 @@ __device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
   }
 }
 
-// Writes a warpgroup's accumulators into its slabs of the TMA-store buffer, 16 columns of
-// the warp's 16 rows per stmatrix. Lane l addresses row (l % 8) + 8 ((l / 8) % 2) of its
-// warp's rows, in column group g + l / 16 of the pair g, g + 1 that one instruction covers
-// (stmatrix_x4's tiles: rows 0-7 and 8-15 of group g, then of group g + 1, which are the
-// fragment's registers 4g .. 4g + 7 in order). Rows and columns past the edge of D hold
-// zeros (TMA filled the operands' out-of-bounds parts with zeros) and the TMA store clips
-// them, so no element is masked here.
-template <class Config, class Pair>
-__device__ __forceinline__ void stage_tile_for_tma_store(uint8_t* buffer, const float (&acc)[Config::kSlabs][Config::kBlockN / 2],
-                                                         int t) {
+// Writes a warpgroup's accumulators for boxes [kFirstBox, kFirstBox + kBoxes) of its
+// slabs (box b: slab b / (kBlockN / 64), columns 64 (b % (kBlockN / 64)) ..) into the
+// TMA-store buffer, 16 columns of the warp's 16 rows per stmatrix. Lane l addresses row
+// (l % 8) + 8 ((l / 8) % 2) of its warp's rows, in column group g + l / 16 of the pair
+// g, g + 1 that one instruction covers (stmatrix_x4's tiles: rows 0-7 and 8-15 of group
+// g, then of group g + 1, which are the fragment's registers 4g .. 4g + 7 in order). Rows
+// and columns past the edge of D hold zeros (TMA filled the operands' out-of-bounds parts
+// with zeros) and the TMA store clips them, so no element is masked here.
+template <class Config, class Pair, int kFirstBox, int kBoxes>
+__device__ __forceinline__ void stage_boxes_for_tma_store(uint8_t* buffer,
+                                                          const float (&acc)[Config::kSlabs][Config::kBlockN / 2], int t) {
+  constexpr int kBoxesPerSlab = Config::kBlockN / 64;
   const int warp = t / 32, lane = t % 32;
   const int row = warp * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
   const uint32_t row_addr = sm90::smem_addr(buffer) + static_cast<uint32_t>(row) * 128;
@@ -81,14 +83,53 @@ __device__ __forceinline__ void stage_tile_for_tma_store(uint8_t* buffer, const 
 #pragma unroll
   for (int m = 0; m < 4; ++m) chunk[m] = static_cast<uint32_t>(((2 * m + lane / 16) ^ (lane % 8)) * 16);
 #pragma unroll
-  for (int slab = 0; slab < Config::kSlabs; ++slab) {
+  for (int box = kFirstBox; box < kFirstBox + kBoxes; ++box) {
+    const float(&slab)[Config::kBlockN / 2] = acc[box / kBoxesPerSlab];
 #pragma unroll
-    for (int g = 0; g < Config::kBlockN / 8; g += 2) {
-      const float* r = &acc[slab][4 * g];
-      const uint32_t box = static_cast<uint32_t>((slab * (Config::kBlockN / 64) + g / 8) * kStoreBoxBytes);
-      sm90::stmatrix_x4(row_addr + box + chunk[(g % 8) / 2], pack_pair<Pair>(r[0], r[1]), pack_pair<Pair>(r[2], r[3]),
+    for (int g = (box % kBoxesPerSlab) * 8; g < (box % kBoxesPerSlab) * 8 + 8; g += 2) {
+      const float* r = &slab[4 * g];
+      const uint32_t offset = static_cast<uint32_t>((box - kFirstBox) * kStoreBoxBytes) + chunk[(g % 8) / 2];
+      sm90::stmatrix_x4(row_addr + offset, pack_pair<Pair>(r[0], r[1]), pack_pair<Pair>(r[2], r[3]),
                         pack_pair<Pair>(r[4], r[5]), pack_pair<Pair>(r[6], r[7]));
     }
+  }
+}
+
+// One round of the TMA-store epilogue: wait until the buffer's previous stores have read
+// it, fill it with the round's boxes, and send them (one thread issues the copies).
+template <class Config, int kRound>
+__device__ __forceinline__ void tma_store_round(const Sm90Params& params, const TileCoord& tile, int consumer,
+                                                const float (&acc)[Config::kSlabs][Config::kBlockN / 2],
+                                                uint8_t* buffer, int64_t row0, int64_t col0, int t) {
+  constexpr int kBoxesPerSlab = Config::kBlockN / 64;
+  constexpr int kBoxes = Config::kSlabs * kBoxesPerSlab / Config::kStoreRounds;
+  constexpr int kFirstBox = kRound * kBoxes;
+  if (t == 0) sm90::tma_store_wait_read<0>();
+  warpgroup_sync(consumer);
+  if (params.epilogue.d.dtype == DataType::kBF16) {
+    stage_boxes_for_tma_store<Config, __nv_bfloat162, kFirstBox, kBoxes>(buffer, acc, t);
+  } else {
+    stage_boxes_for_tma_store<Config, __half2, kFirstBox, kBoxes>(buffer, acc, t);
+  }
+  // Generic-proxy writes must be visible to the TMA engine's async-proxy reads.
+  sm90::fence_proxy_async_shared();
+  warpgroup_sync(consumer);
+  if (t == 0) {
+#pragma unroll
+    for (int box = kFirstBox; box < kFirstBox + kBoxes; ++box) {
+      const uint8_t* src = buffer + (box - kFirstBox) * kStoreBoxBytes;
+      const int x = static_cast<int>(col0) + (box % kBoxesPerSlab) * 64;
+      const int y = static_cast<int>(row0) + (box / kBoxesPerSlab) * 64;
+      if (params.batched) {
+        sm90::tma_store_3d(&params.map_d, src, x, y, tile.batch);
+      } else {
+        sm90::tma_store_2d(&params.map_d, src, x, y);
+      }
+    }
+    sm90::tma_store_commit_group();
+  }
+  if constexpr (kRound + 1 < Config::kStoreRounds) {
+    tma_store_round<Config, kRound + 1>(params, tile, consumer, acc, buffer, row0, col0, t);
   }
 }
 
@@ -104,34 +145,9 @@ __device__ __forceinline__ void store_plain(const Sm90Params& params, const Tile
 
   if constexpr (Config::kTmaStore) {
     if (params.tma_store) {
-      uint8_t* buffer = epilogue_smem + consumer * Config::kSlabs * (Config::kBlockN / 64) * kStoreBoxBytes;
-      // The previous tile's stores must have finished reading the buffer.
-      if (t == 0) sm90::tma_store_wait_read<0>();
-      warpgroup_sync(consumer);
-      if (p.d.dtype == DataType::kBF16) {
-        stage_tile_for_tma_store<Config, __nv_bfloat162>(buffer, acc, t);
-      } else {
-        stage_tile_for_tma_store<Config, __half2>(buffer, acc, t);
-      }
-      // Generic-proxy writes must be visible to the TMA engine's async-proxy reads.
-      sm90::fence_proxy_async_shared();
-      warpgroup_sync(consumer);
-      if (t == 0) {
-#pragma unroll
-        for (int slab = 0; slab < Config::kSlabs; ++slab) {
-#pragma unroll
-          for (int j = 0; j < Config::kBlockN / 64; ++j) {
-            const uint8_t* src = buffer + (slab * (Config::kBlockN / 64) + j) * kStoreBoxBytes;
-            const int x = static_cast<int>(col0) + j * 64, y = static_cast<int>(row0) + slab * 64;
-            if (params.batched) {
-              sm90::tma_store_3d(&params.map_d, src, x, y, tile.batch);
-            } else {
-              sm90::tma_store_2d(&params.map_d, src, x, y);
-            }
-          }
-        }
-        sm90::tma_store_commit_group();
-      }
+      constexpr int kBufferBoxes = Config::kSlabs * (Config::kBlockN / 64) / Config::kStoreRounds;
+      uint8_t* buffer = epilogue_smem + consumer * kBufferBoxes * kStoreBoxBytes;
+      tma_store_round<Config, 0>(params, tile, consumer, acc, buffer, row0, col0, t);
       return;
     }
   }

@@ -15,7 +15,7 @@ enum class Schedule { kCooperative, kPingPong };
 
 template <int kBlockN_, int kConsumers_, int kSlabs_, int kStages_, int kClusterM_, bool kTmaStore_,
           ClusterB kClusterB_ = ClusterB::kMulticast, Schedule kSchedule_ = Schedule::kCooperative,
-          bool kStreamK_ = false>
+          bool kStreamK_ = false, int kStoreRounds_ = 1>
 struct KernelConfig {
   static constexpr int kBlockK = 64;  // one 128-byte swizzle row of bf16/fp16
   static constexpr int kBlockN = kBlockN_;
@@ -41,8 +41,12 @@ struct KernelConfig {
   // The TMA-store buffer (the whole tile in bf16/fp16), or the staged epilogue's chunk of
   // 16 x 40 floats per consumer warp (epilogue_store.cuh); the larger of the two.
   static constexpr int kStagedEpilogueBytes = kConsumers * 4 * 16 * 40 * 4;
+  // The TMA-store epilogue writes a warpgroup's output in this many rounds through a buffer
+  // of 1/kStoreRounds of it, waiting for each round's stores to leave shared memory: less
+  // buffer, so room for another stage, for a wait per extra round.
+  static constexpr int kStoreRounds = kStoreRounds_;
   // Ping-pong warpgroups each store a whole tile, possibly at the same time.
-  static constexpr int kTmaStoreBytes = kBlockM * kBlockN * 2 * (kPingPong ? kConsumers : 1);
+  static constexpr int kTmaStoreBytes = kBlockM * kBlockN * 2 * (kPingPong ? kConsumers : 1) / kStoreRounds;
   static constexpr int kEpilogueBytes =
       kTmaStore && kTmaStoreBytes > kStagedEpilogueBytes ? kTmaStoreBytes : kStagedEpilogueBytes;
   // The producer only issues TMA; its registers go to the consumers' accumulators.
@@ -50,6 +54,7 @@ struct KernelConfig {
   static constexpr int kConsumerRegisters = kConsumers == 1 ? 240 : 232;
 
   static_assert(kBlockN % 64 == 0 && kBlockN <= 256, "wgmma N and the epilogue's 64-column boxes");
+  static_assert((kSlabs * kBlockN / 64) % kStoreRounds == 0, "whole 64x64 store boxes per round");
   static_assert((kBlockN / kMulticastCtas) % 8 == 0, "multicast slices of B are whole 8-row groups");
   static_assert(!kStreamK || (kClusterM == 1 && !kPingPong), "stream-K units are per CTA, both warpgroups on one tile");
   static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumers <= 65536, "register file");

@@ -147,7 +147,7 @@ Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, 
   // Keyed by the configuration as well as the kernel name: one name launches several.
   char plan_name[2 * PlanKey::kMaxKernelName];
   std::snprintf(plan_name, sizeof(plan_name), "%s/%dx%dx%d/c%d/s%d/p%d/%s", name, Config::kBlockM, Config::kBlockN,
-                Config::kStages, Config::kClusterM, int(Config::kTmaStore), int(policy.persistent) * policy.band,
+                Config::kStages, Config::kClusterM, int(Config::kTmaStore) * Config::kStoreRounds, int(policy.persistent) * policy.band,
                 Config::kStreamK ? "sk" : Config::kPingPong ? "pp" : "coop");
   Sm90Launch launch;
   const Status s = find_or_build_plan(plan_name, desc, args, &launch, diag, [&](Sm90Launch* plan) {
