@@ -96,7 +96,7 @@ if want ablations; then
   # The production pairs against one-change variants of their configuration (stages,
   # tile shape, epilogue path) on the prefill shapes (src/kernels/ablations/tile_shape_ablations.cu).
   "$bench" --shapes suites/llm.json --only square-4096,square-8192,llama70b-prefill-qkv,llama70b-prefill-mlp_up,llama70b-prefill-mlp_down,gemma3-27b-512x8192x5376 \
-    --dtype "$DTYPE" --kernels sm90-gemm,ablation-10-wide-4stage,ablation-10-tall-4stage,ablation-10-tall-3stage,ablation-10-wide-4stage-tma2,ablation-10-tall-4stage-tma2,cublas \
+    --dtype "$DTYPE" --kernels sm90-gemm,ablation-10-wide-4stage,ablation-10-tall-4stage,ablation-10-tall-3stage,ablation-10-tall-4stage-tma2,ladder-10-persistent,cublas \
     --json "$OUT/ablations-prefill-$DTYPE-$stamp.json" 2>>"$OUT/ablations.err" | tee -a "$OUT/ablations.txt" || status=1
 fi
 
@@ -126,7 +126,7 @@ if want ladder; then
   # Every step on the five ladder shapes, except the naive kernel: at ~0.5 TFLOP/s it
   # would take minutes per large shape, so it runs on the two smallest only.
   steps=ladder-02-smem-tiling,ladder-03-tma-wgmma,ladder-04-swizzle,ladder-05-pipeline,ladder-06-warp-specialized
-  steps=$steps,ladder-07-two-consumers,ladder-08-tma-store,ladder-09-cluster-multicast,ladder-10-persistent
+  steps=$steps,ladder-07-two-consumers,ladder-08-tma-store,ladder-09-cluster-multicast,ladder-10-persistent,ladder-11-deeper-ring
   "$bench" --shapes suites/ladder.json ${LADDER_ONLY:+--only $LADDER_ONLY} --dtype "$DTYPE" \
     --kernels "$steps,sm90-gemm,cublas" --json "$OUT/ladder-$DTYPE-$stamp.json" 2>"$OUT/ladder.err" | tee "$OUT/ladder.txt" || status=1
   "$bench" --shapes suites/ladder.json --only square-4096,llama70b-decode256-attn_out --dtype "$DTYPE" \

@@ -15,6 +15,7 @@ extern const KernelInfo kLadder07TwoConsumers;
 extern const KernelInfo kLadder08TmaStore;
 extern const KernelInfo kLadder09Cluster;
 extern const KernelInfo kLadder10Persistent;
+extern const KernelInfo kLadder11DeeperRing;
 extern const KernelInfo kSm90Gemm;
 extern const KernelInfo kSm90Decode;
 extern const KernelInfo kSm90GemmPingPong;
@@ -26,7 +27,6 @@ extern const KernelInfo kAblation09CrossRelease;
 extern const KernelInfo kAblation10WideFourStages;
 extern const KernelInfo kAblation10TallFourStages;
 extern const KernelInfo kAblation10TallThreeStages;
-extern const KernelInfo kAblation10WideTwoRounds;
 extern const KernelInfo kAblation10TallTwoRounds;
 
 namespace {
@@ -35,11 +35,11 @@ namespace {
 const std::array<const KernelInfo*, 23> kKernels = {
     &kLadder01Naive,          &kLadder02SmemTiling,   &kLadder03TmaWgmma, &kLadder04Swizzle,
     &kLadder05Pipeline,       &kLadder06WarpSpecialized, &kLadder07TwoConsumers, &kLadder08TmaStore,
-    &kLadder09Cluster,        &kLadder10Persistent,   &kSm90Gemm,            &kSm90Decode,     &kSm90GemmPingPong,
+    &kLadder09Cluster,        &kLadder10Persistent,   &kLadder11DeeperRing, &kSm90Gemm,            &kSm90Decode,     &kSm90GemmPingPong,
     &kSm90GemmStreamK,
     &kAblation05TwoStages,    &kAblation09NoMulticast, &kAblation09FourStages, &kAblation09CrossRelease,
     &kAblation10WideFourStages, &kAblation10TallFourStages, &kAblation10TallThreeStages,
-    &kAblation10WideTwoRounds, &kAblation10TallTwoRounds,
+    &kAblation10TallTwoRounds,
 };
 }  // namespace
 

@@ -1,6 +1,6 @@
-// Ablations of the production kernel's plain-GEMM configuration (sm90-gemm's multicast
-// pairs: 128x256 tiles, 3 stages, TMA-store epilogue), each persistent with the same
-// banded raster, changing one thing at a time:
+// Ablations of ladder step 10's configuration (128x256 tiles in multicast pairs, 3
+// stages, TMA-store epilogue), each persistent with the same banded raster, changing one
+// thing at a time (measured in docs/ladder.md, step 11):
 //   ablation-10-wide-4stage   4 stages instead of 3, paid for by giving up the 64 KiB
 //                             TMA-store buffer (the epilogue stores pairs straight from
 //                             registers): is 3 stages too shallow to hide L2 latency?
@@ -8,10 +8,8 @@
 //                             stages, direct epilogue: cuBLAS's shape on this GPU
 //                             (nvjet_sm90_tst_256x128_64x4_1x2, ncu, 2026-11-29);
 //   ablation-10-tall-3stage   256x128 tiles with the pairs' 3 stages and TMA store;
-//   ablation-10-wide-4stage-tma2  4 stages and the TMA store through a half-size buffer,
-//                             in two rounds per tile (a wait for the first round's
-//                             stores to read the buffer before the second);
-//   ablation-10-tall-4stage-tma2  the same for 256x128 tiles.
+//   ablation-10-tall-4stage-tma2  256x128 tiles with ladder step 11's ring: 4 stages, the
+//                             TMA store in two rounds through half the buffer.
 #include "kernels/sm90/launch.cuh"
 
 namespace anvil::detail {
@@ -23,10 +21,7 @@ constexpr char kTallThreeStages[] = "ablation-10-tall-3stage";
 using WideFourStages = Sm90Kernel<KernelConfig<256, 2, 1, 4, 2, false>, true, 8, kWideFourStages>;
 using TallFourStages = Sm90Kernel<KernelConfig<128, 2, 2, 4, 2, false>, true, 8, kTallFourStages>;
 using TallThreeStages = Sm90Kernel<KernelConfig<128, 2, 2, 3, 2, true>, true, 8, kTallThreeStages>;
-constexpr char kWideTwoRounds[] = "ablation-10-wide-4stage-tma2";
 constexpr char kTallTwoRounds[] = "ablation-10-tall-4stage-tma2";
-using WideTwoRounds = Sm90Kernel<
-    KernelConfig<256, 2, 1, 4, 2, true, ClusterB::kMulticast, Schedule::kCooperative, false, 2>, true, 8, kWideTwoRounds>;
 using TallTwoRounds = Sm90Kernel<
     KernelConfig<128, 2, 2, 4, 2, true, ClusterB::kMulticast, Schedule::kCooperative, false, 2>, true, 8, kTallTwoRounds>;
 
@@ -41,9 +36,6 @@ extern const KernelInfo kAblation10TallFourStages{kTallFourStages,
 extern const KernelInfo kAblation10TallThreeStages{kTallThreeStages,
                                                    "ablation: 256x128 tiles in multicast pairs, 3 stages, TMA store",
                                                    TallThreeStages::check, TallThreeStages::launch, nullptr};
-extern const KernelInfo kAblation10WideTwoRounds{kWideTwoRounds,
-                                                 "ablation: sm90-gemm's pairs with 4 stages, TMA store in two rounds",
-                                                 WideTwoRounds::check, WideTwoRounds::launch, nullptr};
 extern const KernelInfo kAblation10TallTwoRounds{kTallTwoRounds,
                                                  "ablation: 256x128 tiles in pairs, 4 stages, TMA store in two rounds",
                                                  TallTwoRounds::check, TallTwoRounds::launch, nullptr};

@@ -18,9 +18,10 @@ namespace {
 using Wide = KernelConfig<256, 2, 1, 4, 1, false>;    // 128x256, 4 x 48 KiB stages, direct epilogue
 using Narrow = KernelConfig<128, 2, 1, 6, 1, false>;  // 128x128, 6 x 32 KiB stages
 // Wide tiles in 2-CTA clusters along M that multicast the shared B tile (half the L2
-// reads of B), with the plain GEMM's epilogue through TMA stores: ladder step 10's
-// configuration, 3 stages. The default for problems with two or more rows of tiles.
-using WidePair = KernelConfig<256, 2, 1, 3, 2, true>;
+// reads of B), 4 stages, the plain GEMM's epilogue through TMA stores in two rounds of a
+// half-size buffer: ladder step 11's configuration. The default for problems with two or
+// more rows of tiles.
+using WidePair = KernelConfig<256, 2, 1, 4, 2, true, ClusterB::kMulticast, Schedule::kCooperative, false, 2>;
 // The ping-pong schedule: 128x128 tiles, each consumer warpgroup taking whole tiles in
 // turn, so one warpgroup's epilogue overlaps the other's mainloop; 2-CTA multicast
 // clusters, 5 stages. sm90-gemm's choice for fused epilogues; also selectable by name.

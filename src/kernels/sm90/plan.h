@@ -13,7 +13,7 @@ namespace anvil::detail {
 enum class Sm90Variant : int {
   kWide = 0,      // 128x256 tiles, 4 stages of 48 KiB
   kNarrow = 1,    // 128x128 tiles, 6 stages of 32 KiB: twice the tiles for short/narrow problems
-  kWidePair = 2,  // 128x256 tiles in 2-CTA clusters along M multicasting B; 3 stages + TMA-store buffer
+  kWidePair = 2,  // 128x256 tiles in 2-CTA clusters along M multicasting B; 4 stages + half TMA-store buffer
   kPingPongPair = 3,  // 128x128 tiles taken in turn by the two consumer warpgroups, multicast pairs
   kTallStreamK = 4,   // 256x128 tiles, the last waves' K iterations spread over every SM (stream_k.h)
 };
