@@ -28,8 +28,9 @@ using WidePair = KernelConfig<256, 2, 1, 4, 2, true, ClusterB::kMulticast, Sched
 using PingPongPair = KernelConfig<128, 2, 2, 5, 2, true, ClusterB::kMulticast, Schedule::kPingPong>;
 // 256x128 tiles (two 64-row slabs per consumer warpgroup) whose trailing waves are dealt
 // out to all SMs by K iterations (stream_k.h): for problems whose tiles leave SMs idle in
-// the last wave, e.g. M = 256 decode batches, which then make one row of tiles.
-using TallStreamK = KernelConfig<128, 2, 2, 4, 1, false, ClusterB::kMulticast, Schedule::kCooperative, true>;
+// the last wave, e.g. M = 256 decode batches, which then make one row of tiles. 4 stages
+// and the pairs' TMA store in two rounds.
+using TallStreamK = KernelConfig<128, 2, 2, 4, 1, true, ClusterB::kMulticast, Schedule::kCooperative, true, 2>;
 constexpr const char* kName = "sm90-gemm";
 constexpr const char* kPingPongName = "sm90-gemm-pingpong";
 constexpr const char* kStreamKName = "sm90-gemm-streamk";
