@@ -150,6 +150,19 @@ TEST(StreamKChoice, FullWavesAndShortKKeepWholeTiles) {
   EXPECT_NE(choose_sm90_variant(short_k, kH200Sms), Sm90Variant::kTallStreamK);
 }
 
+TEST(StreamKChoice, NotBelowTheMeasuredKRange) {
+  // 4097^3: 561 tall tiles after 5 whole waves of pairs, so the cost model alone prefers
+  // stream-K; measured 423 us against 340 us for the pairs (178a2e3). 65 K iterations is
+  // below the range where stream-K was measured to win.
+  const Sm90Problem odd{4097, 4097, 4097, 1, false, true};
+  EXPECT_LT(stream_k_cost(odd.m, odd.n, odd.k, 1, kH200Sms),
+            whole_tile_waves_cost(Sm90Variant::kWidePair, odd.m, odd.n, 1, kH200Sms));
+  EXPECT_EQ(choose_sm90_variant(odd, kH200Sms), Sm90Variant::kWidePair);
+  // The same tile counts with 128 K iterations are the model's to decide.
+  const Sm90Problem long_k{4097, 4097, 8192, 1, false, true};
+  EXPECT_EQ(choose_sm90_variant(long_k, kH200Sms), Sm90Variant::kTallStreamK);
+}
+
 TEST(StreamKChoice, NotWhenForbidden) {
   // The problem BadlyQuantizedSkinnyShapesStream streams, without the workspace for it.
   const Sm90Problem p{256, 10240, 8192, 1, false, false};

@@ -139,11 +139,18 @@ struct Sm90Problem {
   bool stream_k_allowed = true;  // workspace for the partials is there; not batch-invariant
 };
 
+// Stream-K is only considered with at least this many K iterations per tile. Every shape
+// where it was measured to win has 128 (K = 8192; H200, 2026-11-29); on 4097^3 (65) the
+// model predicted a 3% gain and it ran 25% slower (423 against 340 us,
+// bench/results/h200-2026-11-29-178a2e3-streamk-choice-*), so below that the model's
+// fixup estimate is not trusted.
+inline constexpr int64_t kStreamKMinKTiles = 128;
+
 // The whole choice: the whole-tile variant, or stream-K where it is cheaper than the
 // whole-tile plans' waves.
 inline Sm90Variant choose_sm90_variant(const Sm90Problem& p, int sm_count) {
   const Sm90Variant whole = choose_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue);
-  if (!p.stream_k_allowed) return whole;
+  if (!p.stream_k_allowed || ceil_div(p.k, 64) < kStreamKMinKTiles) return whole;
   return stream_k_cost(p.m, p.n, p.k, p.batch, sm_count) < whole_tile_waves_cost(whole, p.m, p.n, p.batch, sm_count)
              ? Sm90Variant::kTallStreamK
              : whole;
