@@ -39,7 +39,8 @@ inline bool prefers_decode(int64_t m, int64_t n, int64_t batch, int sm_count) {
   if (m > kDecodeMaxTokens) return false;
   const Sm90Variant variant = choose_sm90_variant(m, n, batch, sm_count);
   const WavePlan plan =
-      wave_plan(m, n, batch, tile_shape(variant), sm_count, variant == Sm90Variant::kWidePair ? 2 : 1);
+      wave_plan(m, n, batch, tile_shape(variant), sm_count,
+                variant == Sm90Variant::kWidePair || variant == Sm90Variant::kPingPongPair ? 2 : 1);
   return plan.efficiency < kSm90MinWaveEfficiency;
 }
 

@@ -71,12 +71,21 @@ inline double variant_cost(Sm90Variant v, int64_t m, int64_t n, int64_t batch, i
 }
 
 // The whole-tile variant with the lowest estimated cost; ties go to the multicast pairs,
-// then to single wide tiles.
+// then to single wide tiles. Where pairs win, the ping-pong schedule's 128x128 tiles
+// (same clusters, same speed per FLOP for the plain GEMM since both store through
+// stmatrix + TMA) take over when their finer tiles fill the last wave better. H200,
+// 2026-11-29 (0843406, bench/results/...-0843406-confirm-bf16.json, one run, 11 repeats):
+// qkv prefill 8192 x 10240, 20 waves of pairs against 39 of 128x128 tiles, ran 1.052x
+// cuBLAS ping-pong against 1.006x pairs; where both fill their waves equally (4096^3,
+// 8192^3, mlp_down) the two were within 1.3% of each other.
 inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count) {
   const double pair_cost = variant_cost(Sm90Variant::kWidePair, m, n, batch, sm_count);
   const double wide_cost = variant_cost(Sm90Variant::kWide, m, n, batch, sm_count);
   const double narrow_cost = variant_cost(Sm90Variant::kNarrow, m, n, batch, sm_count);
-  if (pair_cost <= wide_cost && pair_cost <= narrow_cost) return Sm90Variant::kWidePair;
+  if (pair_cost <= wide_cost && pair_cost <= narrow_cost) {
+    const double pingpong_cost = variant_cost(Sm90Variant::kPingPongPair, m, n, batch, sm_count);
+    return pingpong_cost < pair_cost ? Sm90Variant::kPingPongPair : Sm90Variant::kWidePair;
+  }
   return narrow_cost < wide_cost ? Sm90Variant::kNarrow : Sm90Variant::kWide;
 }
 
