@@ -44,6 +44,10 @@ TEST(ChooseVariant, PingPongTilesWhereTheyFillTheLastWaveBetter) {
   EXPECT_EQ(choose_sm90_variant(8192, 10240, 1, kH200Sms), Sm90Variant::kPingPongPair);
   // mlp_up prefill: 55 against 109 half-size waves.
   EXPECT_EQ(choose_sm90_variant(8192, 28672, 1, kH200Sms), Sm90Variant::kPingPongPair);
+  // Not when D cannot leave through TMA stores (4097^3, odd ld: 411 us in ping-pong tiles
+  // against 333 us for the pairs, whose wave count is worse).
+  EXPECT_EQ(choose_sm90_variant(4097, 4097, 1, kH200Sms, false, true), Sm90Variant::kPingPongPair);
+  EXPECT_EQ(choose_sm90_variant(4097, 4097, 1, kH200Sms, false, false), Sm90Variant::kWidePair);
   // Equal fill (4096^3: 4 waves of pairs, 8 of ping-pong tiles) keeps the pairs.
   EXPECT_DOUBLE_EQ(variant_cost(Sm90Variant::kPingPongPair, 4096, 4096, 1, kH200Sms),
                    variant_cost(Sm90Variant::kWidePair, 4096, 4096, 1, kH200Sms));

@@ -116,6 +116,10 @@ Sm90Problem sm90_problem(const GemmDesc& desc) {
   p.batch = desc.batch;
   p.fused_epilogue = !plain_epilogue(desc);
   p.stream_k_allowed = !desc.batch_invariant;
+  // As build_sm90_params decides it, less D's base address (not known when only the size
+  // of the workspace is asked for; a misaligned base only costs the faster store path).
+  p.tma_store = desc.d.dtype != DataType::kF32 && desc.d.order == Order::kRowMajor && desc.d.ld % 8 == 0 &&
+                (desc.batch == 1 || desc.d.batch_stride % 8 == 0);
   return p;
 }
 

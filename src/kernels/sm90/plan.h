@@ -78,24 +78,35 @@ inline double variant_cost(Sm90Variant v, int64_t m, int64_t n, int64_t batch, i
 // qkv prefill 8192 x 10240, 20 waves of pairs against 39 of 128x128 tiles, ran 1.052x
 // cuBLAS ping-pong against 1.006x pairs; where both fill their waves equally (4096^3,
 // 8192^3, mlp_down) the two were within 1.3% of each other.
-inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count) {
+//
+// Only where D leaves through TMA stores (tma_store: a half, row-major output with
+// 16-byte rows). Otherwise a plain GEMM takes the staged epilogue's general path, whose
+// long instruction stream in ping-pong competes with the other warpgroup's wgmma issue:
+// 4097^3 (odd ld) ran 411 us in ping-pong tiles against 333 us for the pairs (bed4304 and
+// 0843406, bench/results/...-streamk-choice-bf16.json, ...-unaligned-odd-bf16.json).
+inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count, bool fused_epilogue,
+                                       bool tma_store) {
   const double pair_cost = variant_cost(Sm90Variant::kWidePair, m, n, batch, sm_count);
   const double wide_cost = variant_cost(Sm90Variant::kWide, m, n, batch, sm_count);
   const double narrow_cost = variant_cost(Sm90Variant::kNarrow, m, n, batch, sm_count);
   if (pair_cost <= wide_cost && pair_cost <= narrow_cost) {
+    // With a fused epilogue (bias, activation, SwiGLU, alpha, C) the ping-pong schedule
+    // always takes the pairs' place: its epilogue overlaps the other warpgroup's mainloop.
+    // H200, 2026-11-29 (1b513f3, bench/results): fused bias+GELU 4-6% faster, SwiGLU 6-10%.
+    if (fused_epilogue) return Sm90Variant::kPingPongPair;
     const double pingpong_cost = variant_cost(Sm90Variant::kPingPongPair, m, n, batch, sm_count);
-    return pingpong_cost < pair_cost ? Sm90Variant::kPingPongPair : Sm90Variant::kWidePair;
+    return tma_store && pingpong_cost < pair_cost ? Sm90Variant::kPingPongPair : Sm90Variant::kWidePair;
   }
   return narrow_cost < wide_cost ? Sm90Variant::kNarrow : Sm90Variant::kWide;
 }
 
-// With a fused epilogue (bias, activation, SwiGLU, alpha, C) the ping-pong schedule takes
-// the multicast pairs' place: its epilogue overlaps the other warpgroup's mainloop. H200,
-// 2026-11-29 (1b513f3, bench/results): plain GEMMs within +-2% of the pairs; fused bias+GELU
-// 4-6% faster, SwiGLU 6-10% faster.
+// The plain GEMM into a TMA-storable output, the common case.
+inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count) {
+  return choose_sm90_variant(m, n, batch, sm_count, false, true);
+}
+
 inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count, bool fused_epilogue) {
-  const Sm90Variant v = choose_sm90_variant(m, n, batch, sm_count);
-  return fused_epilogue && v == Sm90Variant::kWidePair ? Sm90Variant::kPingPongPair : v;
+  return choose_sm90_variant(m, n, batch, sm_count, fused_epilogue, true);
 }
 
 // Why 256 x 128 tiles: an M = 256 batch is then one row of tiles, so each weight tile is
@@ -146,6 +157,7 @@ struct Sm90Problem {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool fused_epilogue = false;
   bool stream_k_allowed = true;  // workspace for the partials is there; not batch-invariant
+  bool tma_store = true;         // D can leave through TMA stores (half, row-major, 16-byte rows)
 };
 
 // Stream-K is only considered with at least this many K iterations per tile. Every shape
@@ -158,7 +170,7 @@ inline constexpr int64_t kStreamKMinKTiles = 128;
 // The whole choice: the whole-tile variant, or stream-K where it is cheaper than the
 // whole-tile plans' waves.
 inline Sm90Variant choose_sm90_variant(const Sm90Problem& p, int sm_count) {
-  const Sm90Variant whole = choose_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue);
+  const Sm90Variant whole = choose_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue, p.tma_store);
   if (!p.stream_k_allowed || ceil_div(p.k, 64) < kStreamKMinKTiles) return whole;
   return stream_k_cost(p.m, p.n, p.k, p.batch, sm_count) < whole_tile_waves_cost(whole, p.m, p.n, p.batch, sm_count)
              ? Sm90Variant::kTallStreamK
