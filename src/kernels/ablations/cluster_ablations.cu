@@ -21,13 +21,9 @@ using CrossRelease =
 using FourStages = Sm90Kernel<KernelConfig<256, 2, 1, 4, 2, false, ClusterB::kMulticast>, false, 1, kFourStages>;
 }  // namespace
 
-extern const KernelInfo kAblation09NoMulticast{kNoMulticast, "ablation: step 9's cluster launch without multicast",
-                                               NoMulticast::check, NoMulticast::launch, nullptr};
-extern const KernelInfo kAblation09CrossRelease{kCrossRelease,
-                                                "ablation: step 9's cluster, local loads, cross-CTA stage release",
-                                                CrossRelease::check, CrossRelease::launch, nullptr};
-extern const KernelInfo kAblation09FourStages{kFourStages,
-                                              "ablation: step 7 (4 stages, direct epilogue) + 2-CTA multicast",
-                                              FourStages::check, FourStages::launch, nullptr};
-
+extern const KernelInfo kAblation09NoMulticast = NoMulticast::info("ablation: step 9's cluster launch without multicast");
+extern const KernelInfo kAblation09CrossRelease =
+    CrossRelease::info("ablation: step 9's cluster, local loads, cross-CTA stage release");
+extern const KernelInfo kAblation09FourStages =
+    FourStages::info("ablation: step 7 (4 stages, direct epilogue) + 2-CTA multicast");
 }  // namespace anvil::detail

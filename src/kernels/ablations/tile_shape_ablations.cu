@@ -27,17 +27,13 @@ using TallTwoRounds = Sm90Kernel<
 
 }  // namespace
 
-extern const KernelInfo kAblation10WideFourStages{kWideFourStages,
-                                                  "ablation: sm90-gemm's pairs with 4 stages, direct epilogue",
-                                                  WideFourStages::check, WideFourStages::launch, nullptr};
-extern const KernelInfo kAblation10TallFourStages{kTallFourStages,
-                                                  "ablation: 256x128 tiles in multicast pairs, 4 stages, direct epilogue",
-                                                  TallFourStages::check, TallFourStages::launch, nullptr};
-extern const KernelInfo kAblation10TallThreeStages{kTallThreeStages,
-                                                   "ablation: 256x128 tiles in multicast pairs, 3 stages, TMA store",
-                                                   TallThreeStages::check, TallThreeStages::launch, nullptr};
-extern const KernelInfo kAblation10TallTwoRounds{kTallTwoRounds,
-                                                 "ablation: 256x128 tiles in pairs, 4 stages, TMA store in two rounds",
-                                                 TallTwoRounds::check, TallTwoRounds::launch, nullptr};
+extern const KernelInfo kAblation10WideFourStages =
+    WideFourStages::info("ablation: step 10 with 4 stages and the direct register epilogue");
+extern const KernelInfo kAblation10TallFourStages =
+    TallFourStages::info("ablation: 256x128 tiles in multicast pairs, 4 stages, direct epilogue");
+extern const KernelInfo kAblation10TallThreeStages =
+    TallThreeStages::info("ablation: 256x128 tiles in multicast pairs, 3 stages, TMA store");
+extern const KernelInfo kAblation10TallTwoRounds =
+    TallTwoRounds::info("ablation: 256x128 tiles in pairs, 4 stages, TMA store in two rounds");
 
 }  // namespace anvil::detail

@@ -12,6 +12,6 @@ constexpr char kName[] = "ladder-06-warp-specialized";
 using Kernel = Sm90Kernel<KernelConfig<128, 1, 2, 4, 1, false>, false, 1, kName>;
 }  // namespace
 
-extern const KernelInfo kLadder06WarpSpecialized{kName, "step 5 + producer warpgroup / consumer warpgroup, setmaxnreg", Kernel::check, Kernel::launch, nullptr};
+extern const KernelInfo kLadder06WarpSpecialized = Kernel::info("step 5 + producer warpgroup / consumer warpgroup, setmaxnreg");
 
 }  // namespace anvil::detail

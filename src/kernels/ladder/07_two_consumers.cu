@@ -11,6 +11,6 @@ constexpr char kName[] = "ladder-07-two-consumers";
 using Kernel = Sm90Kernel<KernelConfig<256, 2, 1, 4, 1, false>, false, 1, kName>;
 }  // namespace
 
-extern const KernelInfo kLadder07TwoConsumers{kName, "step 6 with 128x256 tiles: two consumer warpgroups, m64n256k16", Kernel::check, Kernel::launch, nullptr};
+extern const KernelInfo kLadder07TwoConsumers = Kernel::info("step 6 with 128x256 tiles: two consumer warpgroups, m64n256k16");
 
 }  // namespace anvil::detail

@@ -1,7 +1,8 @@
 // Ladder step 8: the epilogue through shared memory and TMA stores. Each consumer writes
-// its 64x256 slab as bf16 into a 128-byte-swizzled buffer (conflict-free), fences the
-// async proxy, and one thread stores it with four 64x64 TMA boxes that clip the matrix
-// edges on their own. The 64 KiB buffer costs one pipeline stage (4 -> 3).
+// its 64x256 slab as bf16 into a 128-byte-swizzled buffer with stmatrix (16 columns of a
+// warp's 16 rows per instruction, conflict-free), fences the async proxy, and one thread
+// stores it with four 64x64 TMA boxes that clip the matrix edges on their own. The 64 KiB
+// buffer costs one pipeline stage (4 -> 3); step 11 wins it back.
 #include "kernels/sm90/launch.cuh"
 
 namespace anvil::detail {
@@ -10,6 +11,6 @@ constexpr char kName[] = "ladder-08-tma-store";
 using Kernel = Sm90Kernel<KernelConfig<256, 2, 1, 3, 1, true>, false, 1, kName>;
 }  // namespace
 
-extern const KernelInfo kLadder08TmaStore{kName, "step 7 + epilogue through swizzled shared memory and TMA stores (3 stages)", Kernel::check, Kernel::launch, nullptr};
+extern const KernelInfo kLadder08TmaStore = Kernel::info("step 7 + epilogue through swizzled shared memory and TMA stores (3 stages)");
 
 }  // namespace anvil::detail

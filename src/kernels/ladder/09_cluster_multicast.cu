@@ -10,6 +10,6 @@ constexpr char kName[] = "ladder-09-cluster-multicast";
 using Kernel = Sm90Kernel<KernelConfig<256, 2, 1, 3, 2, true>, false, 1, kName>;
 }  // namespace
 
-extern const KernelInfo kLadder09Cluster{kName, "step 8 + 2-CTA cluster along M, B tile multicast", Kernel::check, Kernel::launch, nullptr};
+extern const KernelInfo kLadder09Cluster = Kernel::info("step 8 + 2-CTA cluster along M, B tile multicast");
 
 }  // namespace anvil::detail

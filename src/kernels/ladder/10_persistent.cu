@@ -11,6 +11,6 @@ constexpr char kName[] = "ladder-10-persistent";
 using Kernel = Sm90Kernel<KernelConfig<256, 2, 1, 3, 2, true>, true, 8, kName>;
 }  // namespace
 
-extern const KernelInfo kLadder10Persistent{kName, "step 9 + persistent grid, tile scheduler, banded L2-aware raster", Kernel::check, Kernel::launch, nullptr};
+extern const KernelInfo kLadder10Persistent = Kernel::info("step 9 + persistent grid, tile scheduler, banded L2-aware raster");
 
 }  // namespace anvil::detail

@@ -16,7 +16,7 @@ using Kernel = Sm90Kernel<KernelConfig<256, 2, 1, 4, 2, true, ClusterB::kMultica
                           true, 8, kName>;
 }  // namespace
 
-extern const KernelInfo kLadder11DeeperRing{kName, "step 10 + a fourth stage, TMA store in two rounds through half the buffer",
-                                            Kernel::check, Kernel::launch, nullptr};
+extern const KernelInfo kLadder11DeeperRing =
+    Kernel::info("step 10 + a fourth stage, TMA store in two rounds through half the buffer");
 
 }  // namespace anvil::detail

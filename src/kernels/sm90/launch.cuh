@@ -182,6 +182,8 @@ struct Sm90Kernel {
   static Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
     return sm90_launch<Config>(kName, LaunchPolicy{kPersistent, kBand}, desc, args, diag);
   }
+  // The registry entry (no workspace: these configurations read their operands in place).
+  static constexpr KernelInfo info(const char* summary) { return {kName, summary, check, launch, nullptr}; }
 };
 
 }  // namespace anvil::detail
