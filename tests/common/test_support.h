@@ -163,6 +163,15 @@ inline int64_t packed_ld(anvil::Order order, int64_t rows, int64_t cols, int64_t
   return (order == anvil::Order::kRowMajor ? cols : rows) + pad;
 }
 
+// A rows x cols operand in `order`, every line padded by `pad` elements, batches spaced by
+// the matrix plus `batch_gap` elements (batch stride 0 for a single matrix).
+inline anvil::MatrixLayout padded_layout(anvil::DataType dtype, anvil::Order order, int64_t rows, int64_t cols,
+                                         int64_t pad, int64_t batch, int64_t batch_gap) {
+  const int64_t ld = packed_ld(order, rows, cols, pad);
+  const int64_t lines = order == anvil::Order::kRowMajor ? rows : cols;
+  return layout(dtype, order, ld, batch > 1 ? lines * ld + batch_gap : 0);
+}
+
 inline double rms(const std::vector<double>& values) {
   double sum = 0.0;
   for (double v : values) sum += v * v;

@@ -52,14 +52,10 @@ GemmDesc make_desc(int64_t m, int64_t n, int64_t k, DataType in, Order ao, Order
   d.batch = batch;
   d.epilogue.activation = act;
   const int64_t n_out = act == Activation::kSwiGLU ? n / 2 : n;
-  auto make = [&](DataType t, Order o, int64_t rows, int64_t cols) {
-    const int64_t ld = anvil_test::packed_ld(o, rows, cols, pad);
-    const int64_t lines = o == Order::kRowMajor ? rows : cols;
-    return anvil_test::layout(t, o, ld, batch > 1 ? lines * ld + 64 : 0);
-  };
-  d.a = make(in, ao, m, k);
-  d.b = make(in, bo, k, n);
-  d.d = make(out, Order::kRowMajor, m, n_out);
+  constexpr int64_t kBatchGap = 64;
+  d.a = anvil_test::padded_layout(in, ao, m, k, pad, batch, kBatchGap);
+  d.b = anvil_test::padded_layout(in, bo, k, n, pad, batch, kBatchGap);
+  d.d = anvil_test::padded_layout(out, Order::kRowMajor, m, n_out, pad, batch, kBatchGap);
   d.c = d.d;
   return d;
 }

@@ -27,6 +27,9 @@ namespace verify = anvil::verify;
 
 // A problem in the given layouts; pad adds elements to every line, batch > 1 spaces the
 // matrices apart by their size plus a gap, so strides and padding are both exercised.
+// The reference reads any stride, so the gap need not keep TMA's 16-byte alignment.
+constexpr int64_t kBatchGap = 40;
+
 GemmDesc make_desc(int64_t m, int64_t n, int64_t k, DataType in, Order ao, Order bo, DataType out,
                    Order d_order = Order::kRowMajor, int64_t pad = 0, int64_t batch = 1) {
   GemmDesc d;
@@ -34,25 +37,17 @@ GemmDesc make_desc(int64_t m, int64_t n, int64_t k, DataType in, Order ao, Order
   d.n = n;
   d.k = k;
   d.batch = batch;
-  const int64_t n_out = n;  // callers switching to SwiGLU fix D up with swiglu()
-  auto make = [&](DataType t, Order o, int64_t rows, int64_t cols) {
-    const int64_t ld = anvil_test::packed_ld(o, rows, cols, pad);
-    const int64_t lines = o == Order::kRowMajor ? rows : cols;
-    return anvil_test::layout(t, o, ld, batch > 1 ? lines * ld + 40 : 0);
-  };
-  d.a = make(in, ao, m, k);
-  d.b = make(in, bo, k, n);
-  d.d = make(out, d_order, m, n_out);
+  // D is n wide; callers switching to SwiGLU fix it up with swiglu().
+  d.a = anvil_test::padded_layout(in, ao, m, k, pad, batch, kBatchGap);
+  d.b = anvil_test::padded_layout(in, bo, k, n, pad, batch, kBatchGap);
+  d.d = anvil_test::padded_layout(out, d_order, m, n, pad, batch, kBatchGap);
   d.c = d.d;
   return d;
 }
 
 GemmDesc swiglu(GemmDesc d, int64_t pad = 0) {
   d.epilogue.activation = Activation::kSwiGLU;
-  const int64_t ld = anvil_test::packed_ld(d.d.order, d.m, d.n / 2, pad);
-  const int64_t lines = d.d.order == Order::kRowMajor ? d.m : d.n / 2;
-  d.d.ld = ld;
-  d.d.batch_stride = d.batch > 1 ? lines * ld + 40 : 0;
+  d.d = anvil_test::padded_layout(d.d.dtype, d.d.order, d.m, d.n / 2, pad, d.batch, kBatchGap);
   d.c = d.d;
   return d;
 }
