@@ -17,6 +17,10 @@ phases=("$@")
 want() { for p in "${phases[@]}"; do [ "$p" = "$1" ] || [ "$p" = all ] && return 0; done; return 1; }
 status=0
 export ANVIL_COMMIT=${ANVIL_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+# As scripts/test.sh: a toolkit installed in its default place but not on PATH.
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
 bench="$BUILD/tools/anvil-bench"
 stamp=$(date -u +%Y-%m-%d)
 
