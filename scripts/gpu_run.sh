@@ -2,7 +2,7 @@
 # The one command for the GPU machine: configure, build, run the GPU tests and the
 # benchmark suites, writing logs and JSON under $OUT (default ./out).
 #
-#   scripts/gpu_run.sh [phase ...]     phases: build tests fuzz sanitize llm decode streamk anchors ablations epilogue unaligned square ladder all (default: all)
+#   scripts/gpu_run.sh [phase ...]     phases: build tests fuzz sanitize probe llm decode streamk anchors ablations epilogue unaligned square ladder all (default: all)
 #
 # Environment: OUT (results folder), ANVIL_BUILD_DIR (default build-gpu), DTYPE (bf16),
 # FUZZ_SEED (default: today's date as a number), FUZZ_PROBLEMS (2000).
@@ -61,6 +61,11 @@ if want sanitize; then
     echo "$tool: exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|tests? ran|PASSED|FAILED' "$OUT/sanitize-$tool.log" | tr '\n' ' ')" | tee -a "$OUT/sanitize.txt"
     [ $rc -eq 0 ] || status=1
   done
+fi
+
+if want probe; then
+  # Weight-streaming bandwidth by CTA cut, no math (tools/probes/stream_probe.cu).
+  "$BUILD/tools/anvil-stream-probe" --json "$OUT/stream-probe-$stamp.json" 2>"$OUT/probe.err" | tee "$OUT/probe.txt" || status=1
 fi
 
 if want llm; then

@@ -54,12 +54,12 @@ Status encode_tensor_map(CUtensorMap* out, const TensorMapRequest& r, Diagnostic
   const uint64_t elem = dtype_size(r.dtype);
   const cuuint64_t dims[3] = {r.inner, r.outer, r.batches};
   const cuuint64_t strides[2] = {r.line_stride * elem, r.batch_stride * elem};  // bytes
-  const cuuint32_t box[3] = {r.box_inner, r.box_outer, 1};
+  const cuuint32_t box[3] = {r.box_inner, r.box_outer, r.box_batches};
   const cuuint32_t unit[3] = {1, 1, 1};
   const cuuint32_t rank = r.batches > 1 ? 3 : 2;
   const CUresult result =
       encode(out, to_cu(r.dtype), rank, const_cast<void*>(r.base), dims, strides, box, unit,
-             CU_TENSOR_MAP_INTERLEAVE_NONE, r.swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+             CU_TENSOR_MAP_INTERLEAVE_NONE, r.swizzle, r.l2_promotion,
              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (result != CUDA_SUCCESS) {
     return fail(diag, Status::kInternalError,

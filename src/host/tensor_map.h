@@ -21,7 +21,10 @@ struct TensorMapRequest {
   uint32_t box_inner = 0, box_outer = 0;
   // Strided batch as a third dimension (batches > 1 only; batch_stride in elements).
   uint64_t batches = 1, batch_stride = 0;
+  uint32_t box_batches = 1;  // batches one box spans
   CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+  // How much L2 fetches from DRAM around each miss.
+  CUtensorMapL2promotion l2_promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
 };
 
 Status encode_tensor_map(CUtensorMap* out, const TensorMapRequest& request, Diagnostic* diag);

@@ -61,6 +61,16 @@ std::vector<DecodeCase> decode_cases() {
   // Feature and K tails.
   cases.push_back({"tails_16x1000x4104", linear(16, 1000, 4104)});
   cases.push_back({"tails_100x129x72", linear(100, 129, 72)});
+  // K not a multiple of 8 in padded rows (TMA-legal pitches): the last 16-byte piece of a
+  // weight row is partial, and the cp.async producer zero-fills its tail.
+  {
+    GemmDesc d = linear(9, 384, 1001);
+    d.a.ld = d.b.ld = 1008;
+    cases.push_back({"odd_k_padded_9x384x1001", d});
+    GemmDesc wide = linear(40, 256, 515);
+    wide.a.ld = wide.b.ld = 520;
+    cases.push_back({"odd_k_padded_40x256x515", wide});
+  }
   // Dtypes.
   cases.push_back({"fp16_24x512x1000", linear(24, 512, 1000, DataType::kF16, DataType::kF16)});
   cases.push_back({"bf16_to_fp32_40x512x1000", linear(40, 512, 1000, DataType::kBF16, DataType::kF32)});

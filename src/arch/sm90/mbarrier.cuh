@@ -63,6 +63,19 @@ __device__ __forceinline__ bool mbarrier_try_wait(uint64_t* bar, uint32_t phase)
   return done != 0;
 }
 
+// The non-blocking probe: never suspends the thread, so a loop over it spins.
+__device__ __forceinline__ bool mbarrier_test_wait(uint64_t* bar, uint32_t phase) {
+  uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.b32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(smem_addr(bar)), "r"(phase)
+      : "memory");
+  return done != 0;
+}
+
 // Blocks until phase `phase` of the barrier has completed. try_wait suspends the thread
 // for a hardware-chosen time, so the loop is cheap.
 __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t phase) {

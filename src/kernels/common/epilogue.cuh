@@ -110,25 +110,6 @@ inline __device__ __noinline__ void finish_swiglu_element(const EpilogueParams& 
   store_float(const_cast<void*>(p.d.ptr), p.d.dtype, element_offset(p.d, batch, row, col), y);
 }
 
-// Four finished outputs in a row of a row-major D whose four columns are all inside and
-// 8- or 16-byte aligned: one vector store instead of four.
-__device__ __forceinline__ void store_four(const EpilogueParams& p, int64_t offset, const float (&y)[4]) {
-  void* d = const_cast<void*>(p.d.ptr);
-  if (p.d.dtype == DataType::kF32) {
-    *reinterpret_cast<float4*>(static_cast<float*>(d) + offset) = make_float4(y[0], y[1], y[2], y[3]);
-  } else if (p.d.dtype == DataType::kBF16) {
-    const __nv_bfloat162 lo = __floats2bfloat162_rn(y[0], y[1]), hi = __floats2bfloat162_rn(y[2], y[3]);
-    uint2 bits;
-    bits.x = *reinterpret_cast<const uint32_t*>(&lo), bits.y = *reinterpret_cast<const uint32_t*>(&hi);
-    *reinterpret_cast<uint2*>(static_cast<__nv_bfloat16*>(d) + offset) = bits;
-  } else {
-    const __half2 lo = __floats2half2_rn(y[0], y[1]), hi = __floats2half2_rn(y[2], y[3]);
-    uint2 bits;
-    bits.x = *reinterpret_cast<const uint32_t*>(&lo), bits.y = *reinterpret_cast<const uint32_t*>(&hi);
-    *reinterpret_cast<uint2*>(static_cast<__half*>(d) + offset) = bits;
-  }
-}
-
 // Four finished outputs to four consecutive elements at `out` (8- or 16-byte aligned).
 template <class Out>
 __device__ __forceinline__ void store_four_as(Out* out, const float (&y)[4]) {
@@ -140,6 +121,21 @@ __device__ __forceinline__ void store_four_as(Out* out, const float (&y)[4]) {
   } else {
     const __half2 lo = __floats2half2_rn(y[0], y[1]), hi = __floats2half2_rn(y[2], y[3]);
     *reinterpret_cast<uint2*>(out) = make_uint2(*reinterpret_cast<const uint32_t*>(&lo), *reinterpret_cast<const uint32_t*>(&hi));
+  }
+}
+
+// Four finished outputs in a row of a row-major D whose four columns are all inside and
+// 8- or 16-byte aligned: one vector store instead of four. The output type is a run-time
+// value here (the general epilogue paths); store_four_as is the same store for code that
+// knows it at compile time.
+__device__ __forceinline__ void store_four(const EpilogueParams& p, int64_t offset, const float (&y)[4]) {
+  void* d = const_cast<void*>(p.d.ptr);
+  if (p.d.dtype == DataType::kF32) {
+    store_four_as(static_cast<float*>(d) + offset, y);
+  } else if (p.d.dtype == DataType::kBF16) {
+    store_four_as(static_cast<__nv_bfloat16*>(d) + offset, y);
+  } else {
+    store_four_as(static_cast<__half*>(d) + offset, y);
   }
 }
 

@@ -33,24 +33,6 @@
 
 namespace anvil::detail {
 
-__device__ __forceinline__ uint32_t pack_half2(float lo, float hi, DataType dtype) {
-  if (dtype == DataType::kBF16) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  }
-  const __half2 v = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-
-// Named barrier over one consumer warpgroup's 128 threads (id 0 is __syncthreads).
-__device__ __forceinline__ void warpgroup_sync(int consumer) {
-  asm volatile("bar.sync %0, 128;\n" ::"r"(consumer + 1) : "memory");
-}
-
-// The TMA-store buffer: per 64-row slab, one 64 x 64 box of halves per 64 columns, each
-// row 128 bytes with its 16-byte chunks XOR-swizzled by row (CU_TENSOR_MAP_SWIZZLE_128B).
-inline constexpr int kStoreBoxBytes = 64 * 128;
-
 template <class Pair>
 __device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
   if constexpr (std::is_same_v<Pair, __nv_bfloat162>) {
@@ -61,6 +43,20 @@ __device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
     return *reinterpret_cast<const uint32_t*>(&v);
   }
 }
+
+// The same with the output type known only at run time (bf16 or fp16).
+__device__ __forceinline__ uint32_t pack_half2(float lo, float hi, DataType dtype) {
+  return dtype == DataType::kBF16 ? pack_pair<__nv_bfloat162>(lo, hi) : pack_pair<__half2>(lo, hi);
+}
+
+// Named barrier over one consumer warpgroup's 128 threads (id 0 is __syncthreads).
+__device__ __forceinline__ void warpgroup_sync(int consumer) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(consumer + 1) : "memory");
+}
+
+// The TMA-store buffer: per 64-row slab, one 64 x 64 box of halves per 64 columns, each
+// row 128 bytes with its 16-byte chunks XOR-swizzled by row (CU_TENSOR_MAP_SWIZZLE_128B).
+inline constexpr int kStoreBoxBytes = 64 * 128;
 
 // Writes a warpgroup's accumulators for boxes [kFirstBox, kFirstBox + kBoxes) of its
 // slabs (box b: slab b / (kBlockN / 64), columns 64 (b % (kBlockN / 64)) ..) into the

@@ -1,0 +1,501 @@
+// anvil-stream-probe: how fast can a weight matrix be streamed into shared memory, as a
+// function of how the CTAs cut it? The decode kernel's question in isolation: no math, a
+// producer thread filling a stage ring with TMA copies and a consumer thread releasing
+// the stages as they land. Each pattern streams a 8192 x 8192 bf16 matrix (128 MiB; two
+// copies alternate so L2 never holds the input) and reports time per pass and bandwidth.
+//
+//   anvil-stream-probe [--json FILE]
+//
+// Pattern knobs: rows of the weight per CTA (the TMA box height), 64-column boxes per
+// stage (how many contiguous 128-byte pieces of a row one stage holds), K splits, ring
+// depth, how many stages the producer frees before issuing them together, and an optional
+// token tile (X rows) re-read from L2 with every stage, as the decode kernel does.
+// "bulk" patterns copy contiguous 16 KiB runs instead (cp.async.bulk, no tensor map):
+// the sequential-read ceiling.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "arch/sm90/bulk_copy.cuh"
+#include "arch/sm90/mbarrier.cuh"
+#include "arch/sm90/tma.cuh"
+#include "host/tensor_map.h"
+#include "json.h"
+#include "system_info.h"
+
+namespace {
+
+constexpr int kRows = 8192, kCols = 8192;  // the weight: 8192 x 8192 bf16
+constexpr int kBoxCols = 64;                // 128 bytes: the 128-byte swizzle's width
+constexpr int kBoxesPerRow = kCols / kBoxCols;
+constexpr int kBulkBytes = 16384;
+
+#define CHECK_CUDA(call)                                                                       \
+  do {                                                                                         \
+    cudaError_t err_ = (call);                                                                 \
+    if (err_ != cudaSuccess) {                                                                 \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_)); \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+struct Pattern {
+  const char* name;
+  int rows_per_cta;     // box height; 0 for bulk patterns
+  int boxes_per_stage;  // contiguous 128-byte pieces of each row per stage
+  int splits;           // K splits (CTAs per row block)
+  int stages;
+  int issue_group;      // stages freed before the producer issues them together
+  int token_rows;       // X rows re-read with every box (0: none)
+  int bulk_ctas;        // > 0: contiguous cp.async.bulk streaming with this many CTAs
+  int rotation = 0;     // kRotate*: where each CTA starts its K range
+  bool flat = false;    // the matrix viewed as 64-column lines: each 128-line box is contiguous
+  CUtensorMapL2promotion promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;  // anvil's default
+  bool spin = false;    // wait with test_wait in a loop instead of the suspending try_wait
+  // > 1: one 3-D box spans this many 64-column blocks of K (the matrix viewed as
+  // (64 columns, rows, K / 64 blocks 128 bytes apart)), landing as that many consecutive
+  // swizzled [rows][128 B] tiles - the layout wgmma reads.
+  int box_kblocks = 1;
+  int cluster_rows = 1;  // > 1: clusters of this many neighbouring row blocks (placement only)
+  // > 0: no TMA - this many threads per CTA read the same cut with 16-byte ld.global
+  // (the SM's load path, as a cp.async or register producer would use).
+  int ldg_threads = 0;
+};
+
+// Where a CTA starts its K range (it wraps around to cover all of it). All CTAs run at
+// about the same pace, so without rotation every in-flight request sits at nearly the same
+// column offset of its row.
+constexpr int kRotateNone = 0;
+constexpr int kRotateSpread = 1;  // row block b starts at b / blocks of the range
+constexpr int kRotateGroups = 2;  // 8 groups of row blocks, each group at one of 8 starts
+
+struct StreamParams {
+  int stages, stage_bytes, issue_group, boxes_per_stage, token_rows, rows_per_cta;
+  int boxes_per_split;
+  int rotation, flat, spin, box_kblocks;
+  const uint8_t* bulk_base;
+  int64_t bulk_bytes_per_cta, bulk_total_bytes;
+};
+
+__device__ __forceinline__ void wait_phase(uint64_t* bar, uint32_t phase, bool spin) {
+  if (spin) {
+    while (!anvil::sm90::mbarrier_test_wait(bar, phase)) {
+    }
+  } else {
+    anvil::sm90::mbarrier_wait(bar, phase);
+  }
+}
+
+__global__ void __launch_bounds__(64) stream_kernel(const __grid_constant__ CUtensorMap map_w,
+                                                    const __grid_constant__ CUtensorMap map_x, StreamParams p) {
+  using namespace anvil::sm90;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* ring = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  uint64_t* full = reinterpret_cast<uint64_t*>(ring + int64_t{p.stages} * p.stage_bytes);
+  uint64_t* empty = full + p.stages;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < p.stages; ++s) {
+      mbarrier_init(&full[s], 1);
+      mbarrier_init(&empty[s], 1);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  const bool bulk = p.bulk_base != nullptr;
+  // The last CTA's run is clipped at the end of the matrix.
+  const int64_t bulk_begin = int64_t{blockIdx.x} * p.bulk_bytes_per_cta;
+  const int64_t bulk_bytes = bulk ? std::min(p.bulk_bytes_per_cta, p.bulk_total_bytes - bulk_begin) : 0;
+  int n_stages;
+  if (bulk) {
+    n_stages = static_cast<int>((bulk_bytes + p.stage_bytes - 1) / p.stage_bytes);
+  } else {
+    n_stages = p.boxes_per_split / p.boxes_per_stage;
+  }
+  if (threadIdx.x == 0) {
+    const int row0 = blockIdx.y * p.rows_per_cta;
+    const int box0 = blockIdx.x * p.boxes_per_split;
+    int start = 0;
+    if (p.rotation == kRotateSpread) start = (blockIdx.y * n_stages / gridDim.y) % n_stages;
+    if (p.rotation == kRotateGroups) start = (blockIdx.y % 8) * n_stages / 8;
+    const int w_box_bytes = p.rows_per_cta * kBoxCols * 2;
+    const int x_box_bytes = p.token_rows * kBoxCols * 2;
+    for (int i = 0; i < n_stages; ++i) {
+      if (i % p.issue_group == 0) {
+        for (int j = i; j < std::min(i + p.issue_group, n_stages); ++j) {
+          wait_phase(&empty[j % p.stages], ((j / p.stages) & 1) ^ 1, p.spin);
+        }
+      }
+      const int slot = i % p.stages;
+      uint8_t* stage = ring + int64_t{slot} * p.stage_bytes;
+      if (bulk) {
+        const int64_t offset = int64_t{i} * p.stage_bytes;
+        const uint32_t bytes =
+            static_cast<uint32_t>(std::min<int64_t>(p.stage_bytes, bulk_bytes - offset));
+        mbarrier_arrive_expect_tx(&full[slot], bytes);
+        bulk_copy_g2s(stage, p.bulk_base + bulk_begin + offset, bytes, &full[slot]);
+      } else if (p.flat) {
+        // Line l of the flat view is bytes [128 l, 128 l + 128): CTA c's boxes are one
+        // contiguous run of the matrix.
+        mbarrier_arrive_expect_tx(&full[slot], p.stage_bytes);
+        const int line0 = (blockIdx.y * n_stages + i) * p.boxes_per_stage * p.rows_per_cta;
+        for (int b = 0; b < p.boxes_per_stage; ++b) {
+          tma_load_2d(stage + b * w_box_bytes, &map_w, &full[slot], 0, line0 + b * p.rows_per_cta);
+        }
+      } else {
+        mbarrier_arrive_expect_tx(&full[slot], p.stage_bytes);
+        const int step = (i + start) % n_stages;
+        for (int b = 0; b < p.boxes_per_stage; b += p.box_kblocks) {
+          const int col = (box0 + step * p.boxes_per_stage + b) * kBoxCols;
+          if (p.box_kblocks > 1) {
+            tma_load_3d(stage + b * w_box_bytes, &map_w, &full[slot], 0, row0, col / kBoxCols);
+          } else {
+            tma_load_2d(stage + b * w_box_bytes, &map_w, &full[slot], col, row0);
+          }
+          if (p.token_rows > 0) {
+            tma_load_2d(stage + p.boxes_per_stage * w_box_bytes + b * x_box_bytes, &map_x, &full[slot], col, 0);
+          }
+        }
+      }
+    }
+  } else if (threadIdx.x == 32) {
+    for (int i = 0; i < n_stages; ++i) {
+      wait_phase(&full[i % p.stages], (i / p.stages) & 1, p.spin);
+      mbarrier_arrive(&empty[i % p.stages]);
+    }
+  }
+}
+
+// The same cut read through the load path: thread t takes 16-byte pieces t, t + threads,
+// ... of the CTA's rows x K range (pieces of one row first), 8 loads in flight per thread.
+// The XOR keeps the loads live; the store never happens for random data.
+__global__ void ldg_stream_kernel(const uint4* __restrict__ w, int rows_per_cta, int pieces_per_split,
+                                  uint32_t* sink) {
+  constexpr int kRowPieces = kCols * 2 / 16;
+  const int pieces = rows_per_cta * pieces_per_split;
+  const uint4* base = w + int64_t{blockIdx.y} * rows_per_cta * kRowPieces + int64_t{blockIdx.x} * pieces_per_split;
+  uint32_t x = 0;
+  constexpr int kInFlight = 8;
+  for (int i = threadIdx.x; i < pieces; i += kInFlight * blockDim.x) {
+    uint4 v[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const int piece = i + u * blockDim.x;
+      if (piece < pieces) {
+        v[u] = __ldcs(base + int64_t{piece / pieces_per_split} * kRowPieces + piece % pieces_per_split);
+      } else {
+        v[u] = make_uint4(0, 0, 0, 0);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) x ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  if (x == 0x9e3779b9u) sink[blockIdx.y * gridDim.x + blockIdx.x] = x;
+}
+
+__global__ void fill_kernel(uint32_t* data, int64_t words, uint32_t seed) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < words; i += int64_t{gridDim.x} * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    data[i] = h;
+  }
+}
+
+bool g_map_refused = false;
+
+CUtensorMap make_map(const void* base, int rows, int box_rows, int cols = kCols,
+                     CUtensorMapL2promotion promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B, int box_kblocks = 1) {
+  anvil::detail::TensorMapRequest request;
+  request.base = base;
+  request.dtype = anvil::DataType::kBF16;
+  request.inner = static_cast<uint64_t>(cols);
+  request.outer = static_cast<uint64_t>(rows);
+  request.line_stride = static_cast<uint64_t>(cols);
+  request.box_inner = kBoxCols;
+  request.box_outer = static_cast<uint32_t>(box_rows);
+  request.l2_promotion = promotion;
+  if (box_kblocks > 1) {  // (64 columns, rows, K / 64 blocks): blocks 64 elements apart
+    request.inner = kBoxCols;
+    request.line_stride = static_cast<uint64_t>(cols);
+    request.batches = static_cast<uint64_t>(cols / kBoxCols);
+    request.batch_stride = kBoxCols;
+    request.box_inner = kBoxCols;
+    request.box_batches = static_cast<uint32_t>(box_kblocks);
+  }
+  CUtensorMap map;
+  anvil::Diagnostic diag;
+  std::memset(&map, 0, sizeof(map));
+  if (anvil::detail::encode_tensor_map(&map, request, &diag) != anvil::Status::kSuccess) {
+    // A view the driver refuses is a finding, not a crash: the pattern reports no time.
+    std::fprintf(stderr, "tensor map refused: %s\n", diag.message);
+    g_map_refused = true;
+  }
+  return map;
+}
+
+struct Measured {
+  double us, tbps;
+  int ctas, smem_bytes, resident_per_sm;
+};
+
+Measured run(const Pattern& pat, uint8_t* const w[2], uint8_t* const x[2]) {
+  const bool bulk = pat.bulk_ctas > 0;
+  StreamParams p{};
+  p.stages = pat.stages;
+  p.issue_group = std::max(1, pat.issue_group);
+  dim3 grid;
+  if (bulk) {
+    p.stage_bytes = kBulkBytes;
+    p.bulk_total_bytes = int64_t{kRows} * kCols * 2;
+    p.bulk_bytes_per_cta = (p.bulk_total_bytes / pat.bulk_ctas + 15) / 16 * 16;
+    grid = dim3(pat.bulk_ctas, 1, 1);
+  } else {
+    p.rows_per_cta = pat.rows_per_cta;
+    p.boxes_per_stage = pat.boxes_per_stage;
+    p.token_rows = pat.token_rows;
+    p.boxes_per_split = kBoxesPerRow / pat.splits;
+    p.stage_bytes = pat.boxes_per_stage * (pat.rows_per_cta + pat.token_rows) * kBoxCols * 2;
+    p.rotation = pat.rotation;
+    p.flat = pat.flat;
+    p.spin = pat.spin;
+    p.box_kblocks = pat.box_kblocks;
+    // The flat view has the same bytes per CTA: rows_per_cta x 64-column boxes, K / splits.
+    grid = dim3(pat.flat ? 1 : pat.splits, kRows / pat.rows_per_cta * (pat.flat ? pat.splits : 1), 1);
+  }
+  const int smem = pat.stages * p.stage_bytes + 2 * pat.stages * 8 + 1024;
+  CHECK_CUDA(cudaFuncSetAttribute(stream_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  int resident = 0;
+  CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, stream_kernel, 64, smem));
+
+  CUtensorMap map_w[2], map_x[2];
+  for (int b = 0; b < 2; ++b) {
+    map_w[b] = pat.flat ? make_map(w[b], kRows * kBoxesPerRow, pat.rows_per_cta, kBoxCols)
+                        : make_map(w[b], kRows, bulk ? 64 : pat.rows_per_cta, kCols, pat.promotion, pat.box_kblocks);
+    map_x[b] = make_map(x[b], 256, std::max(8, pat.token_rows));
+  }
+  if (pat.ldg_threads > 0) {
+    uint32_t* sink = nullptr;
+    CHECK_CUDA(cudaMalloc(&sink, sizeof(uint32_t) * grid.x * grid.y));
+    const int pieces_per_split = kCols * 2 / 16 / pat.splits;
+    auto launch_ldg = [&](int i) {
+      ldg_stream_kernel<<<grid, pat.ldg_threads>>>(reinterpret_cast<const uint4*>(w[i & 1]), pat.rows_per_cta,
+                                                   pieces_per_split, sink);
+    };
+    for (int i = 0; i < 6; ++i) launch_ldg(i);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    std::vector<double> ldg_samples;
+    cudaEvent_t a, b;
+    CHECK_CUDA(cudaEventCreate(&a));
+    CHECK_CUDA(cudaEventCreate(&b));
+    for (int r = 0; r < 9; ++r) {
+      CHECK_CUDA(cudaEventRecord(a));
+      for (int i = 0; i < 40; ++i) launch_ldg(i);
+      CHECK_CUDA(cudaEventRecord(b));
+      CHECK_CUDA(cudaEventSynchronize(b));
+      CHECK_CUDA(cudaGetLastError());
+      float ms = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+      ldg_samples.push_back(ms * 1000.0 / 40);
+    }
+    CHECK_CUDA(cudaEventDestroy(a));
+    CHECK_CUDA(cudaEventDestroy(b));
+    CHECK_CUDA(cudaFree(sink));
+    std::sort(ldg_samples.begin(), ldg_samples.end());
+    const double ldg_us = ldg_samples[ldg_samples.size() / 2];
+    return {ldg_us, double{kRows} * kCols * 2 / (ldg_us * 1e-6) / 1e12, static_cast<int>(grid.x * grid.y), 0, 0};
+  }
+  if (g_map_refused) {
+    g_map_refused = false;
+    return {-1, 0, static_cast<int>(grid.x * grid.y), smem, resident};
+  }
+  auto launch = [&](int i) {
+    StreamParams q = p;
+    if (bulk) q.bulk_base = w[i & 1];
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = dim3(64, 1, 1);
+    config.dynamicSmemBytes = static_cast<size_t>(smem);
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = 1;
+    cluster.val.clusterDim.y = static_cast<unsigned>(pat.cluster_rows);
+    cluster.val.clusterDim.z = 1;
+    config.attrs = &cluster;
+    config.numAttrs = pat.cluster_rows > 1 ? 1 : 0;
+    CHECK_CUDA(cudaLaunchKernelEx(&config, stream_kernel, map_w[i & 1], map_x[i & 1], q));
+  };
+  for (int i = 0; i < 6; ++i) launch(i);
+  CHECK_CUDA(cudaGetLastError());
+  CHECK_CUDA(cudaDeviceSynchronize());
+
+  constexpr int kLaunches = 40, kRepeats = 9;
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  std::vector<double> samples;
+  for (int r = 0; r < kRepeats; ++r) {
+    CHECK_CUDA(cudaEventRecord(start));
+    for (int i = 0; i < kLaunches; ++i) launch(i);
+    CHECK_CUDA(cudaEventRecord(stop));
+    CHECK_CUDA(cudaEventSynchronize(stop));
+    CHECK_CUDA(cudaGetLastError());
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    samples.push_back(ms * 1000.0 / kLaunches);
+  }
+  CHECK_CUDA(cudaEventDestroy(start));
+  CHECK_CUDA(cudaEventDestroy(stop));
+  std::sort(samples.begin(), samples.end());
+  const double us = samples[samples.size() / 2];
+  const double bytes = double{kRows} * kCols * 2;  // the weight; X re-reads come from L2
+  return {us, bytes / (us * 1e-6) / 1e12, static_cast<int>(grid.x * grid.y), smem, resident};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json_path;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0) json_path = argv[i + 1];
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "anvil-stream-probe: no CUDA device\n");
+    return 2;
+  }
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+
+  uint8_t *w[2], *x[2];
+  for (int b = 0; b < 2; ++b) {
+    CHECK_CUDA(cudaMalloc(&w[b], size_t{kRows} * kCols * 2));
+    CHECK_CUDA(cudaMalloc(&x[b], size_t{256} * kCols * 2));
+    fill_kernel<<<1024, 256>>>(reinterpret_cast<uint32_t*>(w[b]), int64_t{kRows} * kCols / 2, 17u + b);
+    fill_kernel<<<64, 256>>>(reinterpret_cast<uint32_t*>(x[b]), int64_t{256} * kCols / 2, 91u + b);
+  }
+  CHECK_CUDA(cudaGetLastError());
+
+  // name, rows/CTA, boxes/stage, splits, stages, issue group, token rows, bulk CTAs[, rotation, flat]
+  const std::vector<Pattern> patterns = {
+      // cuBLAS's M <= 8 kernel on this weight (nvjet_sm90_tst_64x8_64x16_2x1: 128 CTAs of
+      // 64 rows, the whole K each, 16 stages, one CTA per SM), and neighbours of it.
+      {"cuBLAS-like m8: 64 rows, 1 box, 1 split, 16 stages + 8 X", 64, 1, 1, 16, 1, 8, 0},
+      {"ldg: 64 rows, 1 split, 256 threads", 64, 1, 1, 1, 1, 0, 0, kRotateNone, false,
+       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, false, 1, 1, 256},
+      {"ldg: 64 rows, 1 split, 512 threads", 64, 1, 1, 1, 1, 0, 0, kRotateNone, false,
+       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, false, 1, 1, 512},
+      {"ldg: 128 rows, 2 splits, 512 threads", 128, 1, 2, 1, 1, 0, 0, kRotateNone, false,
+       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, false, 1, 1, 512},
+      {"ldg: 128 rows, 2 splits, 1024 threads", 128, 1, 2, 1, 1, 0, 0, kRotateNone, false,
+       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, false, 1, 1, 1024},
+      {"64 rows, 1 box, 1 split, 16 stages, clusters of 2", 64, 1, 1, 16, 1, 0, 0, kRotateNone, false,
+       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, false, 1, 2},
+      {"64 rows, 1 box, 1 split, 16 stages + 8 X, clusters of 2", 64, 1, 1, 16, 1, 8, 0, kRotateNone, false,
+       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, false, 1, 2},
+      {"128 rows, 1 box, 2 splits, 6 stages, clusters of 2", 128, 1, 2, 6, 1, 0, 0, kRotateNone, false,
+       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, false, 1, 2},
+      {"64 rows, 1 box, 1 split, 16 stages, spin waits", 64, 1, 1, 16, 1, 0, 0, kRotateNone, false,
+       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, true},
+      {"64 rows, 4 boxes, 1 split, 6 stages (1 CTA/SM)", 64, 4, 1, 6, 1, 0, 0},
+      {"64 rows, 1 3-D box of 4 K blocks, 1 split, 6 stages", 64, 4, 1, 6, 1, 0, 0, kRotateNone, false,
+       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, false, 4},
+      {"128 rows, 1 3-D box of 2 K blocks, 2 splits, 3 stages", 128, 2, 2, 3, 1, 0, 0, kRotateNone, false,
+       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, false, 2},
+      {"128 rows, 1 box, 2 splits, 6 stages, spin waits", 128, 1, 2, 6, 1, 0, 0, kRotateNone, false,
+       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, true},
+      {"decode-m8, spin waits", 128, 1, 2, 6, 1, 8, 0, kRotateNone, false, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, true},
+      {"64 rows, 1 box, 1 split, 16 stages, spread start", 64, 1, 1, 16, 1, 0, 0, kRotateSpread},
+      {"64 rows, 1 box, 1 split, 16 stages, 8 starts", 64, 1, 1, 16, 1, 0, 0, kRotateGroups},
+      {"64 rows, 1 box, 1 split, 16 stages, L2 promotion none", 64, 1, 1, 16, 1, 0, 0, kRotateNone, false,
+       CU_TENSOR_MAP_L2_PROMOTION_NONE},
+      {"64 rows, 1 box, 1 split, 16 stages, L2 promotion 128B", 64, 1, 1, 16, 1, 0, 0, kRotateNone, false,
+       CU_TENSOR_MAP_L2_PROMOTION_L2_128B},
+      {"64 rows, 2 boxes, 1 split, 8 stages, L2 promotion 128B", 64, 2, 1, 8, 1, 0, 0, kRotateNone, false,
+       CU_TENSOR_MAP_L2_PROMOTION_L2_128B},
+      {"128 rows, 1 box, 2 splits, 6 stages, L2 promotion none", 128, 1, 2, 6, 1, 0, 0, kRotateNone, false,
+       CU_TENSOR_MAP_L2_PROMOTION_NONE},
+      {"128 rows, 1 box, 2 splits, 6 stages, L2 promotion 128B", 128, 1, 2, 6, 1, 0, 0, kRotateNone, false,
+       CU_TENSOR_MAP_L2_PROMOTION_L2_128B},
+      {"128 rows, 1 box, 2 splits, 6 stages, spread, promotion 128B", 128, 1, 2, 6, 1, 0, 0, kRotateSpread, false,
+       CU_TENSOR_MAP_L2_PROMOTION_L2_128B},
+      {"64 rows, 1 box, 1 split, 16 stages (no X)", 64, 1, 1, 16, 1, 0, 0},
+      {"64 rows, 1 box, 1 split, 8 stages (2 CTAs/SM)", 64, 1, 1, 8, 1, 0, 0},
+      {"64 rows, 1 box, 2 splits, 8 stages (2 CTAs/SM)", 64, 1, 2, 8, 1, 0, 0},
+      {"128 rows, 1 box, 2 splits, 8 stages + 8 X (1 CTA/SM)", 128, 1, 2, 8, 1, 8, 0},
+      {"128 rows, 1 box, 1 split, 8 stages (1 CTA/SM, 64 CTAs)", 128, 1, 1, 8, 1, 0, 0},
+      {"128 rows, 1 box, 2 splits, 6 stages, spread start", 128, 1, 2, 6, 1, 0, 0, kRotateSpread},
+      {"128 rows, 1 box, 2 splits, 6 stages, 8 starts", 128, 1, 2, 6, 1, 0, 0, kRotateGroups},
+      {"128 rows, 1 box, 4 splits, 6 stages, spread start", 128, 1, 4, 6, 1, 0, 0, kRotateSpread},
+      {"decode-m64, spread start", 128, 1, 2, 4, 1, 64, 0, kRotateSpread},
+      {"flat: 128 lines (16 KiB contiguous) per box, 6 stages", 128, 1, 2, 6, 1, 0, 0, kRotateNone, true},
+      {"decode-m8: 128 rows, 1 box, 2 splits, 6 stages", 128, 1, 2, 6, 1, 8, 0},
+      {"128 rows, 1 box, 2 splits, 6 stages (no X)", 128, 1, 2, 6, 1, 0, 0},
+      {"128 rows, 1 box, 2 splits, 6 stages, issue 2", 128, 1, 2, 6, 2, 0, 0},
+      {"128 rows, 1 box, 2 splits, 6 stages, issue 3", 128, 1, 2, 6, 3, 0, 0},
+      {"128 rows, 2 boxes, 2 splits, 3 stages", 128, 2, 2, 3, 1, 0, 0},
+      {"128 rows, 4 boxes, 2 splits, 3 stages (1 CTA/SM)", 128, 4, 2, 3, 1, 0, 0},
+      {"128 rows, 1 box, 2 splits, 12 stages (1 CTA/SM)", 128, 1, 2, 12, 1, 0, 0},
+      {"128 rows, 1 box, 4 splits, 6 stages", 128, 1, 4, 6, 1, 0, 0},
+      {"64 rows, 2 boxes, 1 split, 6 stages", 64, 2, 1, 6, 1, 0, 0},
+      {"32 rows, 4 boxes, 1 split, 6 stages", 32, 4, 1, 6, 1, 0, 0},
+      {"16 rows, 8 boxes, 1 split, 6 stages", 16, 8, 1, 6, 1, 0, 0},
+      {"decode-m64: 128 rows, 1 box, 2 splits, 4 stages", 128, 1, 2, 4, 1, 64, 0},
+      {"128 rows, 1 box, 2 splits, 4 stages (no X)", 128, 1, 2, 4, 1, 0, 0},
+      {"256 rows, 1 box, 4 splits, 2 stages + 64 X", 256, 1, 4, 2, 1, 64, 0},
+      {"256 rows, 1 box, 4 splits, 4 stages + 64 X (1 CTA/SM)", 256, 1, 4, 4, 1, 64, 0},
+      {"bulk 16 KiB, 128 CTAs, 6 stages", 0, 0, 0, 6, 1, 0, 128},
+      {"bulk 16 KiB, 132 CTAs, 6 stages", 0, 0, 0, 6, 1, 0, 132},
+      {"bulk 16 KiB, 264 CTAs, 6 stages", 0, 0, 0, 6, 1, 0, 264},
+  };
+  bench::json::Writer out;
+  out.begin_object();
+  out.key("tool");
+  out.value("anvil-stream-probe");
+  out.key("gpu");
+  out.value(prop.name);
+  out.key("date");
+  out.value(bench::utc_now_iso8601());
+  out.key("commit");
+  out.value(bench::commit_id());
+  out.key("bytes_per_pass");
+  out.value(double{kRows} * kCols * 2);
+  out.key("patterns");
+  out.begin_array();
+  std::printf("%-58s %6s %8s %4s %9s %8s\n", "pattern", "CTAs", "smem KiB", "/SM", "us", "TB/s");
+  for (const Pattern& pat : patterns) {
+    const Measured m = run(pat, w, x);
+    std::printf("%-58s %6d %8.1f %4d %9.2f %8.3f\n", pat.name, m.ctas, m.smem_bytes / 1024.0, m.resident_per_sm, m.us,
+                m.tbps);
+    out.begin_object();
+    out.key("name");
+    out.value(pat.name);
+    out.key("ctas");
+    out.value(m.ctas);
+    out.key("smem_bytes");
+    out.value(m.smem_bytes);
+    out.key("resident_per_sm");
+    out.value(m.resident_per_sm);
+    out.key("us");
+    out.value(m.us);
+    out.key("weight_tbps");
+    out.value(m.tbps);
+    out.end_object();
+  }
+  out.end_array();
+  out.end_object();
+  if (!json_path.empty()) std::ofstream(json_path) << out.str() << "\n";
+  for (int b = 0; b < 2; ++b) {
+    CHECK_CUDA(cudaFree(w[b]));
+    CHECK_CUDA(cudaFree(x[b]));
+  }
+  return 0;
+}
