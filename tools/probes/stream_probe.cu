@@ -10,8 +10,14 @@
 // stage (how many contiguous 128-byte pieces of a row one stage holds), K splits, ring
 // depth, how many stages the producer frees before issuing them together, and an optional
 // token tile (X rows) re-read from L2 with every stage, as the decode kernel does.
-// "bulk" patterns copy contiguous 16 KiB runs instead (cp.async.bulk, no tensor map):
-// the sequential-read ceiling.
+// Also: where each CTA starts its K range, L2 promotion, clusters, spinning waits, 3-D
+// boxes spanning several K blocks. "bulk" patterns copy contiguous 16 KiB runs instead
+// (cp.async.bulk, no tensor map): the sequential-read ceiling; "ldg" patterns read the
+// same cut with 16-byte loads from every thread (the SM's load path, no TMA).
+//
+// What it found (docs/decode.md, session 6): a TMA-fed CTA completes about one stage per
+// ~0.55 us whatever the ring depth, until DRAM saturates; the load path has no such limit
+// once enough requests are in flight.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -210,9 +216,8 @@ __global__ void fill_kernel(uint32_t* data, int64_t words, uint32_t seed) {
   }
 }
 
-bool g_map_refused = false;
-
-CUtensorMap make_map(const void* base, int rows, int box_rows, int cols = kCols,
+// False when the driver refuses the view: a finding, not a crash (the pattern reports no time).
+bool make_map(CUtensorMap* map, const void* base, int rows, int box_rows, int cols = kCols,
                      CUtensorMapL2promotion promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B, int box_kblocks = 1) {
   anvil::detail::TensorMapRequest request;
   request.base = base;
@@ -231,16 +236,44 @@ CUtensorMap make_map(const void* base, int rows, int box_rows, int cols = kCols,
     request.box_inner = kBoxCols;
     request.box_batches = static_cast<uint32_t>(box_kblocks);
   }
-  CUtensorMap map;
   anvil::Diagnostic diag;
-  std::memset(&map, 0, sizeof(map));
-  if (anvil::detail::encode_tensor_map(&map, request, &diag) != anvil::Status::kSuccess) {
-    // A view the driver refuses is a finding, not a crash: the pattern reports no time.
+  std::memset(map, 0, sizeof(*map));
+  if (anvil::detail::encode_tensor_map(map, request, &diag) != anvil::Status::kSuccess) {
     std::fprintf(stderr, "tensor map refused: %s\n", diag.message);
-    g_map_refused = true;
+    return false;
   }
-  return map;
+  return true;
 }
+
+// Median time per launch over 9 repeats of 40 back-to-back launches, after 6 warm-up ones.
+// launch(i) alternates the two input copies so that L2 never holds the one being read.
+template <class Launch>
+double median_us_per_launch(Launch launch) {
+  for (int i = 0; i < 6; ++i) launch(i);
+  CHECK_CUDA(cudaGetLastError());
+  CHECK_CUDA(cudaDeviceSynchronize());
+  constexpr int kLaunches = 40, kRepeats = 9;
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  std::vector<double> samples;
+  for (int r = 0; r < kRepeats; ++r) {
+    CHECK_CUDA(cudaEventRecord(start));
+    for (int i = 0; i < kLaunches; ++i) launch(i);
+    CHECK_CUDA(cudaEventRecord(stop));
+    CHECK_CUDA(cudaEventSynchronize(stop));
+    CHECK_CUDA(cudaGetLastError());
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    samples.push_back(ms * 1000.0 / kLaunches);
+  }
+  CHECK_CUDA(cudaEventDestroy(start));
+  CHECK_CUDA(cudaEventDestroy(stop));
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+
 
 struct Measured {
   double us, tbps;
@@ -276,47 +309,29 @@ Measured run(const Pattern& pat, uint8_t* const w[2], uint8_t* const x[2]) {
   int resident = 0;
   CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, stream_kernel, 64, smem));
 
-  CUtensorMap map_w[2], map_x[2];
-  for (int b = 0; b < 2; ++b) {
-    map_w[b] = pat.flat ? make_map(w[b], kRows * kBoxesPerRow, pat.rows_per_cta, kBoxCols)
-                        : make_map(w[b], kRows, bulk ? 64 : pat.rows_per_cta, kCols, pat.promotion, pat.box_kblocks);
-    map_x[b] = make_map(x[b], 256, std::max(8, pat.token_rows));
-  }
+  const double bytes = double{kRows} * kCols * 2;  // the weight; X re-reads come from L2
+  const int ctas = static_cast<int>(grid.x * grid.y);
   if (pat.ldg_threads > 0) {
     uint32_t* sink = nullptr;
-    CHECK_CUDA(cudaMalloc(&sink, sizeof(uint32_t) * grid.x * grid.y));
+    CHECK_CUDA(cudaMalloc(&sink, sizeof(uint32_t) * ctas));
     const int pieces_per_split = kCols * 2 / 16 / pat.splits;
-    auto launch_ldg = [&](int i) {
+    const double us = median_us_per_launch([&](int i) {
       ldg_stream_kernel<<<grid, pat.ldg_threads>>>(reinterpret_cast<const uint4*>(w[i & 1]), pat.rows_per_cta,
                                                    pieces_per_split, sink);
-    };
-    for (int i = 0; i < 6; ++i) launch_ldg(i);
-    CHECK_CUDA(cudaDeviceSynchronize());
-    std::vector<double> ldg_samples;
-    cudaEvent_t a, b;
-    CHECK_CUDA(cudaEventCreate(&a));
-    CHECK_CUDA(cudaEventCreate(&b));
-    for (int r = 0; r < 9; ++r) {
-      CHECK_CUDA(cudaEventRecord(a));
-      for (int i = 0; i < 40; ++i) launch_ldg(i);
-      CHECK_CUDA(cudaEventRecord(b));
-      CHECK_CUDA(cudaEventSynchronize(b));
-      CHECK_CUDA(cudaGetLastError());
-      float ms = 0;
-      CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-      ldg_samples.push_back(ms * 1000.0 / 40);
-    }
-    CHECK_CUDA(cudaEventDestroy(a));
-    CHECK_CUDA(cudaEventDestroy(b));
+    });
     CHECK_CUDA(cudaFree(sink));
-    std::sort(ldg_samples.begin(), ldg_samples.end());
-    const double ldg_us = ldg_samples[ldg_samples.size() / 2];
-    return {ldg_us, double{kRows} * kCols * 2 / (ldg_us * 1e-6) / 1e12, static_cast<int>(grid.x * grid.y), 0, 0};
+    return {us, bytes / (us * 1e-6) / 1e12, ctas, 0, 0};
   }
-  if (g_map_refused) {
-    g_map_refused = false;
-    return {-1, 0, static_cast<int>(grid.x * grid.y), smem, resident};
+
+  CUtensorMap map_w[2], map_x[2];
+  bool maps_ok = true;
+  for (int b = 0; b < 2; ++b) {
+    maps_ok &= pat.flat ? make_map(&map_w[b], w[b], kRows * kBoxesPerRow, pat.rows_per_cta, kBoxCols)
+                        : make_map(&map_w[b], w[b], kRows, bulk ? 64 : pat.rows_per_cta, kCols, pat.promotion,
+                                   pat.box_kblocks);
+    maps_ok &= make_map(&map_x[b], x[b], 256, std::max(8, pat.token_rows));
   }
+  if (!maps_ok) return {-1, 0, ctas, smem, resident};
   auto launch = [&](int i) {
     StreamParams q = p;
     if (bulk) q.bulk_base = w[i & 1];
@@ -333,31 +348,8 @@ Measured run(const Pattern& pat, uint8_t* const w[2], uint8_t* const x[2]) {
     config.numAttrs = pat.cluster_rows > 1 ? 1 : 0;
     CHECK_CUDA(cudaLaunchKernelEx(&config, stream_kernel, map_w[i & 1], map_x[i & 1], q));
   };
-  for (int i = 0; i < 6; ++i) launch(i);
-  CHECK_CUDA(cudaGetLastError());
-  CHECK_CUDA(cudaDeviceSynchronize());
-
-  constexpr int kLaunches = 40, kRepeats = 9;
-  cudaEvent_t start, stop;
-  CHECK_CUDA(cudaEventCreate(&start));
-  CHECK_CUDA(cudaEventCreate(&stop));
-  std::vector<double> samples;
-  for (int r = 0; r < kRepeats; ++r) {
-    CHECK_CUDA(cudaEventRecord(start));
-    for (int i = 0; i < kLaunches; ++i) launch(i);
-    CHECK_CUDA(cudaEventRecord(stop));
-    CHECK_CUDA(cudaEventSynchronize(stop));
-    CHECK_CUDA(cudaGetLastError());
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    samples.push_back(ms * 1000.0 / kLaunches);
-  }
-  CHECK_CUDA(cudaEventDestroy(start));
-  CHECK_CUDA(cudaEventDestroy(stop));
-  std::sort(samples.begin(), samples.end());
-  const double us = samples[samples.size() / 2];
-  const double bytes = double{kRows} * kCols * 2;  // the weight; X re-reads come from L2
-  return {us, bytes / (us * 1e-6) / 1e12, static_cast<int>(grid.x * grid.y), smem, resident};
+  const double us = median_us_per_launch(launch);
+  return {us, bytes / (us * 1e-6) / 1e12, ctas, smem, resident};
 }
 
 }  // namespace
