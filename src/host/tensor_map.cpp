@@ -40,11 +40,6 @@ CUtensorMapDataType to_cu(DataType dtype) {
 
 }  // namespace
 
-bool tma_compatible(const void* base, uint64_t line_stride_elems, DataType dtype) {
-  const uint64_t bytes = line_stride_elems * dtype_size(dtype);
-  return (reinterpret_cast<uintptr_t>(base) % 16 == 0) && (bytes % 16 == 0);
-}
-
 Status encode_tensor_map(CUtensorMap* out, const TensorMapRequest& r, Diagnostic* diag) {
   cudaError_t error = cudaSuccess;
   auto encode = resolve_encoder(&error);

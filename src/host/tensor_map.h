@@ -29,7 +29,4 @@ struct TensorMapRequest {
 
 Status encode_tensor_map(CUtensorMap* out, const TensorMapRequest& request, Diagnostic* diag);
 
-// TMA needs 16-byte aligned bases and 16-byte multiple line strides.
-bool tma_compatible(const void* base, uint64_t line_stride_elems, DataType dtype);
-
 }  // namespace anvil::detail

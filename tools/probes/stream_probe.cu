@@ -35,6 +35,7 @@
 #include "host/tensor_map.h"
 #include "json.h"
 #include "system_info.h"
+#include "verify/device_probe.h"
 
 namespace {
 
@@ -359,9 +360,10 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0) json_path = argv[i + 1];
   }
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::fprintf(stderr, "anvil-stream-probe: no CUDA device\n");
+  // The same answer the GPU tests and the fuzzer skip on (no driver, no device, not sm_90).
+  const std::string unavailable = anvil::verify::sm90_unavailable_reason();
+  if (!unavailable.empty()) {
+    std::fprintf(stderr, "anvil-stream-probe: %s\n", unavailable.c_str());
     return 2;
   }
   cudaDeviceProp prop{};

@@ -107,7 +107,7 @@ size_t stream_k_bytes() {
          stream_k_partial_bytes(ctas, TallStreamK::kBlockM * TallStreamK::kBlockN);
 }
 
-// The repack copies, then stream-K's part when the chosen plan streams.
+// What the variant choice (plan.h) reads of a problem.
 Sm90Problem sm90_problem(const GemmDesc& desc) {
   Sm90Problem p;
   p.m = desc.m;
@@ -116,10 +116,9 @@ Sm90Problem sm90_problem(const GemmDesc& desc) {
   p.batch = desc.batch;
   p.fused_epilogue = !plain_epilogue(desc);
   p.stream_k_allowed = !desc.batch_invariant;
-  // As build_sm90_params decides it, less D's base address (not known when only the size
-  // of the workspace is asked for; a misaligned base only costs the faster store path).
-  p.tma_store = desc.d.dtype != DataType::kF32 && desc.d.order == Order::kRowMajor && desc.d.ld % 8 == 0 &&
-                (desc.batch == 1 || desc.d.batch_stride % 8 == 0);
+  // Less D's base address, not known when only the size of the workspace is asked for (a
+  // misaligned base only costs the faster store path).
+  p.tma_store = d_layout_tma_storable(desc);
   return p;
 }
 
