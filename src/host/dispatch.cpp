@@ -13,13 +13,17 @@ using detail::KernelInfo;
 
 bool wants_auto(const GemmDesc& desc) { return desc.kernel == nullptr || std::strcmp(desc.kernel, "auto") == 0; }
 
-// The dispatcher's preference: the decode kernel for few tokens (or always, for batch
-// invariance), the production Hopper kernel, then the CUDA-core naive kernel, which
-// accepts every valid problem (K = 0, odd strides, any layout). The decode kernel takes
-// K-major operands in place only; other layouts go to sm90-gemm, which repacks them.
+// The dispatcher's preference: a decode kernel for few tokens (or always sm90-decode, for
+// batch invariance) - the load-path one for the fewest tokens (prefers_decode_ldg) -, the
+// production Hopper kernel,
+// then the CUDA-core naive kernel, which accepts every valid problem (K = 0, odd strides,
+// any layout). The decode kernels take K-major operands in place only; other layouts go to
+// sm90-gemm, which repacks them.
 const KernelInfo* pick(const GemmDesc& desc, const GemmArgs* args) {
-  const bool decode = desc.batch_invariant || detail::prefers_decode(desc.m, desc.n, desc.batch, detail::device_sm_count());
-  for (const char* name : {decode ? "sm90-decode" : "", "sm90-gemm", "ladder-01-naive"}) {
+  const int sm_count = detail::device_sm_count();
+  const bool decode = desc.batch_invariant || detail::prefers_decode(desc.m, desc.n, desc.batch, sm_count);
+  const bool load_path = decode && !desc.batch_invariant && detail::prefers_decode_ldg(desc.m, desc.n, desc.batch, sm_count);
+  for (const char* name : {load_path ? "sm90-decode-ldg" : "", decode ? "sm90-decode" : "", "sm90-gemm", "ladder-01-naive"}) {
     if (*name == '\0') continue;
     const KernelInfo* k = detail::find_kernel(name);
     if (k != nullptr && k->check(desc, args, nullptr) == Status::kSuccess) return k;

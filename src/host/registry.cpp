@@ -18,6 +18,7 @@ extern const KernelInfo kLadder10Persistent;
 extern const KernelInfo kLadder11DeeperRing;
 extern const KernelInfo kSm90Gemm;
 extern const KernelInfo kSm90Decode;
+extern const KernelInfo kSm90DecodeLdg;
 extern const KernelInfo kSm90GemmPingPong;
 extern const KernelInfo kSm90GemmStreamK;
 extern const KernelInfo kAblation05TwoStages;
@@ -32,10 +33,11 @@ extern const KernelInfo kAblation10TallTwoRounds;
 namespace {
 // Ladder order first, then the production kernels the dispatcher prefers, then the
 // ablations that explain the ladder's flat or negative steps (docs/ladder.md).
-const std::array<const KernelInfo*, 23> kKernels = {
+const std::array<const KernelInfo*, 24> kKernels = {
     &kLadder01Naive,          &kLadder02SmemTiling,   &kLadder03TmaWgmma, &kLadder04Swizzle,
     &kLadder05Pipeline,       &kLadder06WarpSpecialized, &kLadder07TwoConsumers, &kLadder08TmaStore,
-    &kLadder09Cluster,        &kLadder10Persistent,   &kLadder11DeeperRing, &kSm90Gemm,            &kSm90Decode,     &kSm90GemmPingPong,
+    &kLadder09Cluster,        &kLadder10Persistent,   &kLadder11DeeperRing, &kSm90Gemm,            &kSm90Decode,     &kSm90DecodeLdg,
+    &kSm90GemmPingPong,
     &kSm90GemmStreamK,
     &kAblation05TwoStages,    &kAblation09NoMulticast, &kAblation09FourStages, &kAblation09CrossRelease,
     &kAblation10WideFourStages, &kAblation10TallFourStages, &kAblation10TallThreeStages,

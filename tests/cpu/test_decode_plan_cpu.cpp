@@ -66,6 +66,23 @@ TEST(DecodeSplit, NeverMoreSplitsThanKTiles) {
   EXPECT_LE(choose_decode_split(1, 3, true, two_per_sm).splits, 3);
 }
 
+TEST(DecodeSplit, SingleWaveSplitFillsOneWaveAndNoMore) {
+  const auto one_per_sm = [](int) { return 132; };
+  // 8192 features: 64 tiles, two splits fill 128 of 132 SMs; three would need 192.
+  EXPECT_EQ(choose_single_wave_split(64, 128, one_per_sm).splits, 2);
+  // 10240 features: 80 tiles, already past half the SMs: unsplit.
+  EXPECT_EQ(choose_single_wave_split(80, 128, one_per_sm).splits, 1);
+  // More tiles than SMs: waves are unavoidable, splitting adds none.
+  EXPECT_EQ(choose_single_wave_split(224, 128, one_per_sm).splits, 1);
+  // Few tiles: the widest split, but never more than there are k-tiles.
+  EXPECT_EQ(choose_single_wave_split(8, 128, one_per_sm).splits, 8);
+  EXPECT_EQ(choose_single_wave_split(8, 3, one_per_sm).splits, 3);
+  // Clusters that fit fewer CTAs (GPC boundaries) are counted as the occupancy query says.
+  const auto wide_clusters_fit_less = [](int s) { return s >= 3 ? 120 : 132; };
+  EXPECT_EQ(choose_single_wave_split(40, 128, wide_clusters_fit_less).splits, 3);
+  EXPECT_EQ(choose_single_wave_split(44, 128, wide_clusters_fit_less).splits, 2);
+}
+
 TEST(DecodeDispatch, CrossoverFollowsTheMeasuredSweep) {
   EXPECT_TRUE(prefers_decode(1, 8192, 1, 132));
   EXPECT_TRUE(prefers_decode(64, 28672, 1, 132));
@@ -79,10 +96,23 @@ TEST(DecodeDispatch, CrossoverFollowsTheMeasuredSweep) {
   EXPECT_FALSE(prefers_decode(129, 1024, 1, 132));
 }
 
+TEST(DecodeDispatch, LoadPathKernelWhileItsGridFitsOneWave) {
+  EXPECT_TRUE(prefers_decode_ldg(1, 28672, 1, 132));   // 224 tiles, but only 8 tokens
+  EXPECT_TRUE(prefers_decode_ldg(8, 28672, 1, 132));
+  EXPECT_TRUE(prefers_decode_ldg(16, 8192, 1, 132));   // 64 tiles: one wave
+  EXPECT_TRUE(prefers_decode_ldg(16, 10240, 1, 132));  // 80 tiles
+  EXPECT_FALSE(prefers_decode_ldg(16, 28672, 1, 132)); // 224 tiles: two waves
+  EXPECT_FALSE(prefers_decode_ldg(16, 8192, 4, 132));  // 256 tiles over the batch
+  EXPECT_FALSE(prefers_decode_ldg(17, 1024, 1, 132));
+}
+
 // The dispatcher's routing needs no GPU: dispatch_name runs the description checks only
 // (and assumes an H200's 132 SMs when no device can be asked).
 TEST(DecodeDispatch, FewTokensGoToTheDecodeKernel) {
-  EXPECT_STREQ(dispatch_name(linear_desc(1, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
+  EXPECT_STREQ(dispatch_name(linear_desc(1, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg");
+  EXPECT_STREQ(dispatch_name(linear_desc(16, 10240, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg");
+  EXPECT_STREQ(dispatch_name(linear_desc(16, 28672, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
+  EXPECT_STREQ(dispatch_name(linear_desc(17, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
   EXPECT_STREQ(dispatch_name(linear_desc(64, 28672, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
   EXPECT_STREQ(dispatch_name(linear_desc(256, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-gemm");
 }

@@ -1,6 +1,7 @@
-// The decode kernel (sm90-decode) against the reference: token counts from 1 to past one
-// 256-wide tile, feature and K tails, splits of K from 1 to 8 (uneven ones included),
-// every epilogue, output layouts that defeat the vector store; and batch invariance.
+// The decode kernels (sm90-decode, and sm90-decode-ldg on every same case) against the
+// reference: token counts from 1 to past one 256-wide tile, feature and K tails, splits of
+// K from 1 to 8 (uneven ones included), every epilogue, output layouts that defeat the
+// vector store; and batch invariance.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -62,7 +63,7 @@ std::vector<DecodeCase> decode_cases() {
   cases.push_back({"tails_16x1000x4104", linear(16, 1000, 4104)});
   cases.push_back({"tails_100x129x72", linear(100, 129, 72)});
   // K not a multiple of 8 in padded rows (TMA-legal pitches): the last 16-byte piece of a
-  // weight row is partial, and the cp.async producer zero-fills its tail.
+  // row is partial - TMA zero-fills past K, sm90-decode-ldg reads it value by value.
   {
     GemmDesc d = linear(9, 384, 1001);
     d.a.ld = d.b.ld = 1008;
@@ -109,6 +110,14 @@ std::vector<DecodeCase> decode_cases() {
     d.b.batch_stride = 256 * 320 + 64;
     d.c.batch_stride = d.d.batch_stride = 10 * 256 + 64;
     cases.push_back({"batch3_10x256x320", d});
+  }
+  // Every case again on the load-path kernel (more than 16 tokens: several token tiles).
+  const size_t tma_cases = cases.size();
+  for (size_t i = 0; i < tma_cases; ++i) {
+    DecodeCase ldg = cases[i];
+    ldg.name = "ldg_" + ldg.name;
+    ldg.desc.kernel = "sm90-decode-ldg";
+    cases.push_back(ldg);
   }
   return cases;
 }
@@ -185,9 +194,12 @@ TEST(DecodeBatchInvariance, RowsDoNotDependOnM) {
 }
 
 // The cluster reduction adds partials in rank order: equal bits on every stream and run.
-TEST(DecodeDeterminism, BitwiseEqualAcrossStreamsAndRepeats) {
+class DecodeDeterminism : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(DecodeDeterminism, BitwiseEqualAcrossStreamsAndRepeats) {
   REQUIRE_SM90();
-  const GemmDesc desc = linear(4, 1024, 8192);  // an 8-way split
+  GemmDesc desc = linear(4, 1024, 8192);  // an 8-way split
+  desc.kernel = GetParam();
   Operands op;
   ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, desc, 99));
   anvil_test::Stream streams[2];
@@ -202,5 +214,10 @@ TEST(DecodeDeterminism, BitwiseEqualAcrossStreamsAndRepeats) {
     EXPECT_EQ(std::memcmp(again.data(), first.data(), first.size()), 0) << "repeat " << repeat;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Kernels, DecodeDeterminism, ::testing::Values("sm90-decode", "sm90-decode-ldg"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param) == "sm90-decode" ? std::string("tma") : std::string("ldg");
+                         });
 
 }  // namespace

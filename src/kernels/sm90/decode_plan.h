@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 
+#include "anvil/gemm.h"
 #include "kernels/sm90/plan.h"
 
 namespace anvil::detail {
@@ -33,6 +35,21 @@ inline constexpr int64_t kDecodeMaxTokens = 128;
 // its waves busy to be preferred (128 x 8192: 64 narrow tiles on 132 SMs, 0.48, goes to
 // decode; 128 x 28672: 112 wide tiles, 0.85, stays).
 inline constexpr double kSm90MinWaveEfficiency = 0.75;
+
+// Which decode kernel: the load-path one (sm90-decode-ldg) streams the weight faster than
+// the TMA one (sm90-decode) up to 8 tokens everywhere measured, and up to 16 while its
+// one-CTA-per-SM grid fits one wave; past that its second, partial wave costs more than the
+// TMA kernel's two CTAs per SM (docs/decode.md, session 7: 1-8 x 8192 x 8192 34.2-34.6 us
+// against 35.1-35.8; 1 x 28672 x 8192 110.6 against 112.3; 12-16 x 8192 x 8192, 64 tiles,
+// 35.1-35.4 against 35.6-36.1; 16 x 28672 x 8192, 224 tiles, 121.4 against ~117). Batch-
+// invariant mode keeps sm90-decode, as one kernel must serve every M.
+inline constexpr int64_t kDecodeLdgAlwaysTokens = 8;
+inline constexpr int64_t kDecodeLdgMaxTokens = 16;
+
+inline bool prefers_decode_ldg(int64_t m, int64_t n, int64_t batch, int sm_count) {
+  if (m > kDecodeLdgMaxTokens) return false;
+  return m <= kDecodeLdgAlwaysTokens || (n + 127) / 128 * batch <= sm_count;
+}
 
 inline bool prefers_decode(int64_t m, int64_t n, int64_t batch, int sm_count) {
   if (m <= kDecodeAlwaysTokens) return true;
@@ -110,6 +127,78 @@ DecodeSplit choose_decode_split(int64_t output_tiles, int64_t k_tiles, bool band
     if (candidate.cost < best.cost - 1e-9) best = candidate;
   }
   return best;
+}
+
+// The split for a kernel that runs one CTA per SM with a fixed number of bytes in flight
+// (sm90-decode-ldg): such a CTA cannot stream much faster than its fair share when others
+// are idle, so a second, partial wave costs nearly a whole one. Measured (docs/decode.md,
+// session 7): 1 x 8192 x 8192, 64 tiles: 2 splits 34.0 us, 1 split 40.1, 3 splits 40.1;
+// 16 x 10240 x 8192, 80 tiles: 1 split 46.3 us, 2 splits 60.8. So: the most splits that
+// still fit in one wave, at least 1 (more tiles than SMs: waves are unavoidable).
+template <class ResidentCtas>
+DecodeSplit choose_single_wave_split(int64_t output_tiles, int64_t k_tiles, ResidentCtas resident_ctas) {
+  int splits = 1;
+  for (int s = 2; s <= kDecodeMaxSplit && s <= k_tiles; ++s) {
+    if (output_tiles * s <= resident_ctas(s)) splits = s;
+  }
+  return decode_split_cost(output_tiles, k_tiles, splits, resident_ctas(splits), true);
+}
+
+// A measurement override, not a setting: ANVIL_DECODE_SPLITS=s forces the K split of both
+// decode kernels (read once per process), so the split choice can be checked against
+// every alternative (docs/decode.md). Ignored when out of range.
+inline int decode_forced_splits() {
+  static const int forced = [] {
+    const char* value = std::getenv("ANVIL_DECODE_SPLITS");
+    return value != nullptr ? std::atoi(value) : 0;
+  }();
+  return forced;
+}
+
+// The grid of one decode launch, in the units both decode kernels share: 128 weight rows
+// per feature tile, 64-wide k-tiles.
+struct DecodeLaunchPlan {
+  int token_tile = 8;
+  int batch = 1;
+  int token_tiles = 1;
+  int feature_tiles = 1;
+  int k_tiles = 1;
+  DecodeSplit split;
+};
+
+// resident_ctas(token_tile, splits): CTAs of the kernel that fit on the GPU at once in
+// clusters of `splits`. smallest_tile is the kernel's narrowest token tile, the one a
+// batch-invariant split is planned for. single_wave: the kernel runs one CTA per SM and
+// picks its split with choose_single_wave_split, else with choose_decode_split.
+template <class ResidentCtas>
+DecodeLaunchPlan plan_decode(const GemmDesc& desc, int token_tile, int smallest_tile, ResidentCtas resident_ctas,
+                             bool single_wave = false) {
+  DecodeLaunchPlan plan;
+  plan.token_tile = token_tile;
+  plan.batch = static_cast<int>(desc.batch);
+  plan.token_tiles = static_cast<int>((desc.m + token_tile - 1) / token_tile);
+  plan.feature_tiles = static_cast<int>((desc.n + 127) / 128);
+  plan.k_tiles = static_cast<int>((desc.k + 63) / 64);
+  const int64_t tiles = int64_t{plan.feature_tiles} * plan.token_tiles * desc.batch;
+  const bool bandwidth_bound = decode_bandwidth_bound(token_tile);
+  const auto choose = [&](int64_t output_tiles, int tile) {
+    const auto resident = [&](int s) { return resident_ctas(tile, s); };
+    return single_wave ? choose_single_wave_split(output_tiles, plan.k_tiles, resident)
+                       : choose_decode_split(output_tiles, plan.k_tiles, bandwidth_bound, resident);
+  };
+  if (desc.batch_invariant) {
+    // The split may depend on the weight (features, K) and the batch count, never on the
+    // number of tokens: a token's sums are then added in the same order whatever M is.
+    const int splits = choose(int64_t{plan.feature_tiles} * desc.batch, smallest_tile).splits;
+    plan.split = decode_split_cost(tiles, plan.k_tiles, splits, resident_ctas(token_tile, splits), bandwidth_bound);
+  } else {
+    plan.split = choose(tiles, token_tile);
+  }
+  const int forced = decode_forced_splits();
+  if (forced >= 1 && forced <= kDecodeMaxSplit && forced <= plan.k_tiles) {
+    plan.split = decode_split_cost(tiles, plan.k_tiles, forced, resident_ctas(token_tile, forced), bandwidth_bound);
+  }
+  return plan;
 }
 
 }  // namespace anvil::detail

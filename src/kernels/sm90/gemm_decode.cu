@@ -3,7 +3,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
-#include <cstdlib>
 
 #include "host/plan_cache.h"
 #include "host/registry.h"
@@ -47,56 +46,6 @@ int resident_ctas_for(int token_tile, int splits) {
     case 128: return resident_ctas<128>(splits);
     default: return resident_ctas<256>(splits);
   }
-}
-
-// A measurement override, not a setting: ANVIL_DECODE_SPLITS=s forces the K split (read
-// once per process), so the split choice can be checked against every alternative
-// (docs/decode.md). Ignored when out of range.
-int forced_splits() {
-  static const int forced = [] {
-    const char* value = std::getenv("ANVIL_DECODE_SPLITS");
-    return value != nullptr ? std::atoi(value) : 0;
-  }();
-  return forced;
-}
-
-struct DecodeLaunchPlan {
-  int token_tile = 8;
-  int batch = 1;
-  int token_tiles = 1;
-  int feature_tiles = 1;
-  int k_tiles = 1;
-  DecodeSplit split;
-};
-
-DecodeLaunchPlan plan_decode(const GemmDesc& desc) {
-  DecodeLaunchPlan plan;
-  plan.token_tile = decode_token_tile(desc.m);
-  plan.batch = static_cast<int>(desc.batch);
-  plan.token_tiles = static_cast<int>((desc.m + plan.token_tile - 1) / plan.token_tile);
-  plan.feature_tiles = static_cast<int>((desc.n + 127) / 128);
-  plan.k_tiles = static_cast<int>((desc.k + 63) / 64);
-  const int64_t tiles = int64_t{plan.feature_tiles} * plan.token_tiles * desc.batch;
-  if (desc.batch_invariant) {
-    // The split may depend on the weight (features, K) and the batch count, never on the
-    // number of tokens: a token's sums are then added in the same order whatever M is.
-    const int64_t weight_tiles = int64_t{plan.feature_tiles} * desc.batch;
-    const int splits = choose_decode_split(weight_tiles, plan.k_tiles, true, [](int s) {
-                         return resident_ctas_for(kDecodeTokenTiles[0], s);
-                       }).splits;
-    plan.split = decode_split_cost(tiles, plan.k_tiles, splits, resident_ctas_for(plan.token_tile, splits),
-                                   decode_bandwidth_bound(plan.token_tile));
-  } else {
-    const int token_tile = plan.token_tile;
-    plan.split = choose_decode_split(tiles, plan.k_tiles, decode_bandwidth_bound(token_tile),
-                                     [token_tile](int s) { return resident_ctas_for(token_tile, s); });
-  }
-  const int forced = forced_splits();
-  if (forced >= 1 && forced <= kDecodeMaxSplit && forced <= plan.k_tiles) {
-    plan.split = decode_split_cost(tiles, plan.k_tiles, forced, resident_ctas_for(plan.token_tile, forced),
-                                   decode_bandwidth_bound(plan.token_tile));
-  }
-  return plan;
 }
 
 Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
@@ -153,7 +102,8 @@ Status plan_and_launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* d
   // The split planning, tensor maps and the kernel's shared-memory limit are per-problem
   // work: done once, then cached.
   const Status s = find_or_build_plan(plan_name, desc, args, &launch, diag, [&](DecodeLaunch* out) {
-    const Status built = build_decode_launch<kTokenTile>(desc, args, plan_decode(desc), out, diag);
+    const DecodeLaunchPlan plan = plan_decode(desc, kTokenTile, kDecodeTokenTiles[0], resident_ctas_for);
+    const Status built = build_decode_launch<kTokenTile>(desc, args, plan, out, diag);
     return built != Status::kSuccess ? built : set_dynamic_smem(kernel, kSmem, kName, diag);
   });
   if (s != Status::kSuccess) return s;

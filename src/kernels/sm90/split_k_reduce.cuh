@@ -44,23 +44,32 @@ struct DecodeTileOrigin {
   int64_t batch, token0, feature0;
 };
 
-// Four consecutive features of one token, summed over the cluster in rank order.
-__device__ __forceinline__ float4 sum_over_cluster(const float* local, int splits) {
-  float4 sum = sm90::ld_shared_cluster_v4(sm90::map_shared_rank(local, 0));
-  for (int r = 1; r < splits; ++r) {
-    const float4 v = sm90::ld_shared_cluster_v4(sm90::map_shared_rank(local, static_cast<uint32_t>(r)));
-    sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+// Four consecutive features of one token, summed over the cluster in rank order. A CTA
+// whose warpgroups split its K range further parks `parts` partial tiles `part_floats`
+// apart; they are added part by part within each rank, so the order stays fixed.
+__device__ __forceinline__ float4 sum_over_cluster(const float* local, int splits, int parts = 1, int part_floats = 0) {
+  float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int r = 0; r < splits; ++r) {
+    for (int h = 0; h < parts; ++h) {
+      const float4 v = sm90::ld_shared_cluster_v4(sm90::map_shared_rank(local + h * part_floats, static_cast<uint32_t>(r)));
+      if (r == 0 && h == 0) {
+        sum = v;
+      } else {
+        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+      }
+    }
   }
   return sum;
 }
 
-// Run by the 256 consumer threads of CTA `rank` after the cluster barrier that follows
+// Run by kThreads threads of CTA `rank` after the cluster barrier that follows
 // park_partial: finishes the rank-th of `splits` slices of the tile's outputs. The thread
-// stride (256) is a multiple of a token's 32 (or 16) groups of four features, so a
-// thread's features - and their bias - stay the same while its tokens advance.
-template <int kTokenTile>
+// stride (a multiple of 32) is a multiple of a token's 32 (or 16) groups of four features,
+// so a thread's features - and their bias - stay the same while its tokens advance.
+template <int kTokenTile, int kThreads = 256>
 __device__ void reduce_and_finish(const EpilogueParams& p, const float* partial, DecodeTileOrigin origin,
-                                  int rank, int splits, int thread) {
+                                  int rank, int splits, int thread, int parts = 1, int part_floats = 0) {
+  static_assert(kThreads % 32 == 0, "a thread's features must not change between its tokens");
   const bool swiglu = p.activation == Activation::kSwiGLU;
   // A SwiGLU tile's 128 weight rows are 64 gate rows then their 64 up rows: 64 outputs.
   const int groups_per_token = swiglu ? 16 : 32;
@@ -74,13 +83,13 @@ __device__ void reduce_and_finish(const EpilogueParams& p, const float* partial,
   const ColumnBias bias = load_column_bias(p, swiglu, origin.feature0 + feature, gemm_cols);
   // Two groups per iteration: their DSMEM reads (one per peer) are in flight together.
 #pragma unroll 2
-  for (int q = begin; q < end; q += 256) {
+  for (int q = begin; q < end; q += kThreads) {
     const int token = q / groups_per_token;
     const int64_t row = origin.token0 + token;
     if (row >= p.m) break;
     const float* at = partial + token * kPartialPitch + feature;
-    const float4 gate = sum_over_cluster(at, splits);
-    const float4 up = swiglu ? sum_over_cluster(at + kSwiGLUBlock, splits) : gate;
+    const float4 gate = sum_over_cluster(at, splits, parts, part_floats);
+    const float4 up = swiglu ? sum_over_cluster(at + kSwiGLUBlock, splits, parts, part_floats) : gate;
     finish_four(p, origin.batch, row, col, bias, gate, up);
   }
 }
