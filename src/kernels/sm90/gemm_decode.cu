@@ -7,6 +7,7 @@
 #include "host/plan_cache.h"
 #include "host/registry.h"
 #include "kernels/sm90/decode_kernel.cuh"
+#include "kernels/sm90/decode_launch.h"
 #include "kernels/sm90/decode_plan.h"
 #include "kernels/sm90/tma_operands.h"
 
@@ -20,21 +21,11 @@ constexpr auto decode_kernel() {
   return sm90_decode_kernel<DecodeConfig<kTokenTile>, kInput>;
 }
 
-// CTAs of one configuration that fit on the current GPU at once in clusters of `splits`,
-// from the occupancy API (a cluster needs `splits` SMs of one GPC with room). Asked only
-// while a launch plan is built (plan_cache.h), so not cached here.
 template <int kTokenTile>
 int resident_ctas(int splits) {
   using Config = DecodeConfig<kTokenTile>;
-  auto kernel = decode_kernel<kTokenTile, sm90::Input::kBF16>();
-  constexpr int kSmem = decode_smem_bytes<Config>();
-  int found = 0;
-  if (set_dynamic_smem(kernel, kSmem, kName, nullptr) == Status::kSuccess) {
-    found = max_active_clusters(kernel, Config::kThreads, kSmem, splits);
-  }
-  cudaGetLastError();  // a failed query must not surface as the caller's launch error
-  // Unknown: assume one CTA per SM of an H200.
-  return found > 0 ? found * splits : 132 / splits * splits;
+  return decode_resident_ctas(kName, decode_kernel<kTokenTile, sm90::Input::kBF16>(), Config::kThreads,
+                              decode_smem_bytes<Config>(), splits);
 }
 
 int resident_ctas_for(int token_tile, int splits) {
@@ -108,15 +99,7 @@ Status plan_and_launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* d
   });
   if (s != Status::kSuccess) return s;
 
-  const DecodeLaunchPlan& plan = launch.plan;
-  cudaLaunchAttribute attribute;
-  const dim3 grid(static_cast<unsigned>(plan.split.splits), static_cast<unsigned>(plan.feature_tiles),
-                  static_cast<unsigned>(plan.token_tiles * plan.batch));
-  const cudaLaunchConfig_t config =
-      cluster_launch_config(&attribute, grid, Config::kThreads, kSmem, plan.split.splits, args.stream);
-  const cudaError_t e = cudaLaunchKernelEx(&config, kernel, launch.params);
-  if (e != cudaSuccess) return fail(diag, Status::kCudaError, "%s: launch failed: %s", kName, cudaGetErrorName(e));
-  return check_launch(diag, kName);
+  return launch_decode_grid(kName, kernel, launch.params, launch.plan, Config::kThreads, kSmem, args.stream, diag);
 }
 
 Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {

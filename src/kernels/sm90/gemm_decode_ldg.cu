@@ -8,6 +8,7 @@
 
 #include "host/plan_cache.h"
 #include "host/registry.h"
+#include "kernels/sm90/decode_launch.h"
 #include "kernels/sm90/decode_ldg_kernel.cuh"
 #include "kernels/sm90/decode_plan.h"
 #include "kernels/sm90/tma_operands.h"
@@ -34,18 +35,10 @@ constexpr auto ldg_kernel() {
   return sm90_decode_ldg_kernel<Config, kInput>;
 }
 
-// CTAs that fit on the current GPU at once in clusters of `splits` (occupancy API); asked
-// only while a plan is built.
 template <class Config>
 int resident_ctas(int splits) {
-  auto kernel = ldg_kernel<Config, sm90::Input::kBF16>();
-  constexpr int kSmem = ldg_decode_smem_bytes<Config>();
-  int found = 0;
-  if (set_dynamic_smem(kernel, kSmem, kName, nullptr) == Status::kSuccess) {
-    found = max_active_clusters(kernel, Config::kThreads, kSmem, splits);
-  }
-  cudaGetLastError();  // a failed query must not surface as the caller's launch error
-  return found > 0 ? found * splits : 132 * Config::kCtasPerSm / splits * splits;
+  return decode_resident_ctas(kName, ldg_kernel<Config, sm90::Input::kBF16>(), Config::kThreads,
+                              ldg_decode_smem_bytes<Config>(), splits);
 }
 
 int resident_ctas_for(int token_tile, int splits) {
@@ -53,7 +46,7 @@ int resident_ctas_for(int token_tile, int splits) {
 }
 
 // The same operand limits as sm90-decode (K-major operands, 16-byte aligned bases and
-// pitches: every 16-byte piece load is then aligned), whose checks are TMA's.
+// pitches, so every 16-byte cp.async source is aligned), whose checks are TMA's.
 Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
   const Status s = check_warp_specialized(kName, desc, args, true, diag);
   if (s != Status::kSuccess) return s;
@@ -106,16 +99,7 @@ Status plan_and_launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* d
     return set_dynamic_smem(kernel, kSmem, kName, diag);
   });
   if (s != Status::kSuccess) return s;
-
-  const DecodeLaunchPlan& plan = launch.plan;
-  cudaLaunchAttribute attribute;
-  const dim3 grid(static_cast<unsigned>(plan.split.splits), static_cast<unsigned>(plan.feature_tiles),
-                  static_cast<unsigned>(plan.token_tiles * plan.batch));
-  const cudaLaunchConfig_t config =
-      cluster_launch_config(&attribute, grid, Config::kThreads, kSmem, plan.split.splits, args.stream);
-  const cudaError_t e = cudaLaunchKernelEx(&config, kernel, launch.params);
-  if (e != cudaSuccess) return fail(diag, Status::kCudaError, "%s: launch failed: %s", kName, cudaGetErrorName(e));
-  return check_launch(diag, kName);
+  return launch_decode_grid(kName, kernel, launch.params, launch.plan, Config::kThreads, kSmem, args.stream, diag);
 }
 
 Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
