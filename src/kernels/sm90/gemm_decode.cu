@@ -2,7 +2,7 @@
 // the K split per problem (decode_plan.h), the tensor maps, the cluster launch.
 #include <cuda_runtime.h>
 
-#include <cstdio>
+#include <string>
 
 #include "host/plan_cache.h"
 #include "host/registry.h"
@@ -87,12 +87,12 @@ Status plan_and_launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* d
   using Config = DecodeConfig<kTokenTile>;
   constexpr int kSmem = decode_smem_bytes<Config>();
   auto kernel = decode_kernel_for<kTokenTile>(desc.a.dtype);
-  char plan_name[2 * PlanKey::kMaxKernelName];
-  std::snprintf(plan_name, sizeof(plan_name), "%s/t%d", kName, kTokenTile);
+  // The plan cache keys on the configuration too; formatted once, not on every call.
+  static const std::string plan_name = std::string(kName) + "/t" + std::to_string(kTokenTile);
   DecodeLaunch launch;
   // The split planning, tensor maps and the kernel's shared-memory limit are per-problem
   // work: done once, then cached.
-  const Status s = find_or_build_plan(plan_name, desc, args, &launch, diag, [&](DecodeLaunch* out) {
+  const Status s = find_or_build_plan(plan_name.c_str(), desc, args, &launch, diag, [&](DecodeLaunch* out) {
     const DecodeLaunchPlan plan = plan_decode(desc, kTokenTile, kDecodeTokenTiles[0], resident_ctas_for);
     const Status built = build_decode_launch<kTokenTile>(desc, args, plan, out, diag);
     return built != Status::kSuccess ? built : set_dynamic_smem(kernel, kSmem, kName, diag);

@@ -4,7 +4,7 @@
 // only the split and the parameter block.
 #include <cuda_runtime.h>
 
-#include <cstdio>
+#include <string>
 
 #include "host/plan_cache.h"
 #include "host/registry.h"
@@ -91,10 +91,11 @@ Status plan_and_launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* d
   constexpr int kTokenTile = Config::kTokenTile;
   constexpr int kSmem = ldg_decode_smem_bytes<Config>();
   auto kernel = kernel_for<Config>(desc.a.dtype);
-  char plan_name[2 * PlanKey::kMaxKernelName];
-  std::snprintf(plan_name, sizeof(plan_name), "%s/t%d/k%d/s%d", kName, kTokenTile, Config::kStepK, Config::kSubslices);
+  // The plan cache keys on the configuration too; formatted once, not on every call.
+  static const std::string plan_name = std::string(kName) + "/t" + std::to_string(kTokenTile) + "/k" +
+                                       std::to_string(Config::kStepK) + "/s" + std::to_string(Config::kSubslices);
   LdgDecodeLaunch launch;
-  const Status s = find_or_build_plan(plan_name, desc, args, &launch, diag, [&](LdgDecodeLaunch* out) {
+  const Status s = find_or_build_plan(plan_name.c_str(), desc, args, &launch, diag, [&](LdgDecodeLaunch* out) {
     *out = build_launch<Config>(desc, args, plan_decode(desc, kTokenTile, kSmallestTokenTile, resident_ctas_for, true));
     return set_dynamic_smem(kernel, kSmem, kName, diag);
   });
