@@ -13,12 +13,11 @@ using detail::KernelInfo;
 
 bool wants_auto(const GemmDesc& desc) { return desc.kernel == nullptr || std::strcmp(desc.kernel, "auto") == 0; }
 
-// The dispatcher's preference: a decode kernel for few tokens (or always sm90-decode, for
-// batch invariance) - the load-path one for the fewest tokens (prefers_decode_ldg) -, the
-// production Hopper kernel,
-// then the CUDA-core naive kernel, which accepts every valid problem (K = 0, odd strides,
-// any layout). The decode kernels take K-major operands in place only; other layouts go to
-// sm90-gemm, which repacks them.
+// The dispatcher's preference: a decode kernel for few tokens (the load-path one for the
+// fewest, prefers_decode_ldg; always sm90-decode for batch invariance), the production
+// Hopper kernel, then the CUDA-core naive kernel, which accepts every valid problem (K = 0,
+// odd strides, any layout). The decode kernels take K-major operands in place only; other
+// layouts go to sm90-gemm, which repacks them.
 const KernelInfo* pick(const GemmDesc& desc, const GemmArgs* args) {
   const int sm_count = detail::device_sm_count();
   const bool decode = desc.batch_invariant || detail::prefers_decode(desc.m, desc.n, desc.batch, sm_count);

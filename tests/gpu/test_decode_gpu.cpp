@@ -63,7 +63,8 @@ std::vector<DecodeCase> decode_cases() {
   cases.push_back({"tails_16x1000x4104", linear(16, 1000, 4104)});
   cases.push_back({"tails_100x129x72", linear(100, 129, 72)});
   // K not a multiple of 8 in padded rows (TMA-legal pitches): the last 16-byte piece of a
-  // row is partial - TMA zero-fills past K, sm90-decode-ldg reads it value by value.
+  // row is partial - TMA zero-fills past K, and sm90-decode-ldg's cp.async copies only the
+  // bytes before K and zero-fills the rest.
   {
     GemmDesc d = linear(9, 384, 1001);
     d.a.ld = d.b.ld = 1008;

@@ -28,7 +28,7 @@
 
 namespace anvil::detail {
 
-template <int kTokenTile_, int kStepK_ = 64, int kSubslices_ = 2>
+template <int kTokenTile_, int kStepK_, int kSubslices_>
 struct LdgDecodeConfig {
   static constexpr int kTokenTile = kTokenTile_;
   static constexpr int kBlockM = 128;             // weight rows per CTA: two row halves of m64
