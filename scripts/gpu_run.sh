@@ -2,7 +2,7 @@
 # The one command for the GPU machine: configure, build, run the GPU tests and the
 # benchmark suites, writing logs and JSON under $OUT (default ./out).
 #
-#   scripts/gpu_run.sh [phase ...]     phases: build tests fuzz sanitize probe llm decode streamk anchors ablations epilogue unaligned square ladder all (default: all)
+#   scripts/gpu_run.sh [phase ...]     phases: build tests fuzz sanitize probe llm decode streamk fit anchors ablations epilogue unaligned square ladder all (default: all)
 #
 # Environment: OUT (results folder), ANVIL_BUILD_DIR (default build-gpu), DTYPE (bf16),
 # FUZZ_SEED (default: today's date as a number), FUZZ_PROBLEMS (2000).
@@ -98,6 +98,18 @@ if want streamk; then
   # it weighs (ping-pong 128x128 whole tiles, stream-K) on shapes it decides by a few percent.
   "$bench" --shapes suites/streamk_choice.json --dtype "$DTYPE" --kernels anvil,sm90-gemm-pingpong,sm90-gemm-streamk,cublas \
     --json "$OUT/streamk-choice-$DTYPE-$stamp.json" 2>>"$OUT/streamk.err" | tee -a "$OUT/streamk.txt" || status=1
+fi
+
+if want fit; then
+  # The fitted tile widths (128 x 160 / 128 x 224 pairs) where the dispatcher now takes them,
+  # against the choice without them (sm90-gemm-pow2), forced everywhere (sm90-gemm-fit) and
+  # cuBLAS, in one process; then the odd-stride shapes they also take.
+  "$bench" --shapes suites/fit_widths.json --dtype "$DTYPE" --kernels anvil,sm90-gemm-pow2,sm90-gemm-fit,cublas \
+    --json "$OUT/fit-$DTYPE-$stamp.json" 2>"$OUT/fit.err" | tee "$OUT/fit.txt" || status=1
+  "$bench" --m 4096 --n 4097 --k 4096,4095 --dtype "$DTYPE" --kernels anvil,sm90-gemm-pow2,cublas \
+    --json "$OUT/fit-unaligned-$DTYPE-$stamp.json" 2>>"$OUT/fit.err" | tee -a "$OUT/fit.txt" || status=1
+  "$bench" --m 4097 --n 4097 --k 4097 --dtype "$DTYPE" --kernels anvil,sm90-gemm-pow2,cublas \
+    --json "$OUT/fit-unaligned-odd-$DTYPE-$stamp.json" 2>>"$OUT/fit.err" | tee -a "$OUT/fit.txt" || status=1
 fi
 
 if want anchors; then

@@ -21,6 +21,8 @@ extern const KernelInfo kSm90Decode;
 extern const KernelInfo kSm90DecodeLdg;
 extern const KernelInfo kSm90GemmPingPong;
 extern const KernelInfo kSm90GemmStreamK;
+extern const KernelInfo kSm90GemmFit;
+extern const KernelInfo kSm90GemmPow2;
 extern const KernelInfo kAblation05TwoStages;
 extern const KernelInfo kAblation09NoMulticast;
 extern const KernelInfo kAblation09FourStages;
@@ -33,12 +35,14 @@ extern const KernelInfo kAblation10TallTwoRounds;
 namespace {
 // Ladder order first, then the production kernels the dispatcher prefers, then the
 // ablations that explain the ladder's flat or negative steps (docs/ladder.md).
-const std::array<const KernelInfo*, 24> kKernels = {
+const std::array<const KernelInfo*, 26> kKernels = {
     &kLadder01Naive,          &kLadder02SmemTiling,   &kLadder03TmaWgmma, &kLadder04Swizzle,
     &kLadder05Pipeline,       &kLadder06WarpSpecialized, &kLadder07TwoConsumers, &kLadder08TmaStore,
     &kLadder09Cluster,        &kLadder10Persistent,   &kLadder11DeeperRing, &kSm90Gemm,            &kSm90Decode,     &kSm90DecodeLdg,
     &kSm90GemmPingPong,
     &kSm90GemmStreamK,
+    &kSm90GemmFit,
+    &kSm90GemmPow2,
     &kAblation05TwoStages,    &kAblation09NoMulticast, &kAblation09FourStages, &kAblation09CrossRelease,
     &kAblation10WideFourStages, &kAblation10TallFourStages, &kAblation10TallThreeStages,
     &kAblation10TallTwoRounds,

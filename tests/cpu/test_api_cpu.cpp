@@ -285,7 +285,8 @@ TEST(Validation, WorkspaceTooSmall) {
   // without room for the copies it refuses. sm90-gemm-streamk always needs its partials.
   GemmDesc desc = anvil::linear_desc(256, 10240, 8192, DataType::kBF16, DataType::kBF16);
   desc.b = anvil::MatrixLayout{DataType::kBF16, anvil::Order::kRowMajor, desc.n, 0};
-  for (const char* kernel : {static_cast<const char*>(nullptr), "sm90-gemm", "sm90-gemm-streamk"}) {
+  for (const char* kernel : {static_cast<const char*>(nullptr), "sm90-gemm", "sm90-gemm-streamk", "sm90-gemm-fit",
+                             "sm90-gemm-pow2"}) {
     desc.kernel = kernel;
     const size_t need = anvil::workspace_size(desc);
     ASSERT_GT(need, 0u) << (kernel ? kernel : "auto");
@@ -305,10 +306,10 @@ TEST(Validation, WorkspaceTooSmall) {
 }
 
 TEST(Validation, StreamKWorkspaceIsOptional) {
-  // 256 x 10240 x 8192 makes 80 wide tiles for 132 SMs: the plan streams K, and
-  // workspace_size asks for the partials' room. Without it sm90-gemm still runs, on
-  // whole tiles.
-  GemmDesc desc = anvil::linear_desc(256, 10240, 8192, DataType::kBF16, DataType::kBF16);
+  // 256 x 4096 x 14336 makes 32 tall tiles (or 64 narrow ones) for 132 SMs: the plan
+  // streams K, and workspace_size asks for the partials' room. Without it sm90-gemm still
+  // runs, on whole tiles.
+  GemmDesc desc = anvil::linear_desc(256, 4096, 14336, DataType::kBF16, DataType::kBF16);
   desc.kernel = "sm90-gemm";
   EXPECT_GT(anvil::workspace_size(desc), 0u);
   GemmArgs args = full_args();

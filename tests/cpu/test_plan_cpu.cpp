@@ -6,6 +6,7 @@
 
 #include "anvil/gemm.h"
 #include "host/plan_cache.h"
+#include "kernels/sm90/fit_pairs.h"
 #include "kernels/sm90/kernel_config.h"
 #include "kernels/sm90/plan.h"
 
@@ -46,8 +47,8 @@ TEST(ChooseVariant, PingPongTilesWhereTheyFillTheLastWaveBetter) {
   EXPECT_EQ(choose_sm90_variant(8192, 28672, 1, kH200Sms), Sm90Variant::kPingPongPair);
   // Not when D cannot leave through TMA stores (4097^3, odd ld: 411 us in ping-pong tiles
   // against 333 us for the pairs, whose wave count is worse).
-  EXPECT_EQ(choose_sm90_variant(4097, 4097, 1, kH200Sms, false, true), Sm90Variant::kPingPongPair);
-  EXPECT_EQ(choose_sm90_variant(4097, 4097, 1, kH200Sms, false, false), Sm90Variant::kWidePair);
+  EXPECT_EQ(choose_classic_sm90_variant(4097, 4097, 1, kH200Sms, false, true), Sm90Variant::kPingPongPair);
+  EXPECT_EQ(choose_classic_sm90_variant(4097, 4097, 1, kH200Sms, false, false), Sm90Variant::kWidePair);
   // Equal fill (4096^3: 4 waves of pairs, 8 of ping-pong tiles) keeps the pairs.
   EXPECT_DOUBLE_EQ(variant_cost(Sm90Variant::kPingPongPair, 4096, 4096, 1, kH200Sms),
                    variant_cost(Sm90Variant::kWidePair, 4096, 4096, 1, kH200Sms));
@@ -80,7 +81,57 @@ TEST(ChooseVariant, UnderfilledWideWaveTakesNarrowTiles) {
 TEST(ChooseVariant, NarrowTilesThatSpillIntoASecondWaveLose) {
   // 256 x 10240: 80 wide tiles = one wave; 160 narrow tiles = two waves, the second
   // nearly empty (measured 2x slower on 2026-11-29 before this rule).
-  EXPECT_EQ(choose_sm90_variant(256, 10240, 1, kH200Sms), Sm90Variant::kWidePair);
+  EXPECT_EQ(choose_classic_sm90_variant(256, 10240, 1, kH200Sms, false, true), Sm90Variant::kWidePair);
+}
+
+TEST(ChooseVariant, FittedWidthsWhereTheyPayFewerWavesTimesWidth) {
+  // 256 x 10240: 2 x 64 tiles of 128 x 160 fill one wave at 97% (256-wide pairs: 61%).
+  EXPECT_EQ(choose_sm90_variant(256, 10240, 1, kH200Sms), Sm90Variant::kFitPair160);
+  // 256 x 28672: 2 x 128 tiles of 128 x 224 in 2 waves, against 2 waves of 256-wide pairs.
+  EXPECT_EQ(choose_sm90_variant(256, 28672, 1, kH200Sms), Sm90Variant::kFitPair224);
+  // Odd-ld outputs (no TMA store either way): 4096 x 4097 makes 608 tiles of 128 x 224 in
+  // 5 waves, as many waves as 544 of 128 x 256; 4097^3 the same with 34 rows of tiles.
+  EXPECT_EQ(choose_sm90_variant(4096, 4097, 1, kH200Sms, false, false), Sm90Variant::kFitPair224);
+  EXPECT_EQ(choose_sm90_variant(4097, 4097, 1, kH200Sms, false, false), Sm90Variant::kFitPair224);
+}
+
+TEST(ChooseVariant, FittedWidthsTieGoesToTheWiderTile) {
+  // 4097^3: 884 tiles of 160 columns in 7 waves cost what 646 of 224 in 5 waves cost.
+  EXPECT_DOUBLE_EQ(variant_cost(Sm90Variant::kFitPair160, 4097, 4097, 1, kH200Sms),
+                   variant_cost(Sm90Variant::kFitPair224, 4097, 4097, 1, kH200Sms));
+  EXPECT_EQ(cheaper_fit_variant(4097, 4097, 1, kH200Sms), Sm90Variant::kFitPair224);
+}
+
+TEST(ChooseVariant, FittedWidthsNotOnFullWavesOrSmallSavings) {
+  // The suite's square and prefill shapes, and gemma3: the 128- and 256-wide tiles stay.
+  const int64_t shapes[][2] = {{4096, 4096}, {8192, 8192}, {8192, 10240}, {8192, 28672}, {512, 8192}, {16384, 16384}};
+  for (const auto& s : shapes) {
+    const Sm90Variant v = choose_sm90_variant(s[0], s[1], 1, kH200Sms);
+    EXPECT_NE(v, Sm90Variant::kFitPair160) << s[0] << "x" << s[1];
+    EXPECT_NE(v, Sm90Variant::kFitPair224) << s[0] << "x" << s[1];
+  }
+  // 8192 x 8192: 18 waves of 224-wide pairs are 1.6% less waves x width than 16 of
+  // 256-wide ones, inside the fitted widths' 5% allowance.
+  EXPECT_LT(whole_tile_waves_cost(Sm90Variant::kFitPair224, 8192, 8192, 1, kH200Sms),
+            whole_tile_waves_cost(Sm90Variant::kWidePair, 8192, 8192, 1, kH200Sms));
+  EXPECT_EQ(choose_sm90_variant(8192, 8192, 1, kH200Sms), Sm90Variant::kWidePair);
+  // 1024 x 6144 and 4096 x 1536: 3 waves of 128 x 128 tiles beat 2 of 128 x 224 (measured
+  // 91 against 101 us and 144 against 164): the single narrow tiles are compared at full
+  // speed, so 384 beats 448 columns of waves.
+  EXPECT_EQ(choose_sm90_variant(1024, 6144, 1, kH200Sms), Sm90Variant::kNarrow);
+  EXPECT_EQ(choose_sm90_variant(4096, 1536, 1, kH200Sms), Sm90Variant::kNarrow);
+  // ... while 1024 x 5120 takes 2 waves of 160-wide pairs over 3 of them (91 against 112 us).
+  EXPECT_EQ(choose_sm90_variant(1024, 5120, 1, kH200Sms), Sm90Variant::kFitPair160);
+}
+
+TEST(ChooseVariant, FittedWidthsOnlyForPlainGemms) {
+  // Fused epilogues keep the ping-pong schedule or the single tiles (SwiGLU needs
+  // 128-column gate/up pairs; the others overlap their epilogue with the next mainloop).
+  EXPECT_EQ(choose_sm90_variant(256, 10240, 1, kH200Sms, true),
+            choose_classic_sm90_variant(256, 10240, 1, kH200Sms, true, true));
+  Sm90Problem before_fit{256, 10240, 8192, 1, false, true};
+  before_fit.fit_widths = false;
+  EXPECT_EQ(choose_sm90_variant(before_fit, kH200Sms), Sm90Variant::kTallStreamK);
 }
 
 TEST(ChooseVariant, CostFollowsWholeWaves) {
@@ -110,6 +161,23 @@ TEST(KernelConfig, SharedMemoryAndRegistersFitTheSm) {
   using CrossRelease = KernelConfig<256, 2, 1, 3, 2, true, ClusterB::kLocalLoadsCrossRelease>;
   EXPECT_EQ(CrossRelease::kMulticastCtas, 1);
   EXPECT_EQ(CrossRelease::kReleaseCtas, 2);
+}
+
+TEST(KernelConfig, FittedWidthsFitTheSm) {
+  EXPECT_EQ(FitPair160::kBlockN, tile_shape(Sm90Variant::kFitPair160).block_n);
+  EXPECT_EQ(FitPair224::kBlockN, tile_shape(Sm90Variant::kFitPair224).block_n);
+  // Multicast slices of B are whole 8-row groups at whole 1024-byte swizzle atoms.
+  EXPECT_EQ(FitPair160::kBlockN / FitPair160::kMulticastCtas * 128 % 1024, 0);
+  EXPECT_EQ(FitPair224::kBlockN / FitPair224::kMulticastCtas * 128 % 1024, 0);
+  for (int bytes : {FitPair160::kStages * (FitPair160::kStageBytesA + FitPair160::kStageBytesB) + FitPair160::kEpilogueBytes,
+                    FitPair224::kStages * (FitPair224::kStageBytesA + FitPair224::kStageBytesB) + FitPair224::kEpilogueBytes}) {
+    EXPECT_LE(bytes + 2048, 227 * 1024);  // + barriers, + the alignment slack
+  }
+  // One stage more would not fit: the stage counts are the most the SM holds.
+  EXPECT_GT((FitPair160::kStages + 1) * (FitPair160::kStageBytesA + FitPair160::kStageBytesB) + FitPair160::kEpilogueBytes,
+            227 * 1024);
+  EXPECT_GT((FitPair224::kStages + 1) * (FitPair224::kStageBytesA + FitPair224::kStageBytesB) + FitPair224::kEpilogueBytes,
+            227 * 1024);
 }
 
 TEST(KernelConfig, PingPongWarpgroupsTakeWholeTiles) {

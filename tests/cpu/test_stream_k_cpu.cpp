@@ -118,9 +118,13 @@ TEST(StreamKPlan, ShortRunsUseFewerCtas) {
 
 TEST(StreamKChoice, BadlyQuantizedSkinnyShapesStream) {
   // M = 256 on Llama-70B's qkv and mlp_up weights: 80 and 224 tall tiles for 132 SMs, whose
-  // whole-tile plans need 2 waves (measured at 2f93ba3: 98 -> 85 us and 220 -> 207 us).
+  // 128- and 256-wide plans need 2 waves (measured at 2f93ba3: 98 -> 85 us and 220 -> 207
+  // us). With the fitted widths (plan.h) those fill their waves instead: stream-K is then
+  // the choice of the 128/256-wide tiles only.
   for (int64_t n : {10240, 28672}) {
-    const Sm90Problem p{256, n, 8192, 1, false, true};
+    Sm90Problem p{256, n, 8192, 1, false, true};
+    EXPECT_NE(choose_sm90_variant(p, kH200Sms), Sm90Variant::kTallStreamK) << n;
+    p.fit_widths = false;
     EXPECT_EQ(choose_sm90_variant(p, kH200Sms), Sm90Variant::kTallStreamK) << n;
   }
   // 512 x 28672: 448 tiles = 3.4 waves of pairs (measured: pairs 420 us, stream-K 383 us),
@@ -163,13 +167,16 @@ TEST(StreamKChoice, NotBelowTheMeasuredKRange) {
   // keeps whole tiles at K = 4096, though the model alone would stream it.
   const Sm90Problem short_decode{256, 10240, 4096, 1, false, true};
   EXPECT_LT(stream_k_cost(256, 10240, 4096, 1, kH200Sms),
-            whole_tile_waves_cost(choose_sm90_variant(256, 10240, 1, kH200Sms, false), 256, 10240, 1, kH200Sms));
+            whole_tile_waves_cost(choose_classic_sm90_variant(256, 10240, 1, kH200Sms, false, true), 256, 10240, 1,
+                                  kH200Sms));
   EXPECT_NE(choose_sm90_variant(short_decode, kH200Sms), Sm90Variant::kTallStreamK);
 }
 
 TEST(StreamKChoice, NotWhenForbidden) {
-  // The problem BadlyQuantizedSkinnyShapesStream streams, without the workspace for it.
-  const Sm90Problem p{256, 10240, 8192, 1, false, false};
+  // The problem BadlyQuantizedSkinnyShapesStream streams (among 128/256-wide tiles),
+  // without the workspace for it.
+  Sm90Problem p{256, 10240, 8192, 1, false, false};
+  p.fit_widths = false;
   EXPECT_NE(choose_sm90_variant(p, kH200Sms), Sm90Variant::kTallStreamK);
 }
 

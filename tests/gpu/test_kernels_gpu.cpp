@@ -230,7 +230,8 @@ std::vector<Case> repeat_cases() {
       {"pingpong_bias_relu_2048x2048x256", with_epilogue(linear(2048, 2048, 256), Activation::kReLU, BiasMode::kPerColumn),
        false, 15},
       {"repacked_rowrow_300x520x65", repacked, false, 11},
-      {"stream_k_256x10240x8192", linear(256, 10240, 8192), false, 16},
+      {"fit160_256x10240x8192", linear(256, 10240, 8192), false, 16},
+      {"fit224_768x4096x512", linear(768, 4096, 512), false, 18},
       {"stream_k_bias_silu_256x10240x8192", with_epilogue(linear(256, 10240, 8192), Activation::kSiLU, BiasMode::kPerColumn),
        false, 17},
       {"decode_64x1024x4096", linear(64, 1024, 4096), false, 12},
@@ -360,7 +361,7 @@ TEST(KernelRepeatCoverage, CasesReachEveryPathTheDispatcherTakes) {
   for (const char* expected : {"sm90-gemm", "sm90-decode", "ladder-01-naive"}) {
     EXPECT_EQ(kernels.count(expected), 1u) << "no repeat case goes to " << expected;
   }
-  EXPECT_EQ(sm90_variants.size(), 5u) << "the cases should take all five sm90-gemm configurations";
+  EXPECT_EQ(sm90_variants.size(), 7u) << "the cases should take all seven sm90-gemm configurations";
   EXPECT_TRUE(repacked) << "no repeat case repacks an operand";
 }
 

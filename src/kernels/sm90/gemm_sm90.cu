@@ -7,6 +7,7 @@
 
 #include <atomic>
 
+#include "kernels/sm90/fit_pairs.h"
 #include "kernels/sm90/launch.cuh"
 #include "kernels/sm90/plan.h"
 #include "kernels/sm90/repack.cuh"
@@ -34,7 +35,9 @@ using TallStreamK = KernelConfig<128, 2, 2, 4, 1, true, ClusterB::kMulticast, Sc
 constexpr const char* kName = "sm90-gemm";
 constexpr const char* kPingPongName = "sm90-gemm-pingpong";
 constexpr const char* kStreamKName = "sm90-gemm-streamk";
-constexpr LaunchPolicy kPolicy{true, 8};
+constexpr const char* kFitName = "sm90-gemm-fit";
+constexpr const char* kPow2Name = "sm90-gemm-pow2";
+constexpr LaunchPolicy kPolicy = kSm90GemmPolicy;
 constexpr size_t kWorkspaceAlign = 256;
 
 size_t align_up(size_t bytes) { return (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign; }
@@ -100,6 +103,14 @@ Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
   return sm90_check<Narrow>(kName, plan.packed, args != nullptr ? &packed_args : nullptr, diag);
 }
 
+// The fitted widths are not whole 128-column gate/up pairs.
+Status check_fit(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
+  if (desc.epilogue.activation == Activation::kSwiGLU) {
+    return fail(diag, Status::kNotSupported, "%s: SwiGLU needs 128-column tiles (the fitted widths are 160 and 224)", kFitName);
+  }
+  return check(desc, args, diag);
+}
+
 // Stream-K's flags and parked partials, for every SM (the configuration runs one CTA per SM).
 size_t stream_k_bytes() {
   const int ctas = device_sm_count();
@@ -125,12 +136,22 @@ Sm90Problem sm90_problem(const GemmDesc& desc) {
 // What a launch with these arguments uses: the repack copies, plus stream-K's part when
 // the plan streams and the caller's workspace has room for it (args null: the size to
 // ask for). Without the room, the launch takes the whole-tile variant instead of failing.
-size_t workspace(const GemmDesc& desc, const GemmArgs* args) {
+size_t workspace_choosing(const GemmDesc& desc, const GemmArgs* args, bool fit_widths) {
   const RepackPlan plan = plan_repack(desc, args);
   const size_t repack = plan.a_bytes + plan.b_bytes;
-  if (choose_sm90_variant(sm90_problem(plan.packed), device_sm_count()) != Sm90Variant::kTallStreamK) return repack;
+  Sm90Problem problem = sm90_problem(plan.packed);
+  problem.fit_widths = fit_widths;
+  if (choose_sm90_variant(problem, device_sm_count()) != Sm90Variant::kTallStreamK) return repack;
   const size_t with_stream_k = repack + stream_k_bytes();
   return args == nullptr || args->workspace_bytes >= with_stream_k ? with_stream_k : repack;
+}
+
+size_t workspace(const GemmDesc& desc, const GemmArgs* args) { return workspace_choosing(desc, args, true); }
+size_t workspace_pow2(const GemmDesc& desc, const GemmArgs* args) { return workspace_choosing(desc, args, false); }
+
+size_t workspace_repack(const GemmDesc& desc, const GemmArgs* args) {
+  const RepackPlan plan = plan_repack(desc, args);
+  return plan.a_bytes + plan.b_bytes;
 }
 
 size_t workspace_stream_k(const GemmDesc& desc, const GemmArgs* args) {
@@ -165,21 +186,42 @@ Status launch_packed(const GemmDesc& desc, const GemmArgs& args, Diagnostic* dia
   return launch_config(name, plan.packed, packed_args, diag);
 }
 
-Status launch_by_wave_plan(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  Sm90Problem problem = sm90_problem(desc);
-  problem.stream_k_allowed = problem.stream_k_allowed && args.workspace_bytes >= stream_k_bytes() &&
-                             reinterpret_cast<uintptr_t>(args.workspace) % 16 == 0;
-  switch (choose_sm90_variant(problem, device_sm_count())) {
+Status launch_variant(Sm90Variant variant, const char* name, const GemmDesc& desc, const GemmArgs& args,
+                      Diagnostic* diag) {
+  switch (variant) {
     case Sm90Variant::kWidePair: return sm90_launch<WidePair>(name, kPolicy, desc, args, diag);
     case Sm90Variant::kPingPongPair: return sm90_launch<PingPongPair>(name, kPolicy, desc, args, diag);
     case Sm90Variant::kNarrow: return sm90_launch<Narrow>(name, kPolicy, desc, args, diag);
     case Sm90Variant::kTallStreamK: return sm90_launch<TallStreamK>(name, kPolicy, desc, args, diag);
+    case Sm90Variant::kFitPair160:
+    case Sm90Variant::kFitPair224: return launch_fit_pair(variant, name, desc, args, diag);
     default: return sm90_launch<Wide>(name, kPolicy, desc, args, diag);
   }
 }
 
+template <bool kFitWidths>
+Status launch_by_wave_plan(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  Sm90Problem problem = sm90_problem(desc);
+  problem.stream_k_allowed = problem.stream_k_allowed && args.workspace_bytes >= stream_k_bytes() &&
+                             reinterpret_cast<uintptr_t>(args.workspace) % 16 == 0;
+  problem.fit_widths = kFitWidths;
+  return launch_variant(choose_sm90_variant(problem, device_sm_count()), name, desc, args, diag);
+}
+
 Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_packed(desc, args, diag, kName, launch_by_wave_plan);
+  return launch_packed(desc, args, diag, kName, launch_by_wave_plan<true>);
+}
+
+Status launch_pow2(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return launch_packed(desc, args, diag, kPow2Name, launch_by_wave_plan<false>);
+}
+
+Status launch_fit_config(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return launch_fit_pair(cheaper_fit_variant(desc.m, desc.n, desc.batch, device_sm_count()), name, desc, args, diag);
+}
+
+Status launch_fit(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return launch_packed(desc, args, diag, kFitName, launch_fit_config);
 }
 
 Status launch_pingpong_config(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
@@ -211,6 +253,15 @@ extern const KernelInfo kSm90GemmPingPong{kPingPongName,
                                           "consumer warpgroups (epilogue overlaps the other's mainloop), 2-CTA multicast; "
                                           "what sm90-gemm runs for fused epilogues",
                                           check, launch_pingpong, workspace};
+extern const KernelInfo kSm90GemmFit{kFitName,
+                                     "sm90-gemm's fitted widths on every problem: 128x160 or 128x224 tiles (whichever "
+                                     "pays fewer waves x width) in multicasting 2-CTA clusters, stored from the "
+                                     "registers (for tests and measurement)",
+                                     check_fit, launch_fit, workspace_repack};
+extern const KernelInfo kSm90GemmPow2{kPow2Name,
+                                      "sm90-gemm choosing among its 128- and 256-wide tiles and stream-K only, as "
+                                      "before the fitted widths (for measurement against them)",
+                                      check, launch_pow2, workspace_pow2};
 extern const KernelInfo kSm90GemmStreamK{kStreamKName,
                                          "sm90-gemm's stream-K configuration on every problem, whatever the wave plan "
                                          "says: 256x128 tiles, the last waves' K iterations spread over all SMs, "

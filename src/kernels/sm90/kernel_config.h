@@ -53,7 +53,10 @@ struct KernelConfig {
   static constexpr int kProducerRegisters = 40;
   static constexpr int kConsumerRegisters = kConsumers == 1 ? 240 : 232;
 
-  static_assert(kBlockN % 64 == 0 && kBlockN <= 256, "wgmma N and the epilogue's 64-column boxes");
+  // wgmma takes N in steps of 8 up to 256; the staged epilogue parks 32-column chunks, and
+  // the TMA store writes whole 64-column boxes (a partial box would overwrite the next tile).
+  static_assert(kBlockN % 32 == 0 && kBlockN <= 256, "wgmma N and the staged epilogue's 32-column chunks");
+  static_assert(!kTmaStore_ || kBlockN % 64 == 0, "TMA stores write whole 64-column boxes");
   static_assert((kSlabs * kBlockN / 64) % kStoreRounds == 0, "whole 64x64 store boxes per round");
   static_assert((kBlockN / kMulticastCtas) % 8 == 0, "multicast slices of B are whole 8-row groups");
   static_assert(!kStreamK || (kClusterM == 1 && !kPingPong), "stream-K units are per CTA, both warpgroups on one tile");

@@ -19,6 +19,9 @@ struct LaunchPolicy {
   int band = 1;             // raster band height in cluster rows (TileScheduler)
 };
 
+// What every sm90-gemm configuration runs with: persistent, bands of 8 cluster rows.
+inline constexpr LaunchPolicy kSm90GemmPolicy{true, 8};
+
 template <class Config>
 constexpr int sm90_smem_bytes() {
   return static_cast<int>(sizeof(SharedStorage<Config>)) + 1024;  // + alignment slack

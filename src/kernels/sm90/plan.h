@@ -16,6 +16,10 @@ enum class Sm90Variant : int {
   kWidePair = 2,  // 128x256 tiles in 2-CTA clusters along M multicasting B; 4 stages + half TMA-store buffer
   kPingPongPair = 3,  // 128x128 tiles taken in turn by the two consumer warpgroups, multicast pairs
   kTallStreamK = 4,   // 256x128 tiles, the last waves' K iterations spread over every SM (stream_k.h)
+  // Multicast pairs of tiles 160 or 224 columns wide, for column counts that 128 and 256
+  // divide badly; no TMA store (not whole 64-column boxes), so D leaves from the registers.
+  kFitPair160 = 5,
+  kFitPair224 = 6,
 };
 
 struct TileShape {
@@ -23,8 +27,20 @@ struct TileShape {
 };
 
 constexpr TileShape tile_shape(Sm90Variant v) {
-  if (v == Sm90Variant::kTallStreamK) return TileShape{256, 128};
-  return v == Sm90Variant::kNarrow || v == Sm90Variant::kPingPongPair ? TileShape{128, 128} : TileShape{128, 256};
+  switch (v) {
+    case Sm90Variant::kTallStreamK: return TileShape{256, 128};
+    case Sm90Variant::kNarrow:
+    case Sm90Variant::kPingPongPair: return TileShape{128, 128};
+    case Sm90Variant::kFitPair160: return TileShape{128, 160};
+    case Sm90Variant::kFitPair224: return TileShape{128, 224};
+    default: return TileShape{128, 256};
+  }
+}
+
+// Variants whose CTAs run in 2-CTA clusters along M (a partial cluster still holds two SMs).
+constexpr bool runs_in_pairs(Sm90Variant v) {
+  return v == Sm90Variant::kWidePair || v == Sm90Variant::kPingPongPair || v == Sm90Variant::kFitPair160 ||
+         v == Sm90Variant::kFitPair224;
 }
 
 struct WavePlan {
@@ -58,6 +74,10 @@ inline double estimated_cost(const WavePlan& plan, TileShape shape, double relat
 
 inline constexpr double kWideRelativeSpeed = 0.96;
 inline constexpr double kNarrowRelativeSpeed = 0.8 * kWideRelativeSpeed;
+// The fitted widths against the 256-wide pairs, per unit of tile area: a narrower MMA and
+// no TMA store. An allowance, not yet a measurement (session 8, docs/worklog.md): a
+// fitted width must save more than 5% of the pairs' waves x width to be chosen.
+inline constexpr double kFitRelativeSpeed = 0.95;
 
 // estimated_cost of a whole-tile variant on this problem.
 inline double variant_cost(Sm90Variant v, int64_t m, int64_t n, int64_t batch, int sm_count) {
@@ -65,6 +85,9 @@ inline double variant_cost(Sm90Variant v, int64_t m, int64_t n, int64_t batch, i
   switch (v) {
     case Sm90Variant::kWidePair:
     case Sm90Variant::kPingPongPair: return estimated_cost(wave_plan(m, n, batch, shape, sm_count, 2), shape, 1.0, sm_count);
+    case Sm90Variant::kFitPair160:
+    case Sm90Variant::kFitPair224:
+      return estimated_cost(wave_plan(m, n, batch, shape, sm_count, 2), shape, kFitRelativeSpeed, sm_count);
     case Sm90Variant::kNarrow: return estimated_cost(wave_plan(m, n, batch, shape, sm_count), shape, kNarrowRelativeSpeed, sm_count);
     default: return estimated_cost(wave_plan(m, n, batch, shape, sm_count), shape, kWideRelativeSpeed, sm_count);
   }
@@ -84,8 +107,8 @@ inline double variant_cost(Sm90Variant v, int64_t m, int64_t n, int64_t batch, i
 // long instruction stream in ping-pong competes with the other warpgroup's wgmma issue:
 // 4097^3 (odd ld) ran 411 us in ping-pong tiles against 333 us for the pairs (bed4304 and
 // 0843406, bench/results/...-streamk-choice-bf16.json, ...-unaligned-odd-bf16.json).
-inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count, bool fused_epilogue,
-                                       bool tma_store) {
+inline Sm90Variant choose_classic_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count,
+                                               bool fused_epilogue, bool tma_store) {
   const double pair_cost = variant_cost(Sm90Variant::kWidePair, m, n, batch, sm_count);
   const double wide_cost = variant_cost(Sm90Variant::kWide, m, n, batch, sm_count);
   const double narrow_cost = variant_cost(Sm90Variant::kNarrow, m, n, batch, sm_count);
@@ -98,6 +121,44 @@ inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int 
     return tma_store && pingpong_cost < pair_cost ? Sm90Variant::kPingPongPair : Sm90Variant::kWidePair;
   }
   return narrow_cost < wide_cost ? Sm90Variant::kNarrow : Sm90Variant::kWide;
+}
+
+// The chosen whole-tile plan's cost counted in waves alone, as if it ran at full speed.
+// Stream-K only removes wave quantization, so it has to beat this: the measured speed
+// ratios behind estimated_cost come from 4096^3-class shapes and undersell 128x128 tiles
+// at M = 256 (0.93-1.08x cuBLAS there, 2026-11-29), where stream-K lost to them.
+inline double whole_tile_waves_cost(Sm90Variant whole, int64_t m, int64_t n, int64_t batch, int sm_count) {
+  const TileShape shape = tile_shape(whole);
+  return estimated_cost(wave_plan(m, n, batch, shape, sm_count, runs_in_pairs(whole) ? 2 : 1), shape, 1.0, sm_count);
+}
+
+// The cheaper of the two fitted widths; a tie goes to 224 (fewer, larger tiles).
+inline Sm90Variant cheaper_fit_variant(int64_t m, int64_t n, int64_t batch, int sm_count) {
+  return variant_cost(Sm90Variant::kFitPair160, m, n, batch, sm_count) <
+                 variant_cost(Sm90Variant::kFitPair224, m, n, batch, sm_count)
+             ? Sm90Variant::kFitPair160
+             : Sm90Variant::kFitPair224;
+}
+
+// The whole-tile choice: the 128- and 256-wide variants above, unless a fitted width
+// (160 or 224) pays fewer waves x width than they do by more than its allowance. Both
+// sides are counted in waves alone: against the fitted widths the single 128 x 128 tiles
+// ran at the pairs' speed per SM, not at kNarrowRelativeSpeed (H200, session 8,
+// bench/results/...-fit-bf16.json: 1024 x 6144 x 4096 and 4096 x 1536 x 7168, 3 waves of
+// 128 x 128 tiles against 2 of 128 x 224, took 91 and 144 us against 101 and 164).
+// Plain GEMMs only: fused epilogues keep the ping-pong schedule, whose epilogue overlaps
+// the next mainloop, and SwiGLU needs 128-column gate/up pairs. Examples on 132 SMs:
+// 256 x 10240 -> 128 x 160 pairs (128 tiles, one wave, where 256-wide pairs fill 61% of
+// one); 4096 x 4097 -> 128 x 224 (608 tiles in 5 waves, against 544 256-wide ones also in 5).
+inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count, bool fused_epilogue,
+                                       bool tma_store) {
+  const Sm90Variant classic = choose_classic_sm90_variant(m, n, batch, sm_count, fused_epilogue, tma_store);
+  if (fused_epilogue) return classic;
+  const Sm90Variant fit = cheaper_fit_variant(m, n, batch, sm_count);
+  return whole_tile_waves_cost(fit, m, n, batch, sm_count) / kFitRelativeSpeed <
+                 whole_tile_waves_cost(classic, m, n, batch, sm_count)
+             ? fit
+             : classic;
 }
 
 // The plain GEMM into a TMA-storable output, the common case.
@@ -143,21 +204,12 @@ inline double stream_k_cost(int64_t m, int64_t n, int64_t k, int64_t batch, int 
   return turns * tall.block_m * tall.block_n / kTallRelativeSpeed;
 }
 
-// The chosen whole-tile plan's cost counted in waves alone, as if it ran at full speed.
-// Stream-K only removes wave quantization, so it has to beat this: the measured speed
-// ratios behind estimated_cost come from 4096^3-class shapes and undersell 128x128 tiles
-// at M = 256 (0.93-1.08x cuBLAS there, 2026-11-29), where stream-K lost to them.
-inline double whole_tile_waves_cost(Sm90Variant whole, int64_t m, int64_t n, int64_t batch, int sm_count) {
-  const bool pairs = whole == Sm90Variant::kWidePair || whole == Sm90Variant::kPingPongPair;
-  const TileShape shape = tile_shape(whole);
-  return estimated_cost(wave_plan(m, n, batch, shape, sm_count, pairs ? 2 : 1), shape, 1.0, sm_count);
-}
-
 struct Sm90Problem {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool fused_epilogue = false;
   bool stream_k_allowed = true;  // workspace for the partials is there; not batch-invariant
   bool tma_store = true;         // D can leave through TMA stores (half, row-major, 16-byte rows)
+  bool fit_widths = true;        // the 160- and 224-wide pairs may be chosen (off: the choice before session 8)
 };
 
 // Stream-K is only considered with at least this many K iterations per tile. Every shape
@@ -170,7 +222,9 @@ inline constexpr int64_t kStreamKMinKTiles = 128;
 // The whole choice: the whole-tile variant, or stream-K where it is cheaper than the
 // whole-tile plans' waves.
 inline Sm90Variant choose_sm90_variant(const Sm90Problem& p, int sm_count) {
-  const Sm90Variant whole = choose_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue, p.tma_store);
+  const Sm90Variant whole =
+      p.fit_widths ? choose_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue, p.tma_store)
+                   : choose_classic_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue, p.tma_store);
   if (!p.stream_k_allowed || ceil_div(p.k, 64) < kStreamKMinKTiles) return whole;
   return stream_k_cost(p.m, p.n, p.k, p.batch, sm_count) < whole_tile_waves_cost(whole, p.m, p.n, p.batch, sm_count)
              ? Sm90Variant::kTallStreamK
