@@ -172,6 +172,18 @@ TEST(StreamKChoice, NotBelowTheMeasuredKRange) {
   EXPECT_NE(choose_sm90_variant(short_decode, kH200Sms), Sm90Variant::kTallStreamK);
 }
 
+TEST(StreamKChoice, AgainstFittedWidthsWithTheirAllowance) {
+  // 768 x 4096 x 11008: 114 tiles of 128 x 224 fill 86% of one wave; streamed it took 112
+  // us against 122 (session 8). With the fitted widths' allowance stream-K is cheaper.
+  const Sm90Problem p{768, 4096, 11008, 1, false, true};
+  EXPECT_EQ(choose_sm90_variant(768, 4096, 1, kH200Sms), Sm90Variant::kFitPair224);
+  EXPECT_EQ(choose_sm90_variant(p, kH200Sms), Sm90Variant::kTallStreamK);
+  // 512 x 7168 x 16384: 128 such tiles fill 97% of the wave; whole tiles stay (188 us
+  // against 191 streamed).
+  const Sm90Problem full{512, 7168, 16384, 1, false, true};
+  EXPECT_EQ(choose_sm90_variant(full, kH200Sms), Sm90Variant::kFitPair224);
+}
+
 TEST(StreamKChoice, NotWhenForbidden) {
   // The problem BadlyQuantizedSkinnyShapesStream streams (among 128/256-wide tiles),
   // without the workspace for it.
