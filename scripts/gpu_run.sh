@@ -106,6 +106,10 @@ if want fit; then
   # cuBLAS, in one process; then the odd-stride shapes they also take.
   "$bench" --shapes suites/fit_widths.json --dtype "$DTYPE" --kernels anvil,sm90-gemm-pow2,sm90-gemm-fit,cublas \
     --json "$OUT/fit-$DTYPE-$stamp.json" 2>"$OUT/fit.err" | tee "$OUT/fit.txt" || status=1
+  # M = 128 against the wide weights, which the fitted widths now keep on sm90-gemm
+  # (prefers_decode in decode_plan.h), against the decode kernel.
+  "$bench" --m 128 --n 18432,28672 --k 8192 --dtype "$DTYPE" --kernels anvil,sm90-gemm-pow2,sm90-decode,cublas \
+    --json "$OUT/fit-m128-$DTYPE-$stamp.json" 2>>"$OUT/fit.err" | tee -a "$OUT/fit.txt" || status=1
   "$bench" --m 4096 --n 4097 --k 4096,4095 --dtype "$DTYPE" --kernels anvil,sm90-gemm-pow2,cublas \
     --json "$OUT/fit-unaligned-$DTYPE-$stamp.json" 2>>"$OUT/fit.err" | tee -a "$OUT/fit.txt" || status=1
   "$bench" --m 4097 --n 4097 --k 4097 --dtype "$DTYPE" --kernels anvil,sm90-gemm-pow2,cublas \

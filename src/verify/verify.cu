@@ -105,8 +105,13 @@ __device__ __forceinline__ float activate(Activation act, float z) {
     case Activation::kReLU: return z > 0.0f ? z : 0.0f;
     case Activation::kGeluErf: return 0.5f * z * (1.0f + erff(z * 0.70710678118654752f));
     case Activation::kGeluTanh: {
-      const float inner = 0.79788456080286536f * (z + 0.044715f * z * z * z);
-      return 0.5f * z * (1.0f + tanhf(inner));
+      // 0.5 z (1 + tanh(u)) written as z / (1 + e^(-2u)), in double: the same function
+      // without the cancellation of 1 + tanh(u) for z << 0, where fp32 keeps almost no
+      // digits (z = -4.5: ~1% relative error, which failed a one-element fuzz problem
+      // whose kernel result was the accurate one).
+      const double zd = z;
+      const double u = 0.79788456080286536 * (zd + 0.044715 * zd * zd * zd);
+      return static_cast<float>(zd / (1.0 + exp(-2.0 * u)));
     }
     case Activation::kSiLU:
     case Activation::kSwiGLU: return z / (1.0f + expf(-z));

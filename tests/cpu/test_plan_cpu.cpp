@@ -6,7 +6,7 @@
 
 #include "anvil/gemm.h"
 #include "host/plan_cache.h"
-#include "kernels/sm90/fit_pairs.h"
+#include "kernels/sm90/fit_widths.h"
 #include "kernels/sm90/kernel_config.h"
 #include "kernels/sm90/plan.h"
 
@@ -64,8 +64,10 @@ TEST(ChooseVariant, FusedEpiloguesTakeThePingPongSchedule) {
 
 TEST(ChooseVariant, OneRowOfTilesCannotPair) {
   // 128 x 28672: a pair would leave its second CTA idle; 112 single wide tiles fill one
-  // wave, 224 narrow ones spill into a second.
-  EXPECT_EQ(choose_sm90_variant(128, 28672, 1, kH200Sms), Sm90Variant::kWide);
+  // wave, 224 narrow ones spill into a second ...
+  EXPECT_EQ(choose_classic_sm90_variant(128, 28672, 1, kH200Sms, false, true), Sm90Variant::kWide);
+  // ... and 128 single tiles of 224 columns fill it better.
+  EXPECT_EQ(choose_sm90_variant(128, 28672, 1, kH200Sms), Sm90Variant::kFitSingle224);
 }
 
 TEST(WavePlan, PartialClustersOccupyWholeClusters) {
@@ -93,6 +95,22 @@ TEST(ChooseVariant, FittedWidthsWhereTheyPayFewerWavesTimesWidth) {
   // 5 waves, as many waves as 544 of 128 x 256; 4097^3 the same with 34 rows of tiles.
   EXPECT_EQ(choose_sm90_variant(4096, 4097, 1, kH200Sms, false, false), Sm90Variant::kFitPair224);
   EXPECT_EQ(choose_sm90_variant(4097, 4097, 1, kH200Sms, false, false), Sm90Variant::kFitPair224);
+  // 256 x 11008: 116 tiles of 128 x 192 in one wave, against 100 of 224 or 86 of 256.
+  EXPECT_EQ(choose_sm90_variant(256, 11008, 1, kH200Sms), Sm90Variant::kFitPair192);
+  // 768 x 4096: 6 x 22 = 132 tiles of 128 x 192, exactly one wave.
+  EXPECT_EQ(choose_sm90_variant(768, 4096, 1, kH200Sms), Sm90Variant::kFitPair192);
+}
+
+TEST(ChooseVariant, FittedWidthsRunSingleWhereAPairWouldIdle) {
+  // 384 x 6144: 3 rows of tiles. Pairs hold 4 rows (a quarter of their CTAs idle); single
+  // CTAs make 3 x 39 = 117 tiles of 128 x 160, one wave.
+  EXPECT_EQ(choose_sm90_variant(384, 6144, 1, kH200Sms), Sm90Variant::kFitSingle160);
+  EXPECT_LT(variant_cost(Sm90Variant::kFitSingle160, 384, 6144, 1, kH200Sms),
+            variant_cost(Sm90Variant::kFitPair160, 384, 6144, 1, kH200Sms));
+  // With an even number of rows the pairs win ties (B multicast).
+  EXPECT_DOUBLE_EQ(variant_cost(Sm90Variant::kFitSingle224, 256, 28672, 1, kH200Sms),
+                   variant_cost(Sm90Variant::kFitPair224, 256, 28672, 1, kH200Sms));
+  EXPECT_EQ(cheaper_fit_variant(256, 28672, 1, kH200Sms), Sm90Variant::kFitPair224);
 }
 
 TEST(ChooseVariant, FittedWidthsTieGoesToTheWiderTile) {
@@ -163,21 +181,27 @@ TEST(KernelConfig, SharedMemoryAndRegistersFitTheSm) {
   EXPECT_EQ(CrossRelease::kReleaseCtas, 2);
 }
 
-TEST(KernelConfig, FittedWidthsFitTheSm) {
-  EXPECT_EQ(FitPair160::kBlockN, tile_shape(Sm90Variant::kFitPair160).block_n);
-  EXPECT_EQ(FitPair224::kBlockN, tile_shape(Sm90Variant::kFitPair224).block_n);
+template <class Config>
+void expect_fitted_width_fits(Sm90Variant variant) {
+  SCOPED_TRACE(static_cast<int>(variant));
+  EXPECT_EQ(Config::kBlockN, tile_shape(variant).block_n);
+  EXPECT_EQ(Config::kClusterM, runs_in_pairs(variant) ? 2 : 1);
+  EXPECT_FALSE(Config::kTmaStore);
   // Multicast slices of B are whole 8-row groups at whole 1024-byte swizzle atoms.
-  EXPECT_EQ(FitPair160::kBlockN / FitPair160::kMulticastCtas * 128 % 1024, 0);
-  EXPECT_EQ(FitPair224::kBlockN / FitPair224::kMulticastCtas * 128 % 1024, 0);
-  for (int bytes : {FitPair160::kStages * (FitPair160::kStageBytesA + FitPair160::kStageBytesB) + FitPair160::kEpilogueBytes,
-                    FitPair224::kStages * (FitPair224::kStageBytesA + FitPair224::kStageBytesB) + FitPair224::kEpilogueBytes}) {
-    EXPECT_LE(bytes + 2048, 227 * 1024);  // + barriers, + the alignment slack
-  }
-  // One stage more would not fit: the stage counts are the most the SM holds.
-  EXPECT_GT((FitPair160::kStages + 1) * (FitPair160::kStageBytesA + FitPair160::kStageBytesB) + FitPair160::kEpilogueBytes,
-            227 * 1024);
-  EXPECT_GT((FitPair224::kStages + 1) * (FitPair224::kStageBytesA + FitPair224::kStageBytesB) + FitPair224::kEpilogueBytes,
-            227 * 1024);
+  EXPECT_EQ(Config::kBlockN / Config::kMulticastCtas * 128 % 1024, 0);
+  const int stage = Config::kStageBytesA + Config::kStageBytesB;
+  EXPECT_LE(Config::kStages * stage + Config::kEpilogueBytes + 2048, 227 * 1024);  // + barriers and alignment slack
+  // One stage more would not fit: the stage count is the most the SM holds.
+  EXPECT_GT((Config::kStages + 1) * stage + Config::kEpilogueBytes, 227 * 1024);
+}
+
+TEST(KernelConfig, FittedWidthsFitTheSm) {
+  expect_fitted_width_fits<FitPair160>(Sm90Variant::kFitPair160);
+  expect_fitted_width_fits<FitPair192>(Sm90Variant::kFitPair192);
+  expect_fitted_width_fits<FitPair224>(Sm90Variant::kFitPair224);
+  expect_fitted_width_fits<FitSingle160>(Sm90Variant::kFitSingle160);
+  expect_fitted_width_fits<FitSingle192>(Sm90Variant::kFitSingle192);
+  expect_fitted_width_fits<FitSingle224>(Sm90Variant::kFitSingle224);
 }
 
 TEST(KernelConfig, PingPongWarpgroupsTakeWholeTiles) {

@@ -173,13 +173,18 @@ TEST(StreamKChoice, NotBelowTheMeasuredKRange) {
 }
 
 TEST(StreamKChoice, AgainstFittedWidthsWithTheirAllowance) {
-  // 768 x 4096 x 11008: 114 tiles of 128 x 224 fill 86% of one wave; streamed it took 112
-  // us against 122 (session 8). With the fitted widths' allowance stream-K is cheaper.
-  const Sm90Problem p{768, 4096, 11008, 1, false, true};
-  EXPECT_EQ(choose_sm90_variant(768, 4096, 1, kH200Sms), Sm90Variant::kFitPair224);
+  // Why the allowance counts here too: 768 x 4096 x 11008 in 114 tiles of 128 x 224 (86%
+  // of one wave) took 122 us, streamed 112 (session 8; it now takes 132 tiles of 128 x 192).
+  // 256 x 18432 x 8192: 232 tiles of 128 x 160 in 2 waves (88% of them); stream-K's
+  // estimate lies between the tiles' waves and the waves over the allowance.
+  const Sm90Problem p{256, 18432, 8192, 1, false, true};
+  EXPECT_EQ(choose_sm90_variant(256, 18432, 1, kH200Sms), Sm90Variant::kFitPair160);
+  const double waves = whole_tile_waves_cost(Sm90Variant::kFitPair160, 256, 18432, 1, kH200Sms);
+  EXPECT_GT(stream_k_cost(256, 18432, 8192, 1, kH200Sms), waves);
+  EXPECT_LT(stream_k_cost(256, 18432, 8192, 1, kH200Sms), waves / kFitRelativeSpeed);
   EXPECT_EQ(choose_sm90_variant(p, kH200Sms), Sm90Variant::kTallStreamK);
-  // 512 x 7168 x 16384: 128 such tiles fill 97% of the wave; whole tiles stay (188 us
-  // against 191 streamed).
+  // 512 x 7168 x 16384: 128 tiles of 128 x 224 fill 97% of the wave; whole tiles stay (188
+  // us against 191 streamed).
   const Sm90Problem full{512, 7168, 16384, 1, false, true};
   EXPECT_EQ(choose_sm90_variant(full, kH200Sms), Sm90Variant::kFitPair224);
 }

@@ -211,8 +211,9 @@ INSTANTIATE_TEST_SUITE_P(AllKernels, KernelSweep,
 // ---- determinism and graph capture, on a few representative cases ----
 
 // One case for every path the dispatcher can take, so that each is run ten times: the
-// production kernel with narrow tiles (the first three), with wide tiles, and with operands
-// repacked into the workspace; the decode kernel; the naive kernel (K = 0).
+// production kernel in each of its configurations (narrow, wide, pairs, ping-pong,
+// stream-K, the six fitted widths) and with operands repacked into the workspace; the
+// decode kernel; the naive kernel (K = 0).
 // KernelRepeatCoverage checks that the list still reaches them all.
 std::vector<Case> repeat_cases() {
   GemmDesc repacked = make_desc(300, 520, 65, DataType::kBF16, Order::kRowMajor, Order::kRowMajor, DataType::kBF16);
@@ -226,12 +227,16 @@ std::vector<Case> repeat_cases() {
       {"bias_gelu_1000x1000x1000", with_epilogue(linear(1000, 1000, 1000), Activation::kGeluTanh, BiasMode::kPerColumn),
        false, 9},
       {"wide_pair_2048x2048x256", linear(2048, 2048, 256), false, 10},
-      {"wide_single_128x28672x64", linear(128, 28672, 64), false, 14},
+      {"wide_single_65x29632x64", linear(65, 29632, 64), false, 14},
       {"pingpong_bias_relu_2048x2048x256", with_epilogue(linear(2048, 2048, 256), Activation::kReLU, BiasMode::kPerColumn),
        false, 15},
       {"repacked_rowrow_300x520x65", repacked, false, 11},
       {"fit160_256x10240x8192", linear(256, 10240, 8192), false, 16},
-      {"fit224_768x4096x512", linear(768, 4096, 512), false, 18},
+      {"fit192_768x4096x256", linear(768, 4096, 256), false, 18},
+      {"fit224_256x14336x128", linear(256, 14336, 128), false, 19},
+      {"fit_single160_384x6144x128", linear(384, 6144, 128), false, 20},
+      {"fit_single192_384x7168x128", linear(384, 7168, 128), false, 21},
+      {"fit_single224_128x28672x64", linear(128, 28672, 64), false, 22},
       {"stream_k_bias_silu_256x10240x8192", with_epilogue(linear(256, 10240, 8192), Activation::kSiLU, BiasMode::kPerColumn),
        false, 17},
       {"decode_64x1024x4096", linear(64, 1024, 4096), false, 12},
@@ -361,7 +366,7 @@ TEST(KernelRepeatCoverage, CasesReachEveryPathTheDispatcherTakes) {
   for (const char* expected : {"sm90-gemm", "sm90-decode", "ladder-01-naive"}) {
     EXPECT_EQ(kernels.count(expected), 1u) << "no repeat case goes to " << expected;
   }
-  EXPECT_EQ(sm90_variants.size(), 7u) << "the cases should take all seven sm90-gemm configurations";
+  EXPECT_EQ(sm90_variants.size(), 11u) << "the cases should take all eleven sm90-gemm configurations";
   EXPECT_TRUE(repacked) << "no repeat case repacks an operand";
 }
 

@@ -7,7 +7,7 @@
 
 #include <atomic>
 
-#include "kernels/sm90/fit_pairs.h"
+#include "kernels/sm90/fit_widths.h"
 #include "kernels/sm90/launch.cuh"
 #include "kernels/sm90/plan.h"
 #include "kernels/sm90/repack.cuh"
@@ -106,7 +106,7 @@ Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
 // The fitted widths are not whole 128-column gate/up pairs.
 Status check_fit(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
   if (desc.epilogue.activation == Activation::kSwiGLU) {
-    return fail(diag, Status::kNotSupported, "%s: SwiGLU needs 128-column tiles (the fitted widths are 160 and 224)", kFitName);
+    return fail(diag, Status::kNotSupported, "%s: SwiGLU needs 128-column gate/up pairs (the fitted widths are 160, 192 and 224 wide)", kFitName);
   }
   return check(desc, args, diag);
 }
@@ -193,9 +193,8 @@ Status launch_variant(Sm90Variant variant, const char* name, const GemmDesc& des
     case Sm90Variant::kPingPongPair: return sm90_launch<PingPongPair>(name, kPolicy, desc, args, diag);
     case Sm90Variant::kNarrow: return sm90_launch<Narrow>(name, kPolicy, desc, args, diag);
     case Sm90Variant::kTallStreamK: return sm90_launch<TallStreamK>(name, kPolicy, desc, args, diag);
-    case Sm90Variant::kFitPair160:
-    case Sm90Variant::kFitPair224: return launch_fit_pair(variant, name, desc, args, diag);
-    default: return sm90_launch<Wide>(name, kPolicy, desc, args, diag);
+    case Sm90Variant::kWide: return sm90_launch<Wide>(name, kPolicy, desc, args, diag);
+    default: return launch_fit_width(variant, name, desc, args, diag);
   }
 }
 
@@ -217,7 +216,7 @@ Status launch_pow2(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag)
 }
 
 Status launch_fit_config(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_fit_pair(cheaper_fit_variant(desc.m, desc.n, desc.batch, device_sm_count()), name, desc, args, diag);
+  return launch_fit_width(cheaper_fit_variant(desc.m, desc.n, desc.batch, device_sm_count()), name, desc, args, diag);
 }
 
 Status launch_fit(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
@@ -254,9 +253,9 @@ extern const KernelInfo kSm90GemmPingPong{kPingPongName,
                                           "what sm90-gemm runs for fused epilogues",
                                           check, launch_pingpong, workspace};
 extern const KernelInfo kSm90GemmFit{kFitName,
-                                     "sm90-gemm's fitted widths on every problem: 128x160 or 128x224 tiles (whichever "
-                                     "pays fewer waves x width) in multicasting 2-CTA clusters, stored from the "
-                                     "registers (for tests and measurement)",
+                                     "sm90-gemm's fitted widths on every problem: 128x160, 128x192 or 128x224 tiles "
+                                     "(whichever pays fewer waves x width) in multicasting 2-CTA clusters or single "
+                                     "CTAs, stored from the registers (for tests and measurement)",
                                      check_fit, launch_fit, workspace_repack};
 extern const KernelInfo kSm90GemmPow2{kPow2Name,
                                       "sm90-gemm choosing among its 128- and 256-wide tiles and stream-K only, as "

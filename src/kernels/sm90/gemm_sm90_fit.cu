@@ -1,16 +1,23 @@
-// The fitted-width configurations of sm90-gemm: multicast pairs of 128 x 160 and 128 x 224
-// tiles, for problems whose column count leaves the 128- and 256-wide tiles' last wave
-// partly idle (plan.h chooses). Otherwise the pairs' design: 2-CTA clusters along M that
-// multicast the shared B tile, persistent with a banded raster.
-#include "kernels/sm90/fit_pairs.h"
+// The fitted-width configurations of sm90-gemm: tiles 160, 192 or 224 columns wide, in
+// multicast pairs or single CTAs, for problems whose column count leaves the 128- and
+// 256-wide tiles' last wave partly idle (plan.h chooses). Otherwise the design of the
+// other configurations: persistent, warp-specialized, banded raster.
+#include "kernels/sm90/fit_widths.h"
 #include "kernels/sm90/launch.cuh"
 
 namespace anvil::detail {
 
-Status launch_fit_pair(Sm90Variant variant, const char* name, const GemmDesc& desc, const GemmArgs& args,
-                       Diagnostic* diag) {
-  return variant == Sm90Variant::kFitPair160 ? sm90_launch<FitPair160>(name, kSm90GemmPolicy, desc, args, diag)
-                                             : sm90_launch<FitPair224>(name, kSm90GemmPolicy, desc, args, diag);
+Status launch_fit_width(Sm90Variant variant, const char* name, const GemmDesc& desc, const GemmArgs& args,
+                        Diagnostic* diag) {
+  switch (variant) {
+    case Sm90Variant::kFitPair160: return sm90_launch<FitPair160>(name, kSm90GemmPolicy, desc, args, diag);
+    case Sm90Variant::kFitPair192: return sm90_launch<FitPair192>(name, kSm90GemmPolicy, desc, args, diag);
+    case Sm90Variant::kFitPair224: return sm90_launch<FitPair224>(name, kSm90GemmPolicy, desc, args, diag);
+    case Sm90Variant::kFitSingle160: return sm90_launch<FitSingle160>(name, kSm90GemmPolicy, desc, args, diag);
+    case Sm90Variant::kFitSingle192: return sm90_launch<FitSingle192>(name, kSm90GemmPolicy, desc, args, diag);
+    case Sm90Variant::kFitSingle224: return sm90_launch<FitSingle224>(name, kSm90GemmPolicy, desc, args, diag);
+    default: return fail(diag, Status::kInternalError, "%s: not a fitted-width configuration", name);
+  }
 }
 
 }  // namespace anvil::detail

@@ -16,11 +16,19 @@ enum class Sm90Variant : int {
   kWidePair = 2,  // 128x256 tiles in 2-CTA clusters along M multicasting B; 4 stages + half TMA-store buffer
   kPingPongPair = 3,  // 128x128 tiles taken in turn by the two consumer warpgroups, multicast pairs
   kTallStreamK = 4,   // 256x128 tiles, the last waves' K iterations spread over every SM (stream_k.h)
-  // Multicast pairs of tiles 160 or 224 columns wide, for column counts that 128 and 256
-  // divide badly; no TMA store (not whole 64-column boxes), so D leaves from the registers.
+  // Fitted widths: tiles 160, 192 or 224 columns wide, for column counts that 128 and 256
+  // divide badly; in multicast pairs, or single CTAs where the pairs would leave a row of
+  // tiles empty (an odd number of 128-row tiles). D leaves from the registers (160 and 224
+  // are not whole 64-column TMA-store boxes; 192 keeps the family's shared-memory plan).
   kFitPair160 = 5,
   kFitPair224 = 6,
+  kFitPair192 = 7,
+  kFitSingle160 = 8,
+  kFitSingle192 = 9,
+  kFitSingle224 = 10,
 };
+
+constexpr bool is_fit_width(Sm90Variant v) { return static_cast<int>(v) >= static_cast<int>(Sm90Variant::kFitPair160); }
 
 struct TileShape {
   int block_m, block_n;
@@ -31,8 +39,12 @@ constexpr TileShape tile_shape(Sm90Variant v) {
     case Sm90Variant::kTallStreamK: return TileShape{256, 128};
     case Sm90Variant::kNarrow:
     case Sm90Variant::kPingPongPair: return TileShape{128, 128};
-    case Sm90Variant::kFitPair160: return TileShape{128, 160};
-    case Sm90Variant::kFitPair224: return TileShape{128, 224};
+    case Sm90Variant::kFitPair160:
+    case Sm90Variant::kFitSingle160: return TileShape{128, 160};
+    case Sm90Variant::kFitPair192:
+    case Sm90Variant::kFitSingle192: return TileShape{128, 192};
+    case Sm90Variant::kFitPair224:
+    case Sm90Variant::kFitSingle224: return TileShape{128, 224};
     default: return TileShape{128, 256};
   }
 }
@@ -40,7 +52,7 @@ constexpr TileShape tile_shape(Sm90Variant v) {
 // Variants whose CTAs run in 2-CTA clusters along M (a partial cluster still holds two SMs).
 constexpr bool runs_in_pairs(Sm90Variant v) {
   return v == Sm90Variant::kWidePair || v == Sm90Variant::kPingPongPair || v == Sm90Variant::kFitPair160 ||
-         v == Sm90Variant::kFitPair224;
+         v == Sm90Variant::kFitPair192 || v == Sm90Variant::kFitPair224;
 }
 
 struct WavePlan {
@@ -86,8 +98,13 @@ inline double variant_cost(Sm90Variant v, int64_t m, int64_t n, int64_t batch, i
     case Sm90Variant::kWidePair:
     case Sm90Variant::kPingPongPair: return estimated_cost(wave_plan(m, n, batch, shape, sm_count, 2), shape, 1.0, sm_count);
     case Sm90Variant::kFitPair160:
+    case Sm90Variant::kFitPair192:
     case Sm90Variant::kFitPair224:
       return estimated_cost(wave_plan(m, n, batch, shape, sm_count, 2), shape, kFitRelativeSpeed, sm_count);
+    case Sm90Variant::kFitSingle160:
+    case Sm90Variant::kFitSingle192:
+    case Sm90Variant::kFitSingle224:
+      return estimated_cost(wave_plan(m, n, batch, shape, sm_count), shape, kFitRelativeSpeed, sm_count);
     case Sm90Variant::kNarrow: return estimated_cost(wave_plan(m, n, batch, shape, sm_count), shape, kNarrowRelativeSpeed, sm_count);
     default: return estimated_cost(wave_plan(m, n, batch, shape, sm_count), shape, kWideRelativeSpeed, sm_count);
   }
@@ -132,16 +149,23 @@ inline double whole_tile_waves_cost(Sm90Variant whole, int64_t m, int64_t n, int
   return estimated_cost(wave_plan(m, n, batch, shape, sm_count, runs_in_pairs(whole) ? 2 : 1), shape, 1.0, sm_count);
 }
 
-// The cheaper of the two fitted widths; a tie goes to 224 (fewer, larger tiles).
+// The cheapest fitted width. Ties go to pairs (B multicast: half its L2 reads), then to
+// the wider tile (fewer tiles, less per-tile overhead).
 inline Sm90Variant cheaper_fit_variant(int64_t m, int64_t n, int64_t batch, int sm_count) {
-  return variant_cost(Sm90Variant::kFitPair160, m, n, batch, sm_count) <
-                 variant_cost(Sm90Variant::kFitPair224, m, n, batch, sm_count)
-             ? Sm90Variant::kFitPair160
-             : Sm90Variant::kFitPair224;
+  constexpr Sm90Variant kByPreference[] = {Sm90Variant::kFitPair224,   Sm90Variant::kFitPair192,
+                                           Sm90Variant::kFitPair160,   Sm90Variant::kFitSingle224,
+                                           Sm90Variant::kFitSingle192, Sm90Variant::kFitSingle160};
+  Sm90Variant best = kByPreference[0];
+  double best_cost = variant_cost(best, m, n, batch, sm_count);
+  for (Sm90Variant v : kByPreference) {
+    const double cost = variant_cost(v, m, n, batch, sm_count);
+    if (cost < best_cost) best = v, best_cost = cost;
+  }
+  return best;
 }
 
 // The whole-tile choice: the 128- and 256-wide variants above, unless a fitted width
-// (160 or 224) pays fewer waves x width than they do by more than its allowance. Both
+// (160, 192 or 224 wide) pays fewer waves x width than they do by more than its allowance. Both
 // sides are counted in waves alone: against the fitted widths the single 128 x 128 tiles
 // ran at the pairs' speed per SM, not at kNarrowRelativeSpeed (H200, session 8,
 // bench/results/...-fit-bf16.json: 1024 x 6144 x 4096 and 4096 x 1536 x 7168, 3 waves of
@@ -229,8 +253,8 @@ inline Sm90Variant choose_sm90_variant(const Sm90Problem& p, int sm_count) {
   // A fitted width carries its allowance here too: 768 x 4096 x 11008, 114 tiles of 128 x
   // 224 in one wave, took 122 us against 112 streamed (session 8); 29405 against 28672
   // (30181 with the allowance) in these units.
-  const bool fit = whole == Sm90Variant::kFitPair160 || whole == Sm90Variant::kFitPair224;
-  const double whole_cost = whole_tile_waves_cost(whole, p.m, p.n, p.batch, sm_count) / (fit ? kFitRelativeSpeed : 1.0);
+  const double whole_cost =
+      whole_tile_waves_cost(whole, p.m, p.n, p.batch, sm_count) / (is_fit_width(whole) ? kFitRelativeSpeed : 1.0);
   return stream_k_cost(p.m, p.n, p.k, p.batch, sm_count) < whole_cost ? Sm90Variant::kTallStreamK : whole;
 }
 
