@@ -186,7 +186,12 @@ void expect_fitted_width_fits(Sm90Variant variant) {
   SCOPED_TRACE(static_cast<int>(variant));
   EXPECT_EQ(Config::kBlockN, tile_shape(variant).block_n);
   EXPECT_EQ(Config::kClusterM, runs_in_pairs(variant) ? 2 : 1);
-  EXPECT_FALSE(Config::kTmaStore);
+  // Whole 64-column boxes through TMA stores, one 8 KiB box per warpgroup and round, no
+  // larger than the staged epilogue's buffer (the shared-memory plan stays the same).
+  EXPECT_TRUE(Config::kTmaStore);
+  EXPECT_EQ(Config::kTmaStoreColumns, Config::kBlockN / 64 * 64);
+  EXPECT_EQ(Config::kTmaStoreBytes, Config::kConsumers * 64 * 128);  // a 64 x 64 box of halves each
+  EXPECT_LE(Config::kTmaStoreBytes, Config::kEpilogueBytes);
   // Multicast slices of B are whole 8-row groups at whole 1024-byte swizzle atoms.
   EXPECT_EQ(Config::kBlockN / Config::kMulticastCtas * 128 % 1024, 0);
   const int stage = Config::kStageBytesA + Config::kStageBytesB;

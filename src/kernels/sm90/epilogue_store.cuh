@@ -2,7 +2,8 @@
 // Three paths, chosen per launch on the host:
 //   TMA store  - plain GEMM (no bias, activation, alpha or C) with a half output: each
 //                warpgroup writes its slabs as bf16/fp16 into a 128-byte-swizzled shared
-//                buffer, then one thread issues 64x64 TMA stores, which clip the edges;
+//                buffer, then one thread issues 64x64 TMA stores, which clip the edges
+//                (a tile 160 or 224 wide sends its last 32 columns as pair stores);
 //   pair store - plain GEMM, row-major half output: two neighbouring columns per 32-bit
 //                store, straight from the registers;
 //   staged     - everything else (fused epilogues, SwiGLU, fp32 or column-major output,
@@ -129,6 +130,32 @@ __device__ __forceinline__ void tma_store_round(const Sm90Params& params, const 
   }
 }
 
+// Pair stores: two neighbouring columns per 32-bit store, straight from the registers,
+// for fragment registers [kFirst, kBlockN / 2) of every slab (columns 2 kFirst onwards).
+template <class Config, int kFirst>
+__device__ __forceinline__ void store_pairs(const EpilogueParams& p, int64_t batch, int64_t row0, int64_t col0,
+                                            const float (&acc)[Config::kSlabs][Config::kBlockN / 2], int t) {
+  void* d = const_cast<void*>(p.d.ptr);
+#pragma unroll
+  for (int slab = 0; slab < Config::kSlabs; ++slab) {
+#pragma unroll
+    for (int i = kFirst; i < Config::kBlockN / 2; i += 2) {
+      const FragmentCoord c = fragment_coord(i, t);
+      const int64_t row = row0 + slab * 64 + c.row, col = col0 + c.col;
+      if (row >= p.m || col >= p.n_out) continue;
+      const float y0 = acc[slab][i];
+      const int64_t offset = element_offset(p.d, batch, row, col);
+      if (col + 1 < p.n_out) {
+        const float y1 = acc[slab][i + 1];
+        // offset is even: the host checked ld, batch stride and base alignment.
+        reinterpret_cast<uint32_t*>(d)[offset / 2] = pack_half2(y0, y1, p.d.dtype);
+      } else {
+        store_float(d, p.d.dtype, offset, y0);
+      }
+    }
+  }
+}
+
 // The plain GEMM (D = acc) with a half output, straight from the registers.
 template <class Config>
 __device__ __forceinline__ void store_plain(const Sm90Params& params, const TileCoord& tile, int consumer,
@@ -144,31 +171,14 @@ __device__ __forceinline__ void store_plain(const Sm90Params& params, const Tile
       constexpr int kBufferBoxes = Config::kSlabs * (Config::kBlockN / 64) / Config::kStoreRounds;
       uint8_t* buffer = epilogue_smem + consumer * kBufferBoxes * kStoreBoxBytes;
       tma_store_round<Config, 0>(params, tile, consumer, acc, buffer, row0, col0, t);
+      // TMA-storable implies pair-storable (16-byte rows and base).
+      if constexpr (Config::kTmaStoreColumns < Config::kBlockN) {
+        store_pairs<Config, Config::kTmaStoreColumns / 2>(p, tile.batch, row0, col0, acc, t);
+      }
       return;
     }
   }
-
-  if (params.pair_store) {
-    void* d = const_cast<void*>(p.d.ptr);
-#pragma unroll
-    for (int slab = 0; slab < Config::kSlabs; ++slab) {
-#pragma unroll
-      for (int i = 0; i < Config::kBlockN / 2; i += 2) {
-        const FragmentCoord c = fragment_coord(i, t);
-        const int64_t row = row0 + slab * 64 + c.row, col = col0 + c.col;
-        if (row >= p.m || col >= p.n_out) continue;
-        const float y0 = acc[slab][i];
-        const int64_t offset = element_offset(p.d, tile.batch, row, col);
-        if (col + 1 < p.n_out) {
-          const float y1 = acc[slab][i + 1];
-          // offset is even: the host checked ld, batch stride and base alignment.
-          reinterpret_cast<uint32_t*>(d)[offset / 2] = pack_half2(y0, y1, p.d.dtype);
-        } else {
-          store_float(d, p.d.dtype, offset, y0);
-        }
-      }
-    }
-  }
+  if (params.pair_store) store_pairs<Config, 0>(p, tile.batch, row0, col0, acc, t);
 }
 
 // ---- the staged path ----

@@ -9,12 +9,15 @@
 
 namespace anvil::detail {
 
-// D leaves from the registers (pair stores, or the staged epilogue): 160 and 224 are not
-// whole 64-column TMA-store boxes. The staged buffer (20 KiB) and the stages share the
-// 227 KiB: 5 stages of 16 + 20 or 16 + 24 KiB at 160 and 192 columns, 4 of 16 + 28 at 224.
-// Pairs: 2-CTA clusters along M multicasting B; singles: one CTA, its own B.
+// A plain GEMM's D leaves through TMA stores of whole 64-column boxes, one box per round
+// through an 8 KiB buffer per warpgroup, with the last 32 columns of a 160- or 224-wide
+// tile stored straight from the registers; other epilogues are staged. The staged buffer
+// (20 KiB) and the stages share the 227 KiB: 5 stages of 16 + 20 or 16 + 24 KiB at 160 and
+// 192 columns, 4 of 16 + 28 KiB at 224. Pairs: 2-CTA clusters along M multicasting B;
+// singles: one CTA, its own B.
 template <int kBlockN, int kStages, int kClusterM>
-using FitConfig = KernelConfig<kBlockN, 2, 1, kStages, kClusterM, false>;
+using FitConfig = KernelConfig<kBlockN, 2, 1, kStages, kClusterM, true, ClusterB::kMulticast, Schedule::kCooperative,
+                               false, kBlockN / 64>;
 using FitPair160 = FitConfig<160, 5, 2>;
 using FitPair192 = FitConfig<192, 5, 2>;
 using FitPair224 = FitConfig<224, 4, 2>;

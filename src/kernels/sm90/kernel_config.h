@@ -45,8 +45,11 @@ struct KernelConfig {
   // of 1/kStoreRounds of it, waiting for each round's stores to leave shared memory: less
   // buffer, so room for another stage, for a wait per extra round.
   static constexpr int kStoreRounds = kStoreRounds_;
+  // The TMA store writes the tile's whole 64-column boxes; a width that is not a multiple
+  // of 64 (the fitted 160 and 224) stores its last 32 columns from the registers.
+  static constexpr int kTmaStoreColumns = kBlockN / 64 * 64;
   // Ping-pong warpgroups each store a whole tile, possibly at the same time.
-  static constexpr int kTmaStoreBytes = kBlockM * kBlockN * 2 * (kPingPong ? kConsumers : 1) / kStoreRounds;
+  static constexpr int kTmaStoreBytes = kBlockM * kTmaStoreColumns * 2 * (kPingPong ? kConsumers : 1) / kStoreRounds;
   static constexpr int kEpilogueBytes =
       kTmaStore && kTmaStoreBytes > kStagedEpilogueBytes ? kTmaStoreBytes : kStagedEpilogueBytes;
   // The producer only issues TMA; its registers go to the consumers' accumulators.
@@ -55,8 +58,8 @@ struct KernelConfig {
 
   // wgmma takes N in steps of 8 up to 256; the staged epilogue parks 32-column chunks, and
   // the TMA store writes whole 64-column boxes (a partial box would overwrite the next tile).
-  static_assert(kBlockN % 32 == 0 && kBlockN <= 256, "wgmma N and the staged epilogue's 32-column chunks");
-  static_assert(!kTmaStore_ || kBlockN % 64 == 0, "TMA stores write whole 64-column boxes");
+  static_assert(kBlockN % 32 == 0 && kBlockN >= 64 && kBlockN <= 256,
+                "wgmma N, the staged epilogue's 32-column chunks and at least one 64-column store box");
   static_assert((kSlabs * kBlockN / 64) % kStoreRounds == 0, "whole 64x64 store boxes per round");
   static_assert((kBlockN / kMulticastCtas) % 8 == 0, "multicast slices of B are whole 8-row groups");
   static_assert(!kStreamK || (kClusterM == 1 && !kPingPong), "stream-K units are per CTA, both warpgroups on one tile");

@@ -18,8 +18,7 @@ enum class Sm90Variant : int {
   kTallStreamK = 4,   // 256x128 tiles, the last waves' K iterations spread over every SM (stream_k.h)
   // Fitted widths: tiles 160, 192 or 224 columns wide, for column counts that 128 and 256
   // divide badly; in multicast pairs, or single CTAs where the pairs would leave a row of
-  // tiles empty (an odd number of 128-row tiles). D leaves from the registers (160 and 224
-  // are not whole 64-column TMA-store boxes; 192 keeps the family's shared-memory plan).
+  // tiles empty (an odd number of 128-row tiles). fit_widths.h has their configurations.
   kFitPair160 = 5,
   kFitPair224 = 6,
   kFitPair192 = 7,
@@ -87,8 +86,8 @@ inline double estimated_cost(const WavePlan& plan, TileShape shape, double relat
 inline constexpr double kWideRelativeSpeed = 0.96;
 inline constexpr double kNarrowRelativeSpeed = 0.8 * kWideRelativeSpeed;
 // The fitted widths against the 256-wide pairs, per unit of tile area: a narrower MMA and
-// no TMA store. An allowance, not yet a measurement (session 8, docs/worklog.md): a
-// fitted width must save more than 5% of the pairs' waves x width to be chosen.
+// a partly direct store. An allowance, not a measurement (session 8, docs/worklog.md): a
+// fitted width must save more than 5% of the other tiles' waves x width to be chosen.
 inline constexpr double kFitRelativeSpeed = 0.95;
 
 // estimated_cost of a whole-tile variant on this problem.
