@@ -9,6 +9,7 @@
 #include "kernels/sm90/fit_widths.h"
 #include "kernels/sm90/kernel_config.h"
 #include "kernels/sm90/plan.h"
+#include "kernels/sm90/tma_operands.h"
 
 namespace anvil::detail {
 namespace {
@@ -150,6 +151,20 @@ TEST(ChooseVariant, FittedWidthsOnlyForPlainGemms) {
   Sm90Problem before_fit{256, 10240, 8192, 1, false, true};
   before_fit.fit_widths = false;
   EXPECT_EQ(choose_sm90_variant(before_fit, kH200Sms), Sm90Variant::kTallStreamK);
+}
+
+TEST(TmaStore, OnlyRowsOfWholeSixteenByteGranules) {
+  // A TMA store clips at the inner extent only to 16-byte granules: N = 10 halves in rows
+  // of 16 had columns 10-15 written. Such outputs take the register stores.
+  GemmDesc d = linear_desc(512, 1024, 512, DataType::kBF16, DataType::kBF16);
+  EXPECT_TRUE(d_layout_tma_storable(d));
+  d.n = 1002;
+  d.d.ld = 1008;
+  EXPECT_FALSE(d_layout_tma_storable(d));
+  d.n = 1000;
+  EXPECT_TRUE(d_layout_tma_storable(d));
+  d.d.ld = 1002;  // rows not 16-byte aligned
+  EXPECT_FALSE(d_layout_tma_storable(d));
 }
 
 TEST(ChooseVariant, CostFollowsWholeWaves) {

@@ -108,6 +108,9 @@ std::vector<Case> sweep_cases() {
       {"swiglu_300x768x1000", make_desc(300, 768, 1000, bf, R, C, bf, 0, 1, Activation::kSwiGLU)},
       // Layout of memory: padded lines, strided batches.
       {"padded_ld_512x1024x512", make_desc(512, 1024, 512, bf, R, C, bf, 8)},
+      // Rows of 1002 halves padded to 1008: a TMA store would clip only at 16-byte granules
+      // and write the padding (expect_padding_untouched); such D takes the register stores.
+      {"padded_ragged_n_512x1002x256", make_desc(512, 1002, 256, bf, R, C, bf, 6)},
       {"batch3_256x512x256", make_desc(256, 512, 256, bf, R, C, bf, 8, 3)},
   };
   GemmDesc residual = linear(512, 1024, 512);

@@ -38,14 +38,6 @@ Status sm90_check(const char* name, const GemmDesc& desc, const GemmArgs* args, 
 
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// Whether D's description lets it leave through TMA stores: a 16-bit row-major output
-// whose row (and batch) pitches are 16-byte multiples. A launch also needs a 16-byte
-// aligned base, a configuration with the TMA-store epilogue and no epilogue math; the
-// variant choice (plan.h), made before the pointers are known, reads this part alone.
-inline bool d_layout_tma_storable(const GemmDesc& desc) {
-  return desc.d.dtype != DataType::kF32 && desc.d.order == Order::kRowMajor && desc.d.ld % 8 == 0 &&
-         (desc.batch == 1 || desc.d.batch_stride % 8 == 0);
-}
 
 // The parameter block of one launch: the fused epilogue's arguments, the tile scheduler
 // and the tensor maps (driver calls, microseconds: the plan cache keeps the result).

@@ -61,6 +61,20 @@ inline Status check_warp_specialized(const char* name, const GemmDesc& desc, con
 
 namespace anvil::detail {
 
+// Whether D's description lets it leave through TMA stores: a 16-bit row-major output
+// whose row (and batch) pitches are 16-byte multiples, and whose rows are too. A TMA store
+// clips a box at the tensor's inner extent only to 16-byte granules of the global
+// address: with N = 10 halves and ld = 16 it also wrote columns 10-15 of every row (H200,
+// anvil-fuzz seed 20261132 #237; the same is reported for Triton's descriptor stores on
+// the H100, triton-lang/triton#11583) - the padding, or another tensor's columns when D is
+// a slice. A launch also needs a 16-byte aligned base, a configuration with the TMA-store
+// epilogue and no epilogue math; the variant choice (plan.h), made before the pointers
+// are known, reads this part alone.
+inline bool d_layout_tma_storable(const GemmDesc& desc) {
+  return desc.d.dtype != DataType::kF32 && desc.d.order == Order::kRowMajor && desc.d.ld % 8 == 0 && desc.n % 8 == 0 &&
+         (desc.batch == 1 || desc.d.batch_stride % 8 == 0);
+}
+
 // A K-major operand (rows x k, `layout.ld` elements between rows; `batches` matrices
 // `layout.batch_stride` apart) as 64-wide boxes of box_rows rows with the 128-byte
 // swizzle: 64 bf16/fp16 values fill exactly one swizzle row.
