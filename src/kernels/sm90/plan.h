@@ -164,24 +164,21 @@ inline Sm90Variant cheaper_fit_variant(int64_t m, int64_t n, int64_t batch, int 
 }
 
 // The whole-tile choice: the 128- and 256-wide variants above, unless a fitted width
-// (160, 192 or 224 wide) pays fewer waves x width than they do by more than its allowance. Both
-// sides are counted in waves alone: against the fitted widths the single 128 x 128 tiles
-// ran at the pairs' speed per SM, not at kNarrowRelativeSpeed (H200, session 8,
-// bench/results/...-fit-bf16.json: 1024 x 6144 x 4096 and 4096 x 1536 x 7168, 3 waves of
-// 128 x 128 tiles against 2 of 128 x 224, took 91 and 144 us against 101 and 164).
-// Plain GEMMs only: fused epilogues keep the ping-pong schedule, whose epilogue overlaps
-// the next mainloop, and SwiGLU needs 128-column gate/up pairs. Examples on 132 SMs:
-// 256 x 10240 -> 128 x 160 pairs (128 tiles, one wave, where 256-wide pairs fill 61% of
-// one); 4096 x 4097 -> 128 x 224 (608 tiles in 5 waves, against 544 256-wide ones also in 5).
+// (160, 192 or 224 wide) costs less by estimated_cost, its allowance included. Measured
+// (H200, session 8, bench/results/...-7734dc6-fit-bf16.json): where 128 x 128 tiles take
+// 3 waves and 128 x 224 ones 2 (1024 x 6144 x 4096, 4096 x 1536 x 7168), the fitted tiles
+// won by 12% and 5% once their whole boxes left through TMA stores; storing from the
+// registers they had lost by 10% and 12% (...-22ce2a2-fit-bf16.json). Plain GEMMs only:
+// fused epilogues keep the ping-pong schedule, whose epilogue overlaps the next mainloop,
+// and SwiGLU needs 128-column gate/up pairs. Examples on 132 SMs: 256 x 10240 -> 128 x 160
+// pairs (128 tiles, one wave, where 256-wide pairs fill 61% of one); 4096 x 4097 -> 128 x
+// 224 (608 tiles in 5 waves, against 544 256-wide ones also in 5).
 inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count, bool fused_epilogue,
                                        bool tma_store) {
   const Sm90Variant classic = choose_classic_sm90_variant(m, n, batch, sm_count, fused_epilogue, tma_store);
   if (fused_epilogue) return classic;
   const Sm90Variant fit = cheaper_fit_variant(m, n, batch, sm_count);
-  return whole_tile_waves_cost(fit, m, n, batch, sm_count) / kFitRelativeSpeed <
-                 whole_tile_waves_cost(classic, m, n, batch, sm_count)
-             ? fit
-             : classic;
+  return variant_cost(fit, m, n, batch, sm_count) < variant_cost(classic, m, n, batch, sm_count) ? fit : classic;
 }
 
 // The plain GEMM into a TMA-storable output, the common case.
