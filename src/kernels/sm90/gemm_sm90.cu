@@ -243,9 +243,9 @@ Status launch_stream_k(const GemmDesc& desc, const GemmArgs& args, Diagnostic* d
 
 extern const KernelInfo kSm90Gemm{kName,
                                   "production: persistent, warp-specialized; 128x256 tiles in multicasting 2-CTA "
-                                  "clusters, single 128x256 or 128x128 by wave plan, stream-K on 256x128 tiles where "
-                                  "whole tiles leave SMs idle; "
-                                  "any layout/stride (repacked into the workspace)",
+                                  "clusters, single 128x256 or 128x128 by wave plan, 160/192/224-wide tiles where "
+                                  "those fill the waves better, stream-K on 256x128 tiles where whole tiles leave SMs "
+                                  "idle; any layout/stride (repacked into the workspace)",
                                   check, launch, workspace};
 extern const KernelInfo kSm90GemmPingPong{kPingPongName,
                                           "sm90-gemm's ping-pong schedule: 128x128 tiles taken in turn by the two "

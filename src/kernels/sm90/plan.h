@@ -167,8 +167,9 @@ inline Sm90Variant cheaper_fit_variant(int64_t m, int64_t n, int64_t batch, int 
 // (160, 192 or 224 wide) costs less by estimated_cost, its allowance included. Measured
 // (H200, session 8, bench/results/...-7734dc6-fit-bf16.json): where 128 x 128 tiles take
 // 3 waves and 128 x 224 ones 2 (1024 x 6144 x 4096, 4096 x 1536 x 7168), the fitted tiles
-// won by 12% and 5% once their whole boxes left through TMA stores; storing from the
-// registers they had lost by 10% and 12% (...-22ce2a2-fit-bf16.json). Plain GEMMs only:
+// won by 12% and 5% once their whole boxes left through TMA stores; storing everything
+// from the registers, 224-wide tiles had lost by 10-14% (...-22ce2a2-fit-bf16.json) and
+// 192-wide ones tied (...-f21274d-fit-bf16.json). Plain GEMMs only:
 // fused epilogues keep the ping-pong schedule, whose epilogue overlaps the next mainloop,
 // and SwiGLU needs 128-column gate/up pairs. Examples on 132 SMs: 256 x 10240 -> 128 x 160
 // pairs (128 tiles, one wave, where 256-wide pairs fill 61% of one); 4096 x 4097 -> 128 x
@@ -229,7 +230,7 @@ struct Sm90Problem {
   bool fused_epilogue = false;
   bool stream_k_allowed = true;  // workspace for the partials is there; not batch-invariant
   bool tma_store = true;         // D can leave through TMA stores (half, row-major, 16-byte rows)
-  bool fit_widths = true;        // the 160- and 224-wide pairs may be chosen (off: the choice before session 8)
+  bool fit_widths = true;        // the fitted widths may be chosen (off: the choice before session 8)
 };
 
 // Stream-K is only considered with at least this many K iterations per tile. Every shape
@@ -246,9 +247,10 @@ inline Sm90Variant choose_sm90_variant(const Sm90Problem& p, int sm_count) {
       p.fit_widths ? choose_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue, p.tma_store)
                    : choose_classic_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue, p.tma_store);
   if (!p.stream_k_allowed || ceil_div(p.k, 64) < kStreamKMinKTiles) return whole;
-  // A fitted width carries its allowance here too: 768 x 4096 x 11008, 114 tiles of 128 x
-  // 224 in one wave, took 122 us against 112 streamed (session 8); 29405 against 28672
-  // (30181 with the allowance) in these units.
+  // A fitted width carries its allowance here too. Session 8: 768 x 4096 x 11008 in 114
+  // tiles of 128 x 224 (one wave at 86%) took 122 us against 112 streamed, before the
+  // 192-wide tiles; 256 x 18432 x 8192 streams for the same reason, 134 us against 139 in
+  // 128 x 160 pairs (bench/results/...-8113b9a-fit-bf16.json).
   const double whole_cost =
       whole_tile_waves_cost(whole, p.m, p.n, p.batch, sm_count) / (is_fit_width(whole) ? kFitRelativeSpeed : 1.0);
   return stream_k_cost(p.m, p.n, p.k, p.batch, sm_count) < whole_cost ? Sm90Variant::kTallStreamK : whole;
