@@ -101,7 +101,7 @@ if want streamk; then
 fi
 
 if want fit; then
-  # The fitted tile widths (128 x 160 / 128 x 224 pairs) where the dispatcher now takes them,
+  # The fitted tile widths (160, 192, 224 wide; pairs or single CTAs) where the dispatcher takes them,
   # against the choice without them (sm90-gemm-pow2), forced everywhere (sm90-gemm-fit) and
   # cuBLAS, in one process; then the odd-stride shapes they also take.
   "$bench" --shapes suites/fit_widths.json --dtype "$DTYPE" --kernels anvil,sm90-gemm-pow2,sm90-gemm-fit,cublas \

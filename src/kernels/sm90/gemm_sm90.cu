@@ -255,7 +255,7 @@ extern const KernelInfo kSm90GemmPingPong{kPingPongName,
 extern const KernelInfo kSm90GemmFit{kFitName,
                                      "sm90-gemm's fitted widths on every problem: 128x160, 128x192 or 128x224 tiles "
                                      "(whichever pays fewer waves x width) in multicasting 2-CTA clusters or single "
-                                     "CTAs, stored from the registers (for tests and measurement)",
+                                     "CTAs, TMA stores for whole 64-column boxes (for tests and measurement)",
                                      check_fit, launch_fit, workspace_repack};
 extern const KernelInfo kSm90GemmPow2{kPow2Name,
                                       "sm90-gemm choosing among its 128- and 256-wide tiles and stream-K only, as "

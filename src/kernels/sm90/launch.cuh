@@ -38,7 +38,6 @@ Status sm90_check(const char* name, const GemmDesc& desc, const GemmArgs* args, 
 
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-
 // The parameter block of one launch: the fused epilogue's arguments, the tile scheduler
 // and the tensor maps (driver calls, microseconds: the plan cache keeps the result).
 template <class Config>
