@@ -305,6 +305,29 @@ TEST(Validation, WorkspaceTooSmall) {
   EXPECT_EQ(check(desc, &args), Status::kWorkspaceTooSmall);
 }
 
+TEST(Validation, RepackBeyondItsGridIsRefused) {
+  // The transposing copy of an MN-major operand has one grid row per 32 rows (at most
+  // 65535); the row copy of a K-contiguous operand with an odd ld has no such limit.
+  const int64_t m = int64_t{65535} * 32 + 1;
+  for (const bool k_contiguous : {false, true}) {
+    GemmDesc desc = anvil::linear_desc(m, 256, 64, DataType::kBF16, DataType::kBF16);
+    desc.a = k_contiguous ? anvil::MatrixLayout{DataType::kBF16, Order::kRowMajor, 65, 0}
+                          : anvil::MatrixLayout{DataType::kBF16, Order::kColMajor, m, 0};
+    desc.kernel = "sm90-gemm";
+    GemmArgs args = full_args();
+    args.workspace = fake(3072);
+    args.workspace_bytes = anvil::workspace_size(desc);
+    std::string message;
+    const Status s = check(desc, &args, &message);
+    if (k_contiguous) {
+      EXPECT_TRUE(passes_description_checks(s)) << message;
+    } else {
+      EXPECT_EQ(s, Status::kNotSupported) << message;
+      EXPECT_NE(message.find("too large to repack"), std::string::npos) << message;
+    }
+  }
+}
+
 TEST(Validation, StreamKWorkspaceIsOptional) {
   // 256 x 4096 x 14336 makes 32 tall tiles (or 64 narrow ones) for 132 SMs: the plan
   // streams K, and workspace_size asks for the partials' room. Without it sm90-gemm still

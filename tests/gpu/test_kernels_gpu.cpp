@@ -112,6 +112,10 @@ std::vector<Case> sweep_cases() {
       // and write the padding (expect_padding_untouched); such D takes the register stores.
       {"padded_ragged_n_512x1002x256", make_desc(512, 1002, 256, bf, R, C, bf, 6)},
       {"batch3_256x512x256", make_desc(256, 512, 256, bf, R, C, bf, 8, 3)},
+      // Odd leading dimensions (779 for A and B, 1003 for D) in an odd batch stride: rows of
+      // A and B start at every offset mod 8 and are repacked in several 256-element chunks;
+      // D's pairs are not 4-byte aligned (16-bit stores), and its padding must stay untouched.
+      {"odd_ld_batch2_333x1001x777", make_desc(333, 1001, 777, bf, R, C, bf, 2, 2)},
   };
   GemmDesc residual = linear(512, 1024, 512);
   residual.beta = 1.0f;

@@ -110,10 +110,22 @@ inline __device__ __noinline__ void finish_swiglu_element(const EpilogueParams& 
   store_float(const_cast<void*>(p.d.ptr), p.d.dtype, element_offset(p.d, batch, row, col), y);
 }
 
-// Four finished outputs to four consecutive elements at `out` (8- or 16-byte aligned).
-template <class Out>
+// Four finished outputs to four consecutive elements at `out`: one 8- or 16-byte store
+// when `out` is aligned to it (kVector), else one store per element.
+template <class Out, bool kVector = true>
 __device__ __forceinline__ void store_four_as(Out* out, const float (&y)[4]) {
-  if constexpr (std::is_same_v<Out, float>) {
+  if constexpr (!kVector) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if constexpr (std::is_same_v<Out, float>) {
+        out[j] = y[j];
+      } else if constexpr (std::is_same_v<Out, __nv_bfloat16>) {
+        out[j] = __float2bfloat16_rn(y[j]);
+      } else {
+        out[j] = __float2half_rn(y[j]);
+      }
+    }
+  } else if constexpr (std::is_same_v<Out, float>) {
     *reinterpret_cast<float4*>(out) = make_float4(y[0], y[1], y[2], y[3]);
   } else if constexpr (std::is_same_v<Out, __nv_bfloat16>) {
     const __nv_bfloat162 lo = __floats2bfloat162_rn(y[0], y[1]), hi = __floats2bfloat162_rn(y[2], y[3]);

@@ -27,8 +27,9 @@ struct EpilogueParams {
   // D is row-major with rows, batches and base aligned to four elements: four neighbouring
   // outputs of a row can go out as one 8- or 16-byte store.
   bool four_wide = false;
-  // ... and nothing but alpha, a column bias and the activation between the accumulator
-  // and D (no C, no per-row bias): the staged epilogue's short path.
+  // D is row-major, and nothing but alpha, a column bias and the activation stands between
+  // the accumulator and D (no C, no per-row bias): the staged epilogue's short path, with
+  // one vector store per four outputs when four_wide, else one store per output.
   bool row_major_simple = false;
 };
 
@@ -64,7 +65,7 @@ inline EpilogueParams make_epilogue_params(const GemmDesc& desc, const GemmArgs&
   p.four_wide = desc.d.order == Order::kRowMajor && desc.d.ld % 4 == 0 &&
                 (desc.batch == 1 || desc.d.batch_stride % 4 == 0) &&
                 reinterpret_cast<uintptr_t>(args.d) % (4 * out_bytes) == 0;
-  p.row_major_simple = p.four_wide && p.beta == 0.0f && p.bias_mode != BiasMode::kPerRow;
+  p.row_major_simple = desc.d.order == Order::kRowMajor && p.beta == 0.0f && p.bias_mode != BiasMode::kPerRow;
   return p;
 }
 

@@ -230,14 +230,15 @@ __device__ __forceinline__ void park_chunk(uint32_t stage, const float (&acc)[kB
   }
 }
 
-// The common case of finish_chunk: D row-major with four-aligned rows, no C and no
-// per-row bias, four columns inside D. Only the activation, alpha, the column bias and a
-// pointer bump per step remain; the dtype is a template argument. Few instructions per
-// output matter here beyond their own time: in the ping-pong schedule this loop shares
-// each SM sub-partition with the other warpgroup's wgmma issue, and its length showed up
-// as tensor-pipe idle time (H200, 2026-11-29: bias-only +7%, bias+GELU +12% over the
+// The common case of finish_chunk: D row-major, no C and no per-row bias, four columns
+// inside D. kVector: rows four-aligned, one vector store per four outputs; else (an odd
+// leading dimension such as N = 4097) one store per output, still in the warp's 64-byte
+// row segments. Only the activation, alpha, the column bias and a pointer bump per step
+// remain; the dtype is a template argument. Few instructions per output matter here
+// beyond their own time: in the ping-pong schedule this loop shares each SM sub-partition
+// with the other warpgroup's wgmma issue, and its length showed up as tensor-pipe idle time (H200, 2026-11-29: bias-only +7%, bias+GELU +12% over the
 // plain GEMM at 8192^3 with ~37 instructions per output).
-template <Activation kAct, class Out>
+template <Activation kAct, class Out, bool kVector>
 __device__ __forceinline__ void finish_rows(const EpilogueParams& p, uint32_t stage, int64_t batch, int64_t row0,
                                             int64_t out_col, const ColumnBias& bias, int first_row, int rows_per_step,
                                             int lane_col) {
@@ -262,7 +263,7 @@ __device__ __forceinline__ void finish_rows(const EpilogueParams& p, uint32_t st
 #pragma unroll
       for (int j = 0; j < 4; ++j) y[j] = activate(fmaf(p.alpha, g[j], bias.gate[j]), kAct);
     }
-    store_four_as<Out>(out, y);
+    store_four_as<Out, kVector>(out, y);
   }
 }
 
@@ -283,13 +284,25 @@ __device__ __forceinline__ void finish_chunk(const EpilogueParams& p, uint32_t s
   const ColumnBias bias = load_column_bias(p, kSwiGLU, gemm_col0 + c, gemm_cols);
   if (p.row_major_simple && out_col0 + c + 4 <= p.n_out) {
     const int first_row = lane / kGroupsPerRow;
+    if (p.four_wide) {
+      switch (p.d.dtype) {
+        case DataType::kBF16:
+          return finish_rows<kAct, __nv_bfloat16, true>(p, stage, batch, row0, out_col0 + c, bias, first_row,
+                                                        kRowsPerStep, c);
+        case DataType::kF16:
+          return finish_rows<kAct, __half, true>(p, stage, batch, row0, out_col0 + c, bias, first_row, kRowsPerStep, c);
+        default:
+          return finish_rows<kAct, float, true>(p, stage, batch, row0, out_col0 + c, bias, first_row, kRowsPerStep, c);
+      }
+    }
+    // Half outputs only: an fp32 D with unaligned rows is rare enough for the general loop.
     switch (p.d.dtype) {
       case DataType::kBF16:
-        return finish_rows<kAct, __nv_bfloat16>(p, stage, batch, row0, out_col0 + c, bias, first_row, kRowsPerStep, c);
+        return finish_rows<kAct, __nv_bfloat16, false>(p, stage, batch, row0, out_col0 + c, bias, first_row,
+                                                       kRowsPerStep, c);
       case DataType::kF16:
-        return finish_rows<kAct, __half>(p, stage, batch, row0, out_col0 + c, bias, first_row, kRowsPerStep, c);
-      default:
-        return finish_rows<kAct, float>(p, stage, batch, row0, out_col0 + c, bias, first_row, kRowsPerStep, c);
+        return finish_rows<kAct, __half, false>(p, stage, batch, row0, out_col0 + c, bias, first_row, kRowsPerStep, c);
+      default: break;
     }
   }
 #pragma unroll 1

@@ -86,7 +86,8 @@ RepackSource repack_source(const void* ptr, const MatrixLayout& layout, bool is_
 Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
   if (desc.k == 0) return fail(diag, Status::kNotSupported, "%s: K = 0 has no tensor-core work", kName);
   const RepackPlan plan = plan_repack(desc, args);
-  if ((plan.a || plan.b) && (desc.batch > 65535 || (std::max(desc.m, desc.n) + kRepackTile - 1) / kRepackTile > 65535)) {
+  if ((plan.a && !repack_grid_fits(repack_source(nullptr, desc.a, false), desc.m, desc.batch)) ||
+      (plan.b && !repack_grid_fits(repack_source(nullptr, desc.b, true), desc.n, desc.batch))) {
     return fail(diag, Status::kNotSupported, "%s: too large to repack (batch or rows beyond the grid)", kName);
   }
   if ((plan.a || plan.b) && args != nullptr && reinterpret_cast<uintptr_t>(args->workspace) % 16 != 0) {
