@@ -45,8 +45,7 @@ PlanKey::Operand operand(const MatrixLayout& layout, const void* address) {
 
 }  // namespace
 
-PlanKey make_plan_key(int device, const char* kernel_name, const GemmDesc& desc, const GemmArgs& args,
-                      uint64_t context) {
+PlanKey make_plan_key(int device, const char* kernel_name, const GemmDesc& desc, const GemmArgs& args) {
   PlanKey key;
   std::memset(&key, 0, sizeof(key));  // padding-free by static_assert, but names are zero-padded
   if (kernel_name != nullptr) {
@@ -70,7 +69,6 @@ PlanKey make_plan_key(int device, const char* kernel_name, const GemmDesc& desc,
   key.bias_address = address_of(args.bias);
   key.workspace_address = address_of(args.workspace);
   key.workspace_bytes = args.workspace_bytes;
-  key.context = context;
   key.hash = hash_words(reinterpret_cast<const unsigned char*>(&key) + sizeof(key.hash), sizeof(key) - sizeof(key.hash));
   return key;
 }

@@ -46,7 +46,6 @@ struct PlanKey {
   uint64_t bias_address;
   uint64_t workspace_address;  // repacked operands live in the workspace
   uint64_t workspace_bytes;
-  uint64_t context;  // current_context_id(): plans hold per-context state
 
   bool operator==(const PlanKey& other) const { return std::memcmp(this, &other, sizeof(PlanKey)) == 0; }
 };
@@ -55,15 +54,7 @@ static_assert(std::has_unique_object_representations_v<PlanKey>,
 
 // The stream is deliberately not part of the key: a plan describes the problem, not
 // where it is enqueued.
-PlanKey make_plan_key(int device, const char* kernel_name, const GemmDesc& desc, const GemmArgs& args,
-                      uint64_t context = 0);
-
-// The calling thread's current CUDA context as an id unique for the life of the process
-// (cuCtxGetId; 0 where the driver cannot say). A plan holds state that belongs to one
-// context - the kernel's dynamic shared-memory limit set by cudaFuncSetAttribute - so the
-// context that cudaDeviceReset leaves behind must not find the plans of the one it
-// replaced, even for the same problem at the same addresses.
-uint64_t current_context_id(int device);
+PlanKey make_plan_key(int device, const char* kernel_name, const GemmDesc& desc, const GemmArgs& args);
 
 // Storage for one plan: any trivially copyable type up to kCapacity bytes. The stored
 // size is checked on read, so a plan is never read back as a different type's bytes.
@@ -166,7 +157,7 @@ Status find_or_build_plan(const char* plan_name, const GemmDesc& desc, const Gem
     cudaGetLastError();
     return fail(diag, Status::kCudaError, "%s: cudaGetDevice failed", plan_name);
   }
-  const PlanKey key = make_plan_key(device, plan_name, desc, args, current_context_id(device));
+  const PlanKey key = make_plan_key(device, plan_name, desc, args);
   if (PlanCache::global().find(key, plan)) return Status::kSuccess;
   const Status s = build(plan);
   if (s == Status::kSuccess) PlanCache::global().insert(key, *plan);

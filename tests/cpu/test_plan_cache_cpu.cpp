@@ -90,7 +90,6 @@ TEST(PlanKey, EveryInputChangesTheKey) {
     variants.emplace_back(what, make_plan_key(0, "sm90-gemm", some_desc(), args));
   };
   variants.emplace_back("device", make_plan_key(1, "sm90-gemm", some_desc(), some_args()));
-  variants.emplace_back("context", make_plan_key(0, "sm90-gemm", some_desc(), some_args(), 7));
   variants.emplace_back("kernel", make_plan_key(0, "ladder-10-persistent", some_desc(), some_args()));
   with_desc("m", [](GemmDesc& d) { d.m += 1; });
   with_desc("n", [](GemmDesc& d) { d.n += 1; });
