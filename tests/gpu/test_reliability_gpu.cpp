@@ -1,11 +1,14 @@
 // Reliability beyond the hand-picked sweep: a fixed-seed run of the fuzzer's problems,
-// eight host threads calling anvil::gemm at once on their own streams, and a problem with
-// more than 2^31 output elements, where any 32-bit index arithmetic would wrap.
+// eight host threads calling anvil::gemm at once on their own streams, a problem with
+// more than 2^31 output elements, where any 32-bit index arithmetic would wrap, and a
+// cached plan across cudaDeviceReset.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -210,6 +213,58 @@ TEST(LargeProblem, MoreThan2To31OutputElementsComputeOrAreRefused) {
   const verify::Comparison cmp = verify::compare(desc, d.get(), ref.as_float(), tol, nullptr);
   ASSERT_GE(cmp.count, 0) << "the comparison itself failed (CUDA error)";
   EXPECT_TRUE(cmp.passed) << anvil_test::describe(cmp);
+}
+
+// ---- plans and the CUDA context ----
+
+// One 512 x 1024 x 512 GEMM through sm90-gemm - more dynamic shared memory than a kernel
+// may use before cudaFuncSetAttribute raises its limit, which the plan's build does - on
+// freshly allocated operands, checked against the reference. "" when it passes; *used
+// gets the arguments (their addresses are part of the plan key).
+std::string gemm_on_fresh_operands(anvil::GemmArgs* used) {
+  GemmDesc desc = anvil::linear_desc(512, 1024, 512, DataType::kBF16, DataType::kBF16);
+  desc.kernel = "sm90-gemm";
+  anvil_test::Operands op;
+  anvil_test::make_operands(op, desc, 77);
+  if (::testing::Test::HasFatalFailure()) return "allocating or filling the operands failed";
+  *used = op.args;
+  if (verify::reference_gemm(desc, op.args, op.ref.as_float(), nullptr) != cudaSuccess) return "the reference failed";
+  Diagnostic diag;
+  const Status s = anvil::gemm(desc, op.args, &diag);
+  if (s != Status::kSuccess) return std::string("gemm: ") + anvil::to_string(s) + ": " + diag.message;
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) return std::string("after gemm: ") + cudaGetErrorName(e);
+  const verify::Comparison cmp =
+      verify::compare(desc, op.d.get(), op.ref.as_float(), verify::tolerance_for(desc), nullptr);
+  return cmp.passed ? "" : "D differs from the reference: " + anvil_test::describe(cmp);
+}
+
+// Runs in a child process, as the reset takes every other test's device state with it:
+// a GEMM, cudaDeviceReset, then the same GEMM on operands at the same addresses, so the
+// second call meets the plan the first one cached. A plan may hold nothing that dies with
+// its context (a module or function handle, a stream, an event): the kernel attribute
+// it sets, the shared-memory limit, the runtime re-applies in the new context (H200,
+// CUDA 13.0, session 9: this passed with plans keyed by context id and without).
+[[noreturn]] void gemm_across_device_reset() {
+  anvil::GemmArgs before, after;
+  std::string error = gemm_on_fresh_operands(&before);
+  if (error.empty()) {
+    const cudaError_t e = cudaDeviceReset();
+    if (e != cudaSuccess) error = std::string("cudaDeviceReset: ") + cudaGetErrorName(e);
+  }
+  if (error.empty()) error = gemm_on_fresh_operands(&after);
+  if (error.empty() && (before.a != after.a || before.b != after.b || before.d != after.d)) {
+    error = "the operands moved across the reset, so the second call could not have met the first's plan";
+  }
+  if (!error.empty()) std::fprintf(stderr, "%s\n", error.c_str());
+  std::fflush(stderr);
+  std::_Exit(error.empty() ? 0 : 1);
+}
+
+TEST(PlanCacheDeathTest, PlansDoNotOutliveTheirContext) {
+  REQUIRE_SM90();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process, not a fork of this one
+  EXPECT_EXIT(gemm_across_device_reset(), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
