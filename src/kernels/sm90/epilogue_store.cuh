@@ -236,8 +236,9 @@ __device__ __forceinline__ void park_chunk(uint32_t stage, const float (&acc)[kB
 // row segments. Only the activation, alpha, the column bias and a pointer bump per step
 // remain; the dtype is a template argument. Few instructions per output matter here
 // beyond their own time: in the ping-pong schedule this loop shares each SM sub-partition
-// with the other warpgroup's wgmma issue, and its length showed up as tensor-pipe idle time (H200, 2026-11-29: bias-only +7%, bias+GELU +12% over the
-// plain GEMM at 8192^3 with ~37 instructions per output).
+// with the other warpgroup's wgmma issue, and its length showed up as tensor-pipe idle
+// time (H200, 2026-11-29: bias-only +7%, bias+GELU +12% over the plain GEMM at 8192^3
+// with ~37 instructions per output).
 template <Activation kAct, class Out, bool kVector>
 __device__ __forceinline__ void finish_rows(const EpilogueParams& p, uint32_t stage, int64_t batch, int64_t row0,
                                             int64_t out_col, const ColumnBias& bias, int first_row, int rows_per_step,
