@@ -2,13 +2,16 @@
 // kernel_config.h): host-only functions, tested without a GPU.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
+#include <tuple>
 
 #include "anvil/gemm.h"
 #include "host/plan_cache.h"
 #include "kernels/sm90/fit_widths.h"
 #include "kernels/sm90/kernel_config.h"
 #include "kernels/sm90/plan.h"
+#include "kernels/sm90/tile_scheduler.cuh"
 #include "kernels/sm90/tma_operands.h"
 
 namespace anvil::detail {
@@ -46,10 +49,14 @@ TEST(ChooseVariant, PingPongTilesWhereTheyFillTheLastWaveBetter) {
   EXPECT_EQ(choose_sm90_variant(8192, 10240, 1, kH200Sms), Sm90Variant::kPingPongPair);
   // mlp_up prefill: 55 against 109 half-size waves.
   EXPECT_EQ(choose_sm90_variant(8192, 28672, 1, kH200Sms), Sm90Variant::kPingPongPair);
-  // Not when D cannot leave through TMA stores (4097^3, odd ld: 411 us in ping-pong tiles
-  // against 333 us for the pairs, whose wave count is worse).
-  EXPECT_EQ(choose_classic_sm90_variant(4097, 4097, 1, kH200Sms, false, true), Sm90Variant::kPingPongPair);
+  // Not when D takes the staged epilogue's general loop (fp32 or column-major D; 4097^3
+  // ran 411 us in ping-pong tiles against 333 us for the pairs while odd-ld D took it) ...
   EXPECT_EQ(choose_classic_sm90_variant(4097, 4097, 1, kH200Sms, false, false), Sm90Variant::kWidePair);
+  // ... but with the short loop (a half row-major D of any ld): 4096 x 4097 fills 8 waves
+  // exactly in 128 x 128 tiles (199 us against 237 in 128 x 224 pairs, session 10), and
+  // 4097^3 pays 9 waves against the pairs' 5 x 256 columns.
+  EXPECT_EQ(choose_sm90_variant(4096, 4097, 1, kH200Sms, false, true), Sm90Variant::kPingPongPair);
+  EXPECT_EQ(choose_sm90_variant(4097, 4097, 1, kH200Sms, false, true), Sm90Variant::kPingPongPair);
   // Equal fill (4096^3: 4 waves of pairs, 8 of ping-pong tiles) keeps the pairs.
   EXPECT_DOUBLE_EQ(variant_cost(Sm90Variant::kPingPongPair, 4096, 4096, 1, kH200Sms),
                    variant_cost(Sm90Variant::kWidePair, 4096, 4096, 1, kH200Sms));
@@ -92,8 +99,9 @@ TEST(ChooseVariant, FittedWidthsWhereTheyPayFewerWavesTimesWidth) {
   EXPECT_EQ(choose_sm90_variant(256, 10240, 1, kH200Sms), Sm90Variant::kFitPair160);
   // 256 x 28672: 2 x 128 tiles of 128 x 224 in 2 waves, against 2 waves of 256-wide pairs.
   EXPECT_EQ(choose_sm90_variant(256, 28672, 1, kH200Sms), Sm90Variant::kFitPair224);
-  // Odd-ld outputs (no TMA store either way): 4096 x 4097 makes 608 tiles of 128 x 224 in
-  // 5 waves, as many waves as 544 of 128 x 256; 4097^3 the same with 34 rows of tiles.
+  // Outputs without a short store path (fp32 or column-major D): 4096 x 4097 makes 608
+  // tiles of 128 x 224 in 5 waves, as many as 544 of 128 x 256; 4097^3 the same with 34
+  // rows of tiles.
   EXPECT_EQ(choose_sm90_variant(4096, 4097, 1, kH200Sms, false, false), Sm90Variant::kFitPair224);
   EXPECT_EQ(choose_sm90_variant(4097, 4097, 1, kH200Sms, false, false), Sm90Variant::kFitPair224);
   // 256 x 11008: 116 tiles of 128 x 192 in one wave, against 100 of 224 or 86 of 256.
@@ -237,6 +245,46 @@ TEST(KernelConfig, PingPongWarpgroupsTakeWholeTiles) {
   EXPECT_EQ(Cooperative::kBlockM, 128);
   EXPECT_EQ(Cooperative::kStageReaders, 2);
   EXPECT_EQ(consumer_row_offset<Cooperative>(1), 64);
+}
+
+// Every tile of every batch exactly once, in bands; a ragged bottom cluster row last.
+TEST(TileScheduler, RaggedBottomRowRunsLastAndEveryTileOnce) {
+  for (const bool ragged : {false, true}) {
+    // 4097 rows in 2-CTA clusters of 128-row tiles: 33 tiles, 17 cluster rows.
+    const TileScheduler s{33, 33, 2, 2, 8, ragged};
+    ASSERT_EQ(s.total_cluster_tiles(), 17 * 33 * 2);
+    std::set<std::tuple<int, int, int>> seen;
+    for (int linear = 0; linear < s.total_cluster_tiles(); ++linear) {
+      for (int rank = 0; rank < 2; ++rank) {
+        const TileCoord t = s.tile(linear, rank);
+        EXPECT_TRUE(seen.insert({t.m_tile, t.n_tile, t.batch}).second) << linear << " " << rank;
+        EXPECT_EQ(t.batch, linear / (17 * 33));
+        const int in_batch = linear % (17 * 33);
+        if (ragged) {
+          EXPECT_EQ(t.m_tile / 2 == 16, in_batch >= 16 * 33) << linear;
+        }
+      }
+    }
+    EXPECT_EQ(seen.size(), static_cast<size_t>(34 * 33 * 2));
+  }
+  // Without the flag the band order stays: the first band walks down 8 cluster rows.
+  const TileScheduler plain{33, 33, 1, 2, 8, false};
+  EXPECT_EQ(plain.tile(1, 0).m_tile, 2);
+  EXPECT_EQ(plain.tile(8, 0).n_tile, 1);
+}
+
+TEST(TileScheduler, LiveSlabsCountRowsInsideM) {
+  using PingPong = KernelConfig<128, 2, 2, 5, 2, true, ClusterB::kMulticast, Schedule::kPingPong>;
+  using Cooperative = KernelConfig<256, 2, 1, 4, 2, true>;
+  // 4097 rows: tile 31 is whole, tile 32 holds one row (one slab), tile 33 none.
+  EXPECT_EQ(live_slabs<PingPong>(4097, TileCoord{31, 0, 0}, 1), 2);
+  EXPECT_EQ(live_slabs<PingPong>(4097, TileCoord{32, 0, 0}, 0), 1);
+  EXPECT_EQ(live_slabs<PingPong>(4097, TileCoord{33, 0, 0}, 1), 0);
+  EXPECT_EQ(live_slabs<PingPong>(4096 + 65, TileCoord{32, 0, 0}, 0), 2);
+  // Cooperative: the second warpgroup's 64 rows start at 64 within the tile.
+  EXPECT_EQ(live_slabs<Cooperative>(4096 + 64, TileCoord{32, 0, 0}, 0), 1);
+  EXPECT_EQ(live_slabs<Cooperative>(4096 + 64, TileCoord{32, 0, 0}, 1), 0);
+  EXPECT_EQ(live_slabs<Cooperative>(4096 + 65, TileCoord{32, 0, 0}, 1), 1);
 }
 
 TEST(PlanNames, TooLongForTheKeyIsRefusedNotTruncated) {

@@ -68,8 +68,7 @@ namespace anvil::detail {
 // anvil-fuzz seed 20261132 #237; the same is reported for Triton's descriptor stores on
 // the H100, triton-lang/triton#11583) - the padding, or another tensor's columns when D is
 // a slice. A launch also needs a 16-byte aligned base, a configuration with the TMA-store
-// epilogue and no epilogue math; the variant choice (plan.h), made before the pointers
-// are known, reads this part alone.
+// epilogue and no epilogue math.
 inline bool d_layout_tma_storable(const GemmDesc& desc) {
   return desc.d.dtype != DataType::kF32 && desc.d.order == Order::kRowMajor && desc.d.ld % 8 == 0 && desc.n % 8 == 0 &&
          (desc.batch == 1 || desc.d.batch_stride % 8 == 0);
