@@ -2,16 +2,13 @@
 // kernel_config.h): host-only functions, tested without a GPU.
 #include <gtest/gtest.h>
 
-#include <set>
 #include <string>
-#include <tuple>
 
 #include "anvil/gemm.h"
 #include "host/plan_cache.h"
 #include "kernels/sm90/fit_widths.h"
 #include "kernels/sm90/kernel_config.h"
 #include "kernels/sm90/plan.h"
-#include "kernels/sm90/tile_scheduler.cuh"
 #include "kernels/sm90/tma_operands.h"
 
 namespace anvil::detail {
@@ -49,14 +46,19 @@ TEST(ChooseVariant, PingPongTilesWhereTheyFillTheLastWaveBetter) {
   EXPECT_EQ(choose_sm90_variant(8192, 10240, 1, kH200Sms), Sm90Variant::kPingPongPair);
   // mlp_up prefill: 55 against 109 half-size waves.
   EXPECT_EQ(choose_sm90_variant(8192, 28672, 1, kH200Sms), Sm90Variant::kPingPongPair);
-  // Not when D takes the staged epilogue's general loop (fp32 or column-major D; 4097^3
-  // ran 411 us in ping-pong tiles against 333 us for the pairs while odd-ld D took it) ...
-  EXPECT_EQ(choose_classic_sm90_variant(4097, 4097, 1, kH200Sms, false, false), Sm90Variant::kWidePair);
-  // ... but with the short loop (a half row-major D of any ld): 4096 x 4097 fills 8 waves
-  // exactly in 128 x 128 tiles (199 us against 237 in 128 x 224 pairs, session 10), and
-  // 4097^3 pays 9 waves against the pairs' 5 x 256 columns.
-  EXPECT_EQ(choose_sm90_variant(4096, 4097, 1, kH200Sms, false, true), Sm90Variant::kPingPongPair);
-  EXPECT_EQ(choose_sm90_variant(4097, 4097, 1, kH200Sms, false, true), Sm90Variant::kPingPongPair);
+  // Not into a column-major D (the staged general loop's strided stores; 4097^3 ran 411 us
+  // in ping-pong tiles against 333 us for the pairs while its odd-ld D took that loop) ...
+  EXPECT_EQ(choose_classic_sm90_variant(4097, 4097, 1, kH200Sms, false, DStore::kColumnMajor),
+            Sm90Variant::kWidePair);
+  // ... but into any row-major D: 4096 x 4097 fills 8 waves exactly in 128 x 128 tiles
+  // (198 us against 237 in 128 x 224 pairs, session 10), and 4097^3 pays 9 waves against
+  // the pairs' 5 x 256 columns.
+  EXPECT_EQ(choose_sm90_variant(4096, 4097, 1, kH200Sms, false, DStore::kRowMajor), Sm90Variant::kPingPongPair);
+  EXPECT_EQ(choose_sm90_variant(4097, 4097, 1, kH200Sms, false, DStore::kRowMajor), Sm90Variant::kPingPongPair);
+  // At equal waves (4096^3) the staged output goes to ping-pong too (fp32 D: 218 against
+  // 225 us), a TMA-stored one stays with the pairs.
+  EXPECT_EQ(choose_sm90_variant(4096, 4096, 1, kH200Sms, false, DStore::kRowMajor), Sm90Variant::kPingPongPair);
+  EXPECT_EQ(choose_sm90_variant(4096, 4096, 1, kH200Sms, false, DStore::kColumnMajor), Sm90Variant::kWidePair);
   // Equal fill (4096^3: 4 waves of pairs, 8 of ping-pong tiles) keeps the pairs.
   EXPECT_DOUBLE_EQ(variant_cost(Sm90Variant::kPingPongPair, 4096, 4096, 1, kH200Sms),
                    variant_cost(Sm90Variant::kWidePair, 4096, 4096, 1, kH200Sms));
@@ -73,7 +75,7 @@ TEST(ChooseVariant, FusedEpiloguesTakeThePingPongSchedule) {
 TEST(ChooseVariant, OneRowOfTilesCannotPair) {
   // 128 x 28672: a pair would leave its second CTA idle; 112 single wide tiles fill one
   // wave, 224 narrow ones spill into a second ...
-  EXPECT_EQ(choose_classic_sm90_variant(128, 28672, 1, kH200Sms, false, true), Sm90Variant::kWide);
+  EXPECT_EQ(choose_classic_sm90_variant(128, 28672, 1, kH200Sms, false, DStore::kTma), Sm90Variant::kWide);
   // ... and 128 single tiles of 224 columns fill it better.
   EXPECT_EQ(choose_sm90_variant(128, 28672, 1, kH200Sms), Sm90Variant::kFitSingle224);
 }
@@ -91,7 +93,7 @@ TEST(ChooseVariant, UnderfilledWideWaveTakesNarrowTiles) {
 TEST(ChooseVariant, NarrowTilesThatSpillIntoASecondWaveLose) {
   // 256 x 10240: 80 wide tiles = one wave; 160 narrow tiles = two waves, the second
   // nearly empty (measured 2x slower on 2026-11-29 before this rule).
-  EXPECT_EQ(choose_classic_sm90_variant(256, 10240, 1, kH200Sms, false, true), Sm90Variant::kWidePair);
+  EXPECT_EQ(choose_classic_sm90_variant(256, 10240, 1, kH200Sms, false, DStore::kTma), Sm90Variant::kWidePair);
 }
 
 TEST(ChooseVariant, FittedWidthsWhereTheyPayFewerWavesTimesWidth) {
@@ -99,11 +101,10 @@ TEST(ChooseVariant, FittedWidthsWhereTheyPayFewerWavesTimesWidth) {
   EXPECT_EQ(choose_sm90_variant(256, 10240, 1, kH200Sms), Sm90Variant::kFitPair160);
   // 256 x 28672: 2 x 128 tiles of 128 x 224 in 2 waves, against 2 waves of 256-wide pairs.
   EXPECT_EQ(choose_sm90_variant(256, 28672, 1, kH200Sms), Sm90Variant::kFitPair224);
-  // Outputs without a short store path (fp32 or column-major D): 4096 x 4097 makes 608
-  // tiles of 128 x 224 in 5 waves, as many as 544 of 128 x 256; 4097^3 the same with 34
-  // rows of tiles.
-  EXPECT_EQ(choose_sm90_variant(4096, 4097, 1, kH200Sms, false, false), Sm90Variant::kFitPair224);
-  EXPECT_EQ(choose_sm90_variant(4097, 4097, 1, kH200Sms, false, false), Sm90Variant::kFitPair224);
+  // Into a column-major D: 4096 x 4097 makes 608 tiles of 128 x 224 in 5 waves, as many
+  // as 544 of 128 x 256; 4097^3 the same with 34 rows of tiles.
+  EXPECT_EQ(choose_sm90_variant(4096, 4097, 1, kH200Sms, false, DStore::kColumnMajor), Sm90Variant::kFitPair224);
+  EXPECT_EQ(choose_sm90_variant(4097, 4097, 1, kH200Sms, false, DStore::kColumnMajor), Sm90Variant::kFitPair224);
   // 256 x 11008: 116 tiles of 128 x 192 in one wave, against 100 of 224 or 86 of 256.
   EXPECT_EQ(choose_sm90_variant(256, 11008, 1, kH200Sms), Sm90Variant::kFitPair192);
   // 768 x 4096: 6 x 22 = 132 tiles of 128 x 192, exactly one wave.
@@ -153,7 +154,7 @@ TEST(ChooseVariant, FittedWidthsOnlyForPlainGemms) {
   // Fused epilogues keep the ping-pong schedule or the single tiles (SwiGLU needs
   // 128-column gate/up pairs; the others overlap their epilogue with the next mainloop).
   EXPECT_EQ(choose_sm90_variant(256, 10240, 1, kH200Sms, true),
-            choose_classic_sm90_variant(256, 10240, 1, kH200Sms, true, true));
+            choose_classic_sm90_variant(256, 10240, 1, kH200Sms, true, DStore::kTma));
   Sm90Problem before_fit{256, 10240, 8192, 1, false, true};
   before_fit.fit_widths = false;
   EXPECT_EQ(choose_sm90_variant(before_fit, kH200Sms), Sm90Variant::kTallStreamK);
@@ -245,46 +246,6 @@ TEST(KernelConfig, PingPongWarpgroupsTakeWholeTiles) {
   EXPECT_EQ(Cooperative::kBlockM, 128);
   EXPECT_EQ(Cooperative::kStageReaders, 2);
   EXPECT_EQ(consumer_row_offset<Cooperative>(1), 64);
-}
-
-// Every tile of every batch exactly once, in bands; a ragged bottom cluster row last.
-TEST(TileScheduler, RaggedBottomRowRunsLastAndEveryTileOnce) {
-  for (const bool ragged : {false, true}) {
-    // 4097 rows in 2-CTA clusters of 128-row tiles: 33 tiles, 17 cluster rows.
-    const TileScheduler s{33, 33, 2, 2, 8, ragged};
-    ASSERT_EQ(s.total_cluster_tiles(), 17 * 33 * 2);
-    std::set<std::tuple<int, int, int>> seen;
-    for (int linear = 0; linear < s.total_cluster_tiles(); ++linear) {
-      for (int rank = 0; rank < 2; ++rank) {
-        const TileCoord t = s.tile(linear, rank);
-        EXPECT_TRUE(seen.insert({t.m_tile, t.n_tile, t.batch}).second) << linear << " " << rank;
-        EXPECT_EQ(t.batch, linear / (17 * 33));
-        const int in_batch = linear % (17 * 33);
-        if (ragged) {
-          EXPECT_EQ(t.m_tile / 2 == 16, in_batch >= 16 * 33) << linear;
-        }
-      }
-    }
-    EXPECT_EQ(seen.size(), static_cast<size_t>(34 * 33 * 2));
-  }
-  // Without the flag the band order stays: the first band walks down 8 cluster rows.
-  const TileScheduler plain{33, 33, 1, 2, 8, false};
-  EXPECT_EQ(plain.tile(1, 0).m_tile, 2);
-  EXPECT_EQ(plain.tile(8, 0).n_tile, 1);
-}
-
-TEST(TileScheduler, LiveSlabsCountRowsInsideM) {
-  using PingPong = KernelConfig<128, 2, 2, 5, 2, true, ClusterB::kMulticast, Schedule::kPingPong>;
-  using Cooperative = KernelConfig<256, 2, 1, 4, 2, true>;
-  // 4097 rows: tile 31 is whole, tile 32 holds one row (one slab), tile 33 none.
-  EXPECT_EQ(live_slabs<PingPong>(4097, TileCoord{31, 0, 0}, 1), 2);
-  EXPECT_EQ(live_slabs<PingPong>(4097, TileCoord{32, 0, 0}, 0), 1);
-  EXPECT_EQ(live_slabs<PingPong>(4097, TileCoord{33, 0, 0}, 1), 0);
-  EXPECT_EQ(live_slabs<PingPong>(4096 + 65, TileCoord{32, 0, 0}, 0), 2);
-  // Cooperative: the second warpgroup's 64 rows start at 64 within the tile.
-  EXPECT_EQ(live_slabs<Cooperative>(4096 + 64, TileCoord{32, 0, 0}, 0), 1);
-  EXPECT_EQ(live_slabs<Cooperative>(4096 + 64, TileCoord{32, 0, 0}, 1), 0);
-  EXPECT_EQ(live_slabs<Cooperative>(4096 + 65, TileCoord{32, 0, 0}, 1), 1);
 }
 
 TEST(PlanNames, TooLongForTheKeyIsRefusedNotTruncated) {

@@ -167,7 +167,7 @@ TEST(StreamKChoice, NotBelowTheMeasuredKRange) {
   // keeps whole tiles at K = 4096, though the model alone would stream it.
   const Sm90Problem short_decode{256, 10240, 4096, 1, false, true};
   EXPECT_LT(stream_k_cost(256, 10240, 4096, 1, kH200Sms),
-            whole_tile_waves_cost(choose_classic_sm90_variant(256, 10240, 1, kH200Sms, false, true), 256, 10240, 1,
+            whole_tile_waves_cost(choose_classic_sm90_variant(256, 10240, 1, kH200Sms, false, DStore::kTma), 256, 10240, 1,
                                   kH200Sms));
   EXPECT_NE(choose_sm90_variant(short_decode, kH200Sms), Sm90Variant::kTallStreamK);
 }

@@ -4,13 +4,10 @@
 // a stage is released only once the group that read it has retired.
 #pragma once
 
-#include <cstdint>
-
 #include "arch/sm90/mbarrier.cuh"
 #include "arch/sm90/wgmma.cuh"
 #include "kernels/sm90/kernel_config.h"
 #include "kernels/sm90/pipeline.cuh"
-#include "kernels/sm90/tile_scheduler.cuh"
 
 namespace anvil::detail {
 
@@ -27,10 +24,7 @@ __device__ __forceinline__ void release_stage(StageBarriers<Config::kStages>& ba
 
 // mainloop_done (ping-pong only, else null) is arrived on once the last stage has been
 // waited for and its wgmma issued: the other warpgroup may then start its tile.
-// Only the first kLiveSlabs slabs are multiplied (live_slabs, tile_scheduler.cuh): the
-// others' rows lie past M and their accumulators are never stored. They still wait for
-// and free every stage, so a cluster peer's multicast keeps the ring in step.
-template <class Config, sm90::Input kInput, int kLiveSlabs = Config::kSlabs>
+template <class Config, sm90::Input kInput>
 __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlabs][Config::kBlockN / 2], int consumer,
                                                       int k_tiles, StageRing<Config::kStages>& ring,
                                                       uint8_t (*tiles_a)[Config::kStageBytesA],
@@ -47,7 +41,7 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
 #pragma unroll
     for (int kk = 0; kk < Config::kBlockK / 16; ++kk) {
 #pragma unroll
-      for (int slab = 0; slab < kLiveSlabs; ++slab) {
+      for (int slab = 0; slab < Config::kSlabs; ++slab) {
         // 64 rows x 128 bytes per slab; a k16 step is 32 bytes along each swizzled row.
         Mma::template mma<0, 0>(acc[slab], sm90::make_kmajor_sw128_desc(a + slab * 64 * 128 + kk * 32),
                                 sm90::make_kmajor_sw128_desc(b + kk * 32), kt > 0 || kk > 0);
@@ -64,25 +58,6 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
 #pragma unroll
   for (int slab = 0; slab < Config::kSlabs; ++slab) sm90::wgmma_fence_operands(acc[slab]);
   release_stage<Config>(barriers, previous_stage);
-}
-
-// run_consumer_mainloop with its live slab count as a compile-time constant: each case
-// gets a straight-line wgmma sequence like a full tile's, not a run-time test per wgmma.
-template <class Config, sm90::Input kInput, int kLiveSlabs = Config::kSlabs>
-__device__ __forceinline__ void run_tile_mainloop(int live, float (&acc)[Config::kSlabs][Config::kBlockN / 2],
-                                                  int consumer, int k_tiles, StageRing<Config::kStages>& ring,
-                                                  uint8_t (*tiles_a)[Config::kStageBytesA],
-                                                  uint8_t (*tiles_b)[Config::kStageBytesB],
-                                                  StageBarriers<Config::kStages>& barriers,
-                                                  uint64_t* mainloop_done = nullptr) {
-  if constexpr (kLiveSlabs > 0) {
-    if (live < kLiveSlabs) {
-      return run_tile_mainloop<Config, kInput, kLiveSlabs - 1>(live, acc, consumer, k_tiles, ring, tiles_a, tiles_b,
-                                                               barriers, mainloop_done);
-    }
-  }
-  run_consumer_mainloop<Config, kInput, kLiveSlabs>(acc, consumer, k_tiles, ring, tiles_a, tiles_b, barriers,
-                                                    mainloop_done);
 }
 
 }  // namespace anvil::detail

@@ -268,6 +268,29 @@ __device__ __forceinline__ void finish_rows(const EpilogueParams& p, uint32_t st
   }
 }
 
+// finish_rows for D's dtype; false (nothing stored) for an fp32 D whose rows are not
+// four-aligned, which is rare enough for finish_chunk's general loop.
+template <Activation kAct, bool kVector>
+__device__ __forceinline__ bool finish_rows_of_dtype(const EpilogueParams& p, uint32_t stage, int64_t batch,
+                                                     int64_t row0, int64_t out_col, const ColumnBias& bias,
+                                                     int first_row, int rows_per_step, int lane_col) {
+  switch (p.d.dtype) {
+    case DataType::kBF16:
+      finish_rows<kAct, __nv_bfloat16, kVector>(p, stage, batch, row0, out_col, bias, first_row, rows_per_step,
+                                                lane_col);
+      return true;
+    case DataType::kF16:
+      finish_rows<kAct, __half, kVector>(p, stage, batch, row0, out_col, bias, first_row, rows_per_step, lane_col);
+      return true;
+    default:
+      if constexpr (kVector) {
+        finish_rows<kAct, float, true>(p, stage, batch, row0, out_col, bias, first_row, rows_per_step, lane_col);
+        return true;
+      }
+      return false;
+  }
+}
+
 // Finishes a parked chunk: 16 rows from `row0`; output columns from `out_col0`, GEMM
 // (bias) columns from `gemm_col0`. Lane l takes four neighbouring columns, eight (plain)
 // or four (SwiGLU) groups per row, so a warp step covers whole 64- or 32-byte row
@@ -285,26 +308,12 @@ __device__ __forceinline__ void finish_chunk(const EpilogueParams& p, uint32_t s
   const ColumnBias bias = load_column_bias(p, kSwiGLU, gemm_col0 + c, gemm_cols);
   if (p.row_major_simple && out_col0 + c + 4 <= p.n_out) {
     const int first_row = lane / kGroupsPerRow;
-    if (p.four_wide) {
-      switch (p.d.dtype) {
-        case DataType::kBF16:
-          return finish_rows<kAct, __nv_bfloat16, true>(p, stage, batch, row0, out_col0 + c, bias, first_row,
-                                                        kRowsPerStep, c);
-        case DataType::kF16:
-          return finish_rows<kAct, __half, true>(p, stage, batch, row0, out_col0 + c, bias, first_row, kRowsPerStep, c);
-        default:
-          return finish_rows<kAct, float, true>(p, stage, batch, row0, out_col0 + c, bias, first_row, kRowsPerStep, c);
-      }
-    }
-    // Half outputs only: an fp32 D with unaligned rows is rare enough for the general loop.
-    switch (p.d.dtype) {
-      case DataType::kBF16:
-        return finish_rows<kAct, __nv_bfloat16, false>(p, stage, batch, row0, out_col0 + c, bias, first_row,
-                                                       kRowsPerStep, c);
-      case DataType::kF16:
-        return finish_rows<kAct, __half, false>(p, stage, batch, row0, out_col0 + c, bias, first_row, kRowsPerStep, c);
-      default: break;
-    }
+    const bool done = p.four_wide
+                          ? finish_rows_of_dtype<kAct, true>(p, stage, batch, row0, out_col0 + c, bias, first_row,
+                                                             kRowsPerStep, c)
+                          : finish_rows_of_dtype<kAct, false>(p, stage, batch, row0, out_col0 + c, bias, first_row,
+                                                              kRowsPerStep, c);
+    if (done) return;
   }
 #pragma unroll 1
   for (int step = 0; step < 16 / kRowsPerStep; ++step) {

@@ -53,8 +53,6 @@ __device__ __forceinline__ void run_stream_k_consumer(const Sm90Params& params, 
   StreamKCursor cursor(params.stream_k, cta);
   WorkUnit unit;
   while (cursor.next(&unit)) {
-    const TileCoord tile = params.scheduler.tile(unit.linear, 0);
-    // Every slab multiplies: a unit's partial sums are parked and added whole.
     run_consumer_mainloop<Config, kInput>(acc, consumer, unit.k_end - unit.k_begin, ring, shared.a, shared.b,
                                           shared.barriers);
     if (unit.k_end < params.k_tiles) {
@@ -65,7 +63,7 @@ __device__ __forceinline__ void run_stream_k_consumer(const Sm90Params& params, 
       const int tile_start = (unit.linear - params.stream_k.dp_tiles()) * params.k_tiles;
       add_parked_partials<Config>(params.stream_k_workspace, cta, params.stream_k.cta_of(tile_start), consumer, acc);
     }
-    store_tile<Config>(params, tile, consumer, acc, shared.epilogue);
+    store_tile<Config>(params, params.scheduler.tile(unit.linear, 0), consumer, acc, shared.epilogue);
   }
 }
 
@@ -133,8 +131,8 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
           done = &shared.mainloop_done[consumer];
         }
         const TileCoord tile = params.scheduler.tile(linear, cta_rank);
-        run_tile_mainloop<Config, kInput>(live_slabs<Config>(params.epilogue.m, tile, consumer), acc, consumer,
-                                          params.k_tiles, ring, shared.a, shared.b, shared.barriers, done);
+        run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b, shared.barriers,
+                                              done);
         store_tile<Config>(params, tile, consumer, acc, shared.epilogue);
       }
     }

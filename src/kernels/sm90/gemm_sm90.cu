@@ -131,10 +131,11 @@ Sm90Problem sm90_problem(const GemmDesc& desc) {
   p.batch = desc.batch;
   p.fused_epilogue = !plain_epilogue(desc);
   p.stream_k_allowed = !desc.batch_invariant;
-  // A plain GEMM into a row-major half D always leaves by a short path (TMA stores, pair
-  // stores, or the staged short loop; which one also depends on D's base address, not
-  // known when only the size of the workspace is asked for).
-  p.short_store = desc.d.order == Order::kRowMajor && desc.d.dtype != DataType::kF32;
+  // Less D's base address, not known when only the size of the workspace is asked for (a
+  // misaligned base only costs the faster store path).
+  p.store = d_layout_tma_storable(desc)             ? DStore::kTma
+            : desc.d.order == Order::kRowMajor ? DStore::kRowMajor
+                                               : DStore::kColumnMajor;
   return p;
 }
 

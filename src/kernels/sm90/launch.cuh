@@ -49,8 +49,7 @@ Status build_sm90_params(LaunchPolicy policy, const GemmDesc& desc, const GemmAr
   params.batched = desc.batch > 1;
   const int tiles_m = static_cast<int>((desc.m + Config::kBlockM - 1) / Config::kBlockM);
   const int tiles_n = static_cast<int>((desc.n + Config::kBlockN - 1) / Config::kBlockN);
-  params.scheduler = TileScheduler{tiles_m, tiles_n, static_cast<int>(desc.batch), Config::kClusterM, policy.band,
-                                   desc.m % (Config::kBlockM * Config::kClusterM) != 0};
+  params.scheduler = TileScheduler{tiles_m, tiles_n, static_cast<int>(desc.batch), Config::kClusterM, policy.band};
 
   static_assert(Config::kBlockK == 64, "one 128-byte swizzle row of K per box");
   Status s = encode_kmajor_sw128(&params.map_a, args.a, desc.a, desc.k, desc.m, Config::kBlockM, diag, desc.batch);

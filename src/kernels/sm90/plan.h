@@ -118,18 +118,25 @@ inline double variant_cost(Sm90Variant v, int64_t m, int64_t n, int64_t batch, i
 // cuBLAS ping-pong against 1.006x pairs; where both fill their waves equally (4096^3,
 // 8192^3, mlp_down) the two were within 1.3% of each other.
 //
-// Only where the plain GEMM's D leaves by a short path (short_store): TMA stores, pair
-// stores from the registers, or the staged epilogue's short loop (a row-major half output
-// whose rows TMA cannot take, such as N = 4097). A column-major or fp32 D takes the staged
-// epilogue's general loop, whose long instruction stream in ping-pong competes with the
-// other warpgroup's wgmma issue: 4097^3 ran 411 us in ping-pong tiles against 333 us for
-// the pairs while odd-ld D took that loop (bed4304 and 0843406, bench/results/
-// ...-streamk-choice-bf16.json, ...-unaligned-odd-bf16.json). With the short loop the
-// ping-pong schedule won instead, its epilogue hidden behind the other warpgroup's
-// mainloop: 4096 x 4097 x 4096 199 us against 237 us in 128 x 224 pairs (session 10,
-// bench/results/...-s10a-unaligned-bf16.json).
+// How the plain GEMM's D leaves the kernel, as far as the variant choice needs to know.
+enum class DStore {
+  kTma,          // TMA stores (a half row-major D with 16-byte rows)
+  kRowMajor,     // any other row-major D: pair stores or the staged epilogue
+  kColumnMajor,  // the staged epilogue's general loop, one strided store per output
+};
+
+// Ping-pong tiles only into a row-major D. A column-major D's long epilogue loop in
+// ping-pong competes with the other warpgroup's wgmma issue: 4097^3 ran 411 us in
+// ping-pong tiles against 333 us for the pairs when its odd-ld D still took that loop
+// (bed4304 and 0843406, bench/results/...-streamk-choice-bf16.json,
+// ...-unaligned-odd-bf16.json). Into row-major outputs that TMA cannot store, ping-pong
+// wins wherever its waves do, and at equal waves too, its epilogue hidden behind the
+// other warpgroup's mainloop (H200, session 10, bench/results/...-s10b-*): 4096 x 4097 x
+// 4096 198 us against 237 in 128 x 224 pairs (odd-ld bf16 D), 216 against 242 into fp32;
+// 4096^3 into fp32 218 against 225 for the pairs at equal waves. With TMA stores, equal
+// waves keep the pairs.
 inline Sm90Variant choose_classic_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count,
-                                               bool fused_epilogue, bool short_store) {
+                                               bool fused_epilogue, DStore store) {
   const double pair_cost = variant_cost(Sm90Variant::kWidePair, m, n, batch, sm_count);
   const double wide_cost = variant_cost(Sm90Variant::kWide, m, n, batch, sm_count);
   const double narrow_cost = variant_cost(Sm90Variant::kNarrow, m, n, batch, sm_count);
@@ -139,7 +146,9 @@ inline Sm90Variant choose_classic_sm90_variant(int64_t m, int64_t n, int64_t bat
     // H200, 2026-11-29 (1b513f3, bench/results): fused bias+GELU 4-6% faster, SwiGLU 6-10%.
     if (fused_epilogue) return Sm90Variant::kPingPongPair;
     const double pingpong_cost = variant_cost(Sm90Variant::kPingPongPair, m, n, batch, sm_count);
-    return short_store && pingpong_cost < pair_cost ? Sm90Variant::kPingPongPair : Sm90Variant::kWidePair;
+    const bool pingpong = store == DStore::kTma ? pingpong_cost < pair_cost
+                                                : store == DStore::kRowMajor && pingpong_cost <= pair_cost;
+    return pingpong ? Sm90Variant::kPingPongPair : Sm90Variant::kWidePair;
   }
   return narrow_cost < wide_cost ? Sm90Variant::kNarrow : Sm90Variant::kWide;
 }
@@ -177,12 +186,12 @@ inline Sm90Variant cheaper_fit_variant(int64_t m, int64_t n, int64_t batch, int 
 // 192-wide ones tied (...-f21274d-fit-bf16.json). Plain GEMMs only:
 // fused epilogues keep the ping-pong schedule, whose epilogue overlaps the next mainloop,
 // and SwiGLU needs 128-column gate/up pairs. Examples on 132 SMs: 256 x 10240 -> 128 x 160
-// pairs (128 tiles, one wave, where 256-wide pairs fill 61% of one); 4096 x 4097 into an
-// fp32 or column-major D -> 128 x 224 (608 tiles in 5 waves, against 544 256-wide ones
-// also in 5; into a half row-major D, 1056 ping-pong tiles fill 8 waves exactly).
+// pairs (128 tiles, one wave, where 256-wide pairs fill 61% of one); 4096 x 4097 into a
+// column-major D -> 128 x 224 (608 tiles in 5 waves, against 544 256-wide ones also in
+// 5; into a row-major D, 1056 ping-pong tiles fill 8 waves exactly).
 inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count, bool fused_epilogue,
-                                       bool short_store) {
-  const Sm90Variant classic = choose_classic_sm90_variant(m, n, batch, sm_count, fused_epilogue, short_store);
+                                       DStore store) {
+  const Sm90Variant classic = choose_classic_sm90_variant(m, n, batch, sm_count, fused_epilogue, store);
   if (fused_epilogue) return classic;
   const Sm90Variant fit = cheaper_fit_variant(m, n, batch, sm_count);
   return variant_cost(fit, m, n, batch, sm_count) < variant_cost(classic, m, n, batch, sm_count) ? fit : classic;
@@ -190,11 +199,11 @@ inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int 
 
 // The plain GEMM into a TMA-storable output, the common case.
 inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count) {
-  return choose_sm90_variant(m, n, batch, sm_count, false, true);
+  return choose_sm90_variant(m, n, batch, sm_count, false, DStore::kTma);
 }
 
 inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count, bool fused_epilogue) {
-  return choose_sm90_variant(m, n, batch, sm_count, fused_epilogue, true);
+  return choose_sm90_variant(m, n, batch, sm_count, fused_epilogue, DStore::kTma);
 }
 
 // Why 256 x 128 tiles: an M = 256 batch is then one row of tiles, so each weight tile is
@@ -235,7 +244,7 @@ struct Sm90Problem {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool fused_epilogue = false;
   bool stream_k_allowed = true;  // workspace for the partials is there; not batch-invariant
-  bool short_store = true;       // the plain GEMM's D leaves by a short path (see choose_classic_sm90_variant)
+  DStore store = DStore::kTma;   // how a plain GEMM's D leaves (choose_classic_sm90_variant)
   bool fit_widths = true;        // the fitted widths may be chosen (off: the choice before session 8)
 };
 
@@ -250,8 +259,8 @@ inline constexpr int64_t kStreamKMinKTiles = 128;
 // whole-tile plans' waves.
 inline Sm90Variant choose_sm90_variant(const Sm90Problem& p, int sm_count) {
   const Sm90Variant whole =
-      p.fit_widths ? choose_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue, p.short_store)
-                   : choose_classic_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue, p.short_store);
+      p.fit_widths ? choose_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue, p.store)
+                   : choose_classic_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue, p.store);
   if (!p.stream_k_allowed || ceil_div(p.k, 64) < kStreamKMinKTiles) return whole;
   // A fitted width carries its allowance here too. Session 8: 768 x 4096 x 11008 in 114
   // tiles of 128 x 224 (one wave at 86%) took 122 us against 112 streamed, before the
