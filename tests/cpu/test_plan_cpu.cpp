@@ -9,6 +9,7 @@
 #include "kernels/sm90/fit_widths.h"
 #include "kernels/sm90/kernel_config.h"
 #include "kernels/sm90/plan.h"
+#include "kernels/sm90/row_split.h"
 #include "kernels/sm90/tma_operands.h"
 
 namespace anvil::detail {
@@ -246,6 +247,45 @@ TEST(KernelConfig, PingPongWarpgroupsTakeWholeTiles) {
   EXPECT_EQ(Cooperative::kBlockM, 128);
   EXPECT_EQ(Cooperative::kStageReaders, 2);
   EXPECT_EQ(consumer_row_offset<Cooperative>(1), 64);
+}
+
+Sm90Problem problem(int64_t m, int64_t n, int64_t k, int64_t batch = 1) {
+  Sm90Problem p;
+  p.m = m, p.n = n, p.k = k, p.batch = batch;
+  return p;
+}
+
+TEST(RowSplit, TheLastRowOfA4097CubeGoesToTheDecodeKernel) {
+  // 9 turns of ping-pong tiles for 4097 rows, 8 for 4096, + one weight read by the decode kernel.
+  EXPECT_EQ(row_split_main_rows(problem(4097, 4097, 4097), true, kH200Sms), 4096);
+  EXPECT_EQ(row_split_main_rows(problem(4097, 4097, 4096), true, kH200Sms), 4096);
+  EXPECT_EQ(row_split_main_rows(problem(1025, 4096, 4096), true, kH200Sms), 1024);
+}
+
+TEST(RowSplit, OnlyAFewRowsPastAClusterRowAndNeverBatchInvariant) {
+  EXPECT_EQ(row_split_main_rows(problem(8192, 8192, 8192), true, kH200Sms), 8192);  // no tail
+  EXPECT_EQ(row_split_main_rows(problem(4096 + 65, 4097, 4097), true, kH200Sms), 4096 + 65);  // beyond 64 rows
+  EXPECT_EQ(row_split_main_rows(problem(200, 8192, 8192), true, kH200Sms), 200);  // no cluster row to keep
+  EXPECT_EQ(row_split_main_rows(problem(4097, 4097, 4097), false, kH200Sms), 4097);  // batch-invariant
+  // Where the decode kernel's weight read costs more than the rows add: gemma3 + 1 row.
+  EXPECT_EQ(row_split_main_rows(problem(513, 8192, 5376), true, kH200Sms), 513);
+  // The measurement override: 0 never splits, 1 splits whatever is eligible.
+  EXPECT_EQ(row_split_main_rows(problem(4097, 4097, 4097), true, kH200Sms, 0), 4097);
+  EXPECT_EQ(row_split_main_rows(problem(513, 8192, 5376), true, kH200Sms, 1), 512);
+  EXPECT_EQ(row_split_main_rows(problem(8192, 8192, 8192), true, kH200Sms, 1), 8192);
+}
+
+TEST(RowSplit, SweepShapesSplit) {
+  // The GPU sweep's row_split_* cases (tests/gpu/test_kernels_gpu.cpp) exercise the split
+  // only while the estimate splits them.
+  EXPECT_EQ(row_split_main_rows(problem(2049, 1024, 2048, 2), true, kH200Sms), 2048);
+}
+
+TEST(RowSplit, EstimatesFollowTheChosenConfiguration) {
+  // 4096^3 in pairs: 4 waves of 64 K steps at 0.85 us.
+  EXPECT_NEAR(sm90_estimated_us(problem(4096, 4096, 4096), kH200Sms), 4 * 64 * 0.85, 1e-9);
+  // One 8192 x 8192 bf16 weight at 3.3 TB/s, + fixed cost.
+  EXPECT_NEAR(decode_estimated_us(1, 8192, 8192, 1), 2.0 * (8192.0 * 8192 + 8192 + 8192) / 3.3e6 + 3.0, 1e-9);
 }
 
 TEST(PlanNames, TooLongForTheKeyIsRefusedNotTruncated) {

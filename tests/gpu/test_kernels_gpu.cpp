@@ -124,6 +124,15 @@ std::vector<Case> sweep_cases() {
   scaled.alpha = 0.5f;
   scaled.beta = -0.75f;
   cases.push_back({"alpha_beta_separate_c_300x520x1000", scaled});
+  // sm90-gemm gives the rows past 2048 to a decode kernel (row_split.h; the CPU test
+  // RowSplit.SweepShapesSplit keeps these shapes splitting): A, C, D and the per-row bias
+  // advanced by 2048 rows in each batch, then odd leading dimensions (repacked operands,
+  // a D row offset that is not 16-byte aligned).
+  GemmDesc split_bias = with_epilogue(make_desc(2049, 1024, 2048, bf, R, C, bf, 0, 2), Activation::kReLU,
+                                      BiasMode::kPerRow, f32);
+  split_bias.beta = 0.5f;
+  cases.push_back({"row_split_bias_row_beta_batch2_2049x1024x2048", split_bias});
+  cases.push_back({"row_split_odd_ld_batch2_2049x1024x2048", make_desc(2049, 1024, 2048, bf, R, C, bf, 2, 2)});
   for (size_t i = 0; i < cases.size(); ++i) cases[i].seed = 1000 + i;
   return cases;
 }

@@ -11,6 +11,9 @@
 #include "kernels/sm90/launch.cuh"
 #include "kernels/sm90/plan.h"
 #include "kernels/sm90/repack.cuh"
+#include "kernels/sm90/row_split.h"
+#include "common/dtype.h"
+#include "host/registry.h"
 #include "host/validate.h"
 
 namespace anvil::detail {
@@ -147,6 +150,8 @@ size_t workspace_choosing(const GemmDesc& desc, const GemmArgs* args, bool fit_w
   const size_t repack = plan.a_bytes + plan.b_bytes;
   Sm90Problem problem = sm90_problem(plan.packed);
   problem.fit_widths = fit_widths;
+  // With a row split (launch_by_wave_plan), the configuration is the one for its main rows.
+  if (fit_widths) problem.m = row_split_main_rows(problem, !desc.batch_invariant, device_sm_count(), row_split_override());
   if (choose_sm90_variant(problem, device_sm_count()) != Sm90Variant::kTallStreamK) return repack;
   const size_t with_stream_k = repack + stream_k_bytes();
   return args == nullptr || args->workspace_bytes >= with_stream_k ? with_stream_k : repack;
@@ -204,13 +209,66 @@ Status launch_variant(Sm90Variant variant, const char* name, const GemmDesc& des
   }
 }
 
+// Rows [first_row, M) as a problem of their own: the same operands and epilogue, with A,
+// C, D and a per-row bias advanced by first_row rows.
+struct RowTail {
+  GemmDesc desc;
+  GemmArgs args;
+};
+
+RowTail tail_rows(const GemmDesc& desc, const GemmArgs& args, int64_t first_row) {
+  const auto advance = [first_row](const void* p, const MatrixLayout& layout) -> const void* {
+    if (p == nullptr) return p;
+    const int64_t elements = first_row * (layout.order == Order::kRowMajor ? layout.ld : 1);
+    return static_cast<const uint8_t*>(p) + elements * static_cast<int64_t>(dtype_size(layout.dtype));
+  };
+  RowTail tail{desc, args};
+  tail.desc.m = desc.m - first_row;
+  tail.args.a = advance(args.a, desc.a);
+  tail.args.c = advance(args.c, desc.c);
+  tail.args.d = const_cast<void*>(advance(args.d, desc.d));
+  if (desc.epilogue.bias == BiasMode::kPerRow && args.bias != nullptr) {
+    tail.args.bias = static_cast<const uint8_t*>(args.bias) + first_row * static_cast<int64_t>(dtype_size(desc.epilogue.bias_dtype));
+  }
+  tail.args.workspace = nullptr;  // the decode kernels need none
+  tail.args.workspace_bytes = 0;
+  return tail;
+}
+
+// The decode kernel the dispatcher would give these rows, if one takes them as they are
+// (K-major operands, the pointers' alignment); null otherwise.
+const KernelInfo* tail_kernel(const RowTail& tail) {
+  const bool load_path = prefers_decode_ldg(tail.desc.m, tail.desc.n, tail.desc.batch, device_sm_count());
+  for (const char* name : {load_path ? "sm90-decode-ldg" : "", "sm90-decode"}) {
+    if (*name == '\0') continue;
+    const KernelInfo* kernel = find_kernel(name);
+    if (kernel != nullptr && kernel->check(tail.desc, &tail.args, nullptr) == Status::kSuccess) return kernel;
+  }
+  return nullptr;
+}
+
 template <bool kFitWidths>
 Status launch_by_wave_plan(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   Sm90Problem problem = sm90_problem(desc);
   problem.stream_k_allowed = problem.stream_k_allowed && args.workspace_bytes >= stream_k_bytes() &&
                              reinterpret_cast<uintptr_t>(args.workspace) % 16 == 0;
   problem.fit_widths = kFitWidths;
-  return launch_variant(choose_sm90_variant(problem, device_sm_count()), name, desc, args, diag);
+  const int sm_count = device_sm_count();
+  // The production choice may give the rows past the last multiple of 256 to the decode
+  // kernel (row_split.h): two launches on the caller's stream, writing disjoint rows.
+  const int64_t main_rows =
+      kFitWidths ? row_split_main_rows(problem, !desc.batch_invariant, sm_count, row_split_override()) : desc.m;
+  if (main_rows < desc.m) {
+    const RowTail tail = tail_rows(desc, args, main_rows);
+    if (const KernelInfo* decode = tail_kernel(tail)) {
+      GemmDesc head = desc;
+      head.m = main_rows;
+      problem.m = main_rows;
+      const Status s = launch_variant(choose_sm90_variant(problem, sm_count), name, head, args, diag);
+      return s != Status::kSuccess ? s : decode->launch(tail.desc, tail.args, diag);
+    }
+  }
+  return launch_variant(choose_sm90_variant(problem, sm_count), name, desc, args, diag);
 }
 
 Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
