@@ -279,6 +279,8 @@ TEST(RowSplit, SweepShapesSplit) {
   // The GPU sweep's row_split_* cases (tests/gpu/test_kernels_gpu.cpp) exercise the split
   // only while the estimate splits them.
   EXPECT_EQ(row_split_main_rows(problem(2049, 1024, 2048, 2), true, kH200Sms), 2048);
+  // KernelRepeat's row_split case (determinism and graph capture across two launches).
+  EXPECT_EQ(row_split_main_rows(problem(2049, 2048, 2048), true, kH200Sms), 2048);
 }
 
 TEST(RowSplit, EstimatesFollowTheChosenConfiguration) {

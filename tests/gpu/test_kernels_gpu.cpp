@@ -18,6 +18,7 @@
 #include "gpu/gpu_support.h"
 #include "kernels/common/epilogue_params.h"
 #include "kernels/sm90/plan.h"
+#include "kernels/sm90/row_split.h"
 
 namespace {
 
@@ -228,8 +229,8 @@ INSTANTIATE_TEST_SUITE_P(AllKernels, KernelSweep,
 
 // One case for every path the dispatcher can take, so that each is run ten times: the
 // production kernel in each of its configurations (narrow, wide, pairs, ping-pong,
-// stream-K, the six fitted widths) and with operands repacked into the workspace; the
-// decode kernel; the naive kernel (K = 0).
+// stream-K, the six fitted widths), with operands repacked into the workspace and with its
+// last rows split off to a decode kernel; the decode kernel; the naive kernel (K = 0).
 // KernelRepeatCoverage checks that the list still reaches them all.
 std::vector<Case> repeat_cases() {
   GemmDesc repacked = make_desc(300, 520, 65, DataType::kBF16, Order::kRowMajor, Order::kRowMajor, DataType::kBF16);
@@ -257,6 +258,8 @@ std::vector<Case> repeat_cases() {
        false, 17},
       {"decode_64x1024x4096", linear(64, 1024, 4096), false, 12},
       {"k_zero_bias_gelu_residual_64x96x0", k_zero, false, 13},
+      // sm90-gemm on 2048 rows and a decode kernel on the last one (row_split.h).
+      {"row_split_2049x2048x2048", linear(2049, 2048, 2048), false, 23},
   };
   return cases;
 }
@@ -367,7 +370,7 @@ INSTANTIATE_TEST_SUITE_P(AllKernels, KernelRepeat,
 TEST(KernelRepeatCoverage, CasesReachEveryPathTheDispatcherTakes) {
   std::set<std::string> kernels;
   std::set<int> sm90_variants;
-  bool repacked = false;
+  bool repacked = false, row_split = false;
   for (const Case& c : repeat_cases()) {
     const char* name = anvil::dispatch_name(c.desc);
     ASSERT_NE(name, nullptr) << c.name;
@@ -378,12 +381,14 @@ TEST(KernelRepeatCoverage, CasesReachEveryPathTheDispatcherTakes) {
     const auto variant = anvil::detail::choose_sm90_variant(problem, 132);
     sm90_variants.insert(int(variant));
     repacked = repacked || (variant != anvil::detail::Sm90Variant::kTallStreamK && anvil::workspace_size(c.desc) > 0);
+    row_split = row_split || anvil::detail::row_split_main_rows(problem, !c.desc.batch_invariant, 132) < c.desc.m;
   }
   for (const char* expected : {"sm90-gemm", "sm90-decode", "ladder-01-naive"}) {
     EXPECT_EQ(kernels.count(expected), 1u) << "no repeat case goes to " << expected;
   }
   EXPECT_EQ(sm90_variants.size(), 11u) << "the cases should take all eleven sm90-gemm configurations";
   EXPECT_TRUE(repacked) << "no repeat case repacks an operand";
+  EXPECT_TRUE(row_split) << "no repeat case splits its last rows off to a decode kernel";
 }
 
 // The probe scripts/test.sh prints: says which GPU the tier ran on, or why it skipped.
