@@ -24,7 +24,7 @@ inline constexpr int64_t kRowSplitGranule = 256;
 
 // Time estimates in microseconds, H200 (bench/results, 2026-11-29/30):
 //   - the 2-CTA multicast pairs take 0.85 us per 64-wide K step of a 128 x 256 tile
-//     (stream-K fit above, plan.h), and estimated_cost's units are tile area / relative speed;
+//     (the stream-K fit in plan.h), and estimated_cost's units are tile area / relative speed;
 //   - the decode kernel streams a weight at ~3.3 TB/s (M = 64 x 8192 x 8192: 40 us for
 //     134 MB), plus a few microseconds of launch and fixed cost.
 inline constexpr double kPairKStepMicroseconds = 0.85;
