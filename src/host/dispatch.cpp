@@ -19,11 +19,10 @@ bool wants_auto(const GemmDesc& desc) { return desc.kernel == nullptr || std::st
 // odd strides, any layout). The decode kernels take K-major operands in place only; other
 // layouts go to sm90-gemm, which repacks them.
 const KernelInfo* pick(const GemmDesc& desc, const GemmArgs* args) {
-  const int sm_count = detail::device_sm_count();
-  const bool decode = desc.batch_invariant || detail::prefers_decode(desc.m, desc.n, desc.batch, sm_count);
-  const bool load_path = decode && !desc.batch_invariant && detail::prefers_decode_ldg(desc.m, desc.n, desc.batch, sm_count);
-  for (const char* name : {load_path ? "sm90-decode-ldg" : "", decode ? "sm90-decode" : "", "sm90-gemm", "ladder-01-naive"}) {
-    if (*name == '\0') continue;
+  if (desc.batch_invariant || detail::prefers_decode(desc.m, desc.n, desc.batch, detail::device_sm_count())) {
+    if (const KernelInfo* k = detail::pick_decode_kernel(desc, args)) return k;
+  }
+  for (const char* name : {"sm90-gemm", "ladder-01-naive"}) {
     const KernelInfo* k = detail::find_kernel(name);
     if (k != nullptr && k->check(desc, args, nullptr) == Status::kSuccess) return k;
   }
@@ -59,6 +58,20 @@ Status resolve(const GemmDesc& desc, const GemmArgs* args, const KernelInfo** ou
 }
 
 }  // namespace
+
+namespace detail {
+
+const KernelInfo* pick_decode_kernel(const GemmDesc& desc, const GemmArgs* args) {
+  const bool load_path = !desc.batch_invariant && prefers_decode_ldg(desc.m, desc.n, desc.batch, device_sm_count());
+  for (const char* name : {load_path ? "sm90-decode-ldg" : "", "sm90-decode"}) {
+    if (*name == '\0') continue;
+    const KernelInfo* k = find_kernel(name);
+    if (k != nullptr && k->check(desc, args, nullptr) == Status::kSuccess) return k;
+  }
+  return nullptr;
+}
+
+}  // namespace detail
 
 Status can_implement(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
   const KernelInfo* kernel = nullptr;

@@ -235,18 +235,6 @@ RowTail tail_rows(const GemmDesc& desc, const GemmArgs& args, int64_t first_row)
   return tail;
 }
 
-// The decode kernel the dispatcher would give these rows, if one takes them as they are
-// (K-major operands, the pointers' alignment); null otherwise.
-const KernelInfo* tail_kernel(const RowTail& tail) {
-  const bool load_path = prefers_decode_ldg(tail.desc.m, tail.desc.n, tail.desc.batch, device_sm_count());
-  for (const char* name : {load_path ? "sm90-decode-ldg" : "", "sm90-decode"}) {
-    if (*name == '\0') continue;
-    const KernelInfo* kernel = find_kernel(name);
-    if (kernel != nullptr && kernel->check(tail.desc, &tail.args, nullptr) == Status::kSuccess) return kernel;
-  }
-  return nullptr;
-}
-
 template <bool kFitWidths>
 Status launch_by_wave_plan(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   Sm90Problem problem = sm90_problem(desc);
@@ -260,7 +248,9 @@ Status launch_by_wave_plan(const char* name, const GemmDesc& desc, const GemmArg
       kFitWidths ? row_split_main_rows(problem, !desc.batch_invariant, sm_count, row_split_override()) : desc.m;
   if (main_rows < desc.m) {
     const RowTail tail = tail_rows(desc, args, main_rows);
-    if (const KernelInfo* decode = tail_kernel(tail)) {
+    // The decode kernel the dispatcher would give these rows, if one takes them as they
+    // are (K-major operands, the pointers' alignment); otherwise nothing is split off.
+    if (const KernelInfo* decode = pick_decode_kernel(tail.desc, &tail.args)) {
       GemmDesc head = desc;
       head.m = main_rows;
       problem.m = main_rows;

@@ -51,9 +51,11 @@ __global__ void __launch_bounds__(256) repack_transpose_kernel(RepackSource src,
 // A copy that only moves rows should run at DRAM speed, which needs ~40 KiB of loads in
 // flight per SM: 16-byte loads, several per thread. The source rows start at any 2-byte
 // offset, so each warp loads the 16-byte-aligned blocks that cover 256 elements of a row
-// and every lane shifts its 16 output bytes out of its block and the next lane's. It
-// reaches about half of that (H200: 20-22 us per 4097 x 4097 operand, ~2.2 TB/s of DRAM
-// traffic; why not more is not known yet, docs/worklog.md, session 9).
+// and every lane shifts its 16 output bytes out of its block and the next lane's. On the
+// H200 it takes 20-22 us per 4097 x 4097 operand: 67 MB read and written at ~3.2 TB/s,
+// against the 4.26 TB/s copy anchor (ncu's DRAM counter reads only ~2.2 TB/s, presumably
+// because written rows are still in L2 when the kernel ends). Why not more is not known
+// (docs/worklog.md, sessions 9 and 10).
 
 inline constexpr int kRowChunk = 256;      // elements of a row per warp: 32 lanes x 8
 inline constexpr int kRowsPerWarp = 2;     // independent rows in flight per warp
