@@ -23,6 +23,7 @@ extern const KernelInfo kSm90GemmPingPong;
 extern const KernelInfo kSm90GemmStreamK;
 extern const KernelInfo kSm90GemmFit;
 extern const KernelInfo kSm90GemmPow2;
+extern const KernelInfo kSm90GemmPairN;
 extern const KernelInfo kAblation05TwoStages;
 extern const KernelInfo kAblation09NoMulticast;
 extern const KernelInfo kAblation09FourStages;
@@ -35,7 +36,7 @@ extern const KernelInfo kAblation10TallTwoRounds;
 namespace {
 // Ladder order first, then the production kernels the dispatcher prefers, then the
 // ablations that explain the ladder's flat or negative steps (docs/ladder.md).
-const std::array<const KernelInfo*, 26> kKernels = {
+const std::array<const KernelInfo*, 27> kKernels = {
     &kLadder01Naive,          &kLadder02SmemTiling,   &kLadder03TmaWgmma, &kLadder04Swizzle,
     &kLadder05Pipeline,       &kLadder06WarpSpecialized, &kLadder07TwoConsumers, &kLadder08TmaStore,
     &kLadder09Cluster,        &kLadder10Persistent,   &kLadder11DeeperRing, &kSm90Gemm,            &kSm90Decode,     &kSm90DecodeLdg,
@@ -43,6 +44,7 @@ const std::array<const KernelInfo*, 26> kKernels = {
     &kSm90GemmStreamK,
     &kSm90GemmFit,
     &kSm90GemmPow2,
+    &kSm90GemmPairN,
     &kAblation05TwoStages,    &kAblation09NoMulticast, &kAblation09FourStages, &kAblation09CrossRelease,
     &kAblation10WideFourStages, &kAblation10TallFourStages, &kAblation10TallThreeStages,
     &kAblation10TallTwoRounds,

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "anvil/gemm.h"
 #include "host/plan_cache.h"
@@ -10,6 +11,7 @@
 #include "kernels/sm90/kernel_config.h"
 #include "kernels/sm90/plan.h"
 #include "kernels/sm90/row_split.h"
+#include "kernels/sm90/tile_scheduler.cuh"
 #include "kernels/sm90/tma_operands.h"
 
 namespace anvil::detail {
@@ -68,15 +70,15 @@ TEST(ChooseVariant, PingPongTilesWhereTheyFillTheLastWaveBetter) {
 TEST(ChooseVariant, FusedEpiloguesTakeThePingPongSchedule) {
   EXPECT_EQ(choose_sm90_variant(8192, 8192, 1, kH200Sms, true), Sm90Variant::kPingPongPair);
   EXPECT_EQ(choose_sm90_variant(8192, 8192, 1, kH200Sms, false), Sm90Variant::kWidePair);
-  // Where pairs lose to single tiles, a fused epilogue changes nothing.
+  // Where pairs along M lose, a fused epilogue changes nothing.
   EXPECT_EQ(choose_sm90_variant(256, 8192, 1, kH200Sms, true), Sm90Variant::kNarrow);
-  EXPECT_EQ(choose_sm90_variant(128, 28672, 1, kH200Sms, true), Sm90Variant::kWide);
+  EXPECT_EQ(choose_sm90_variant(128, 28672, 1, kH200Sms, true), Sm90Variant::kWidePairN);
 }
 
-TEST(ChooseVariant, OneRowOfTilesCannotPair) {
-  // 128 x 28672: a pair would leave its second CTA idle; 112 single wide tiles fill one
-  // wave, 224 narrow ones spill into a second ...
-  EXPECT_EQ(choose_classic_sm90_variant(128, 28672, 1, kH200Sms, false, DStore::kTma), Sm90Variant::kWide);
+TEST(ChooseVariant, OneRowOfTilesPairsAlongN) {
+  // 128 x 28672: a pair along M would leave its second CTA idle; 112 wide tiles in 56
+  // pairs along N fill one wave, 224 narrow ones spill into a second ...
+  EXPECT_EQ(choose_classic_sm90_variant(128, 28672, 1, kH200Sms, false, DStore::kTma), Sm90Variant::kWidePairN);
   // ... and 128 single tiles of 224 columns fill it better.
   EXPECT_EQ(choose_sm90_variant(128, 28672, 1, kH200Sms), Sm90Variant::kFitSingle224);
 }
@@ -84,6 +86,59 @@ TEST(ChooseVariant, OneRowOfTilesCannotPair) {
 TEST(WavePlan, PartialClustersOccupyWholeClusters) {
   // 3 rows of tiles in 2-CTA clusters: the last cluster's second CTA has no rows.
   EXPECT_EQ(wave_plan(384, 256, 1, TileShape{128, 256}, kH200Sms, 2).tiles, 4);
+  // 3 columns of tiles in clusters along N: the last cluster's second CTA has no columns.
+  EXPECT_EQ(wave_plan(128, 768, 1, TileShape{128, 256}, kH200Sms, 1, 2).tiles, 4);
+  EXPECT_EQ(variant_wave_plan(Sm90Variant::kWidePairN, 384, 768, 2, kH200Sms).tiles, 3 * 4 * 2);
+}
+
+TEST(ChooseVariant, OddTileRowsPairAlongN) {
+  // 4224 x 4096 (33 rows of tiles): pairs along M hold 34 rows, 544 tiles in 5 waves;
+  // 528 tiles in pairs along N fill 4, as lone wide tiles would, at the lone tiles'
+  // lower speed (L2-bound: 48 KiB read per K step against 40).
+  EXPECT_EQ(choose_sm90_variant(4224, 4096, 1, kH200Sms), Sm90Variant::kWidePairN);
+  EXPECT_LT(variant_cost(Sm90Variant::kWidePairN, 4224, 4096, 1, kH200Sms),
+            variant_cost(Sm90Variant::kWide, 4224, 4096, 1, kH200Sms));
+  // An even number of rows keeps the pairs along M (they read less from L2 still).
+  EXPECT_EQ(choose_sm90_variant(4096, 4096, 1, kH200Sms), Sm90Variant::kWidePair);
+}
+
+TEST(TileScheduler, ClustersAlongNCoverEveryTileOnce) {
+  // 5 x 7 tiles in pairs along N, bands of 2 cluster rows, 2 batches: every tile exactly
+  // once, the right edge's partial pairs giving their second CTA a column past the end.
+  const TileScheduler s{5, 7, 2, 1, 2, 2};
+  EXPECT_EQ(s.total_cluster_tiles(), 5 * 4 * 2);
+  std::vector<int> seen(5 * 7 * 2, 0);
+  int past_edge = 0;
+  for (int linear = 0; linear < s.total_cluster_tiles(); ++linear) {
+    const TileCoord left = s.tile(linear, 0), right = s.tile(linear, 1);
+    EXPECT_EQ(left.m_tile, right.m_tile);
+    EXPECT_EQ(left.batch, right.batch);
+    EXPECT_EQ(right.n_tile, left.n_tile + 1);
+    EXPECT_EQ(left.n_tile % 2, 0);
+    for (const TileCoord& t : {left, right}) {
+      if (t.n_tile >= 7) {
+        ++past_edge;
+        continue;
+      }
+      ++seen[(t.batch * 5 + t.m_tile) * 7 + t.n_tile];
+    }
+  }
+  EXPECT_EQ(past_edge, 5 * 2);
+  for (int count : seen) EXPECT_EQ(count, 1);
+}
+
+TEST(TileScheduler, ClustersAlongMCoverEveryTileOnce) {
+  const TileScheduler s{5, 3, 1, 2, 1, 8};
+  EXPECT_EQ(s.total_cluster_tiles(), 3 * 3);
+  std::vector<int> seen(5 * 3, 0);
+  for (int linear = 0; linear < s.total_cluster_tiles(); ++linear) {
+    const TileCoord top = s.tile(linear, 0), bottom = s.tile(linear, 1);
+    EXPECT_EQ(bottom.m_tile, top.m_tile + 1);
+    EXPECT_EQ(bottom.n_tile, top.n_tile);
+    if (top.m_tile < 5) ++seen[top.m_tile * 3 + top.n_tile];
+    if (bottom.m_tile < 5) ++seen[bottom.m_tile * 3 + bottom.n_tile];
+  }
+  for (int count : seen) EXPECT_EQ(count, 1);
 }
 
 TEST(ChooseVariant, UnderfilledWideWaveTakesNarrowTiles) {
@@ -124,9 +179,10 @@ TEST(ChooseVariant, FittedWidthsRunSingleWhereAPairWouldIdle) {
   EXPECT_EQ(choose_sm90_variant(384, 6144, 1, kH200Sms), Sm90Variant::kFitSingle160);
   EXPECT_LT(variant_cost(Sm90Variant::kFitSingle160, 384, 6144, 1, kH200Sms),
             variant_cost(Sm90Variant::kFitPair160, 384, 6144, 1, kH200Sms));
-  // With an even number of rows the pairs win ties (B multicast).
-  EXPECT_DOUBLE_EQ(variant_cost(Sm90Variant::kFitSingle224, 256, 28672, 1, kH200Sms),
-                   variant_cost(Sm90Variant::kFitPair224, 256, 28672, 1, kH200Sms));
+  // With an even number of rows and the same waves, the pairs cost less: lone CTAs read
+  // both operands whole from L2 (kFitSingleRelativeSpeed).
+  EXPECT_LT(variant_cost(Sm90Variant::kFitPair224, 256, 28672, 1, kH200Sms),
+            variant_cost(Sm90Variant::kFitSingle224, 256, 28672, 1, kH200Sms));
   EXPECT_EQ(cheaper_fit_variant(256, 28672, 1, kH200Sms), Sm90Variant::kFitPair224);
 }
 
@@ -196,6 +252,21 @@ TEST(KernelConfig, SharedMemoryAndRegistersFitTheSm) {
   EXPECT_LE(Store::kStages * (Store::kStageBytesA + Store::kStageBytesB) + Store::kEpilogueBytes + 1024, 227 * 1024);
 
   EXPECT_EQ(Store::kReleaseCtas, 2);
+  EXPECT_EQ(Store::kSlicesB, 2);
+  EXPECT_EQ(Store::kSlicesA, 1);
+  EXPECT_EQ(Store::kClusterM, 2);
+  EXPECT_EQ(Store::kClusterN, 1);
+
+  // Pairs along N slice A instead: 64-row halves of the 128-row tile, each a whole number
+  // of 1024-byte swizzle atoms; both CTAs free every stage (the peer writes into it).
+  using PairN = KernelConfig<256, 2, 1, 4, 2, true, ClusterB::kMulticast, Schedule::kCooperative, false, 2,
+                             ClusterAxis::kN>;
+  EXPECT_EQ(PairN::kClusterM, 1);
+  EXPECT_EQ(PairN::kClusterN, 2);
+  EXPECT_EQ(PairN::kSlicesA, 2);
+  EXPECT_EQ(PairN::kSlicesB, 1);
+  EXPECT_EQ(PairN::kReleaseCtas, 2);
+  EXPECT_EQ(PairN::kBlockM / PairN::kSlicesA * 128 % 1024, 0);
   using NoMulticast = KernelConfig<256, 2, 1, 3, 2, true, ClusterB::kLocalLoads>;
   EXPECT_EQ(NoMulticast::kMulticastCtas, 1);
   EXPECT_EQ(NoMulticast::kReleaseCtas, 1);

@@ -228,8 +228,8 @@ INSTANTIATE_TEST_SUITE_P(AllKernels, KernelSweep,
 // ---- determinism and graph capture, on a few representative cases ----
 
 // One case for every path the dispatcher can take, so that each is run ten times: the
-// production kernel in each of its configurations (narrow, wide, pairs, ping-pong,
-// stream-K, the six fitted widths), with operands repacked into the workspace and with its
+// production kernel in each of its configurations (narrow, wide, pairs along M and along
+// N, ping-pong, stream-K, the six fitted widths), with operands repacked into the workspace and with its
 // last rows split off to a decode kernel; the decode kernel; the naive kernel (K = 0).
 // KernelRepeatCoverage checks that the list still reaches them all.
 std::vector<Case> repeat_cases() {
@@ -244,7 +244,10 @@ std::vector<Case> repeat_cases() {
       {"bias_gelu_1000x1000x1000", with_epilogue(linear(1000, 1000, 1000), Activation::kGeluTanh, BiasMode::kPerColumn),
        false, 9},
       {"wide_pair_2048x2048x256", linear(2048, 2048, 256), false, 10},
-      {"wide_single_65x29632x64", linear(65, 29632, 64), false, 14},
+      // One row of tiles, 116 wide ones: pairs along N (an odd number of 128-row tiles).
+      {"pair_n_65x29632x64", linear(65, 29632, 64), false, 14},
+      // 15 x 17 tiles: lone wide CTAs fill 2 waves, pairs along N (15 x 18) would take 3.
+      {"wide_single_1857x4352x64", linear(1857, 4352, 64), false, 24},
       {"pingpong_bias_relu_2048x2048x256", with_epilogue(linear(2048, 2048, 256), Activation::kReLU, BiasMode::kPerColumn),
        false, 15},
       {"repacked_rowrow_300x520x65", repacked, false, 11},
@@ -386,7 +389,7 @@ TEST(KernelRepeatCoverage, CasesReachEveryPathTheDispatcherTakes) {
   for (const char* expected : {"sm90-gemm", "sm90-decode", "ladder-01-naive"}) {
     EXPECT_EQ(kernels.count(expected), 1u) << "no repeat case goes to " << expected;
   }
-  EXPECT_EQ(sm90_variants.size(), 11u) << "the cases should take all eleven sm90-gemm configurations";
+  EXPECT_EQ(sm90_variants.size(), 12u) << "the cases should take all twelve sm90-gemm configurations";
   EXPECT_TRUE(repacked) << "no repeat case repacks an operand";
   EXPECT_TRUE(row_split) << "no repeat case splits its last rows off to a decode kernel";
 }

@@ -55,7 +55,7 @@ inline bool prefers_decode(int64_t m, int64_t n, int64_t batch, int sm_count) {
   if (m <= kDecodeAlwaysTokens) return true;
   if (m > kDecodeMaxTokens) return false;
   const Sm90Variant variant = choose_sm90_variant(m, n, batch, sm_count);
-  const WavePlan plan = wave_plan(m, n, batch, tile_shape(variant), sm_count, runs_in_pairs(variant) ? 2 : 1);
+  const WavePlan plan = variant_wave_plan(variant, m, n, batch, sm_count);
   return plan.efficiency < kSm90MinWaveEfficiency;
 }
 

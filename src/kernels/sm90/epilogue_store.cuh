@@ -164,7 +164,7 @@ __device__ __forceinline__ void store_plain(const Sm90Params& params, const Tile
   const int64_t row0 = int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer);
   const int64_t col0 = int64_t{tile.n_tile} * Config::kBlockN;
   const int t = threadIdx.x % 128;
-  if (row0 >= p.m) return;  // a cluster peer's tile past the bottom edge
+  if (row0 >= p.m || col0 >= p.n_out) return;  // a cluster peer's tile past the bottom or right edge
 
   if constexpr (Config::kTmaStore) {
     if (params.tma_store) {
@@ -337,6 +337,7 @@ __device__ __forceinline__ void store_staged(const EpilogueParams& p, const Tile
   const uint32_t stage = sm90::smem_addr(epilogue_smem + (consumer * 4 + warp) * kStageChunkBytes);
   const int64_t gemm_tile_col = int64_t{tile.n_tile} * Config::kBlockN;
   const int64_t gemm_cols = kSwiGLU ? 2 * p.n_out : p.n_out;
+  if (gemm_tile_col >= gemm_cols) return;  // a cluster peer's tile past the right edge
 #pragma unroll
   for (int slab = 0; slab < Config::kSlabs; ++slab) {
     const int64_t row0 =

@@ -76,9 +76,9 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
 
   const int warpgroup = threadIdx.x / 128;
-  const uint32_t cta_rank = Config::kClusterM > 1 ? sm90::cluster_cta_rank() : 0;
-  const int cluster = blockIdx.x / Config::kClusterM;
-  const int clusters = gridDim.x / Config::kClusterM;
+  const uint32_t cta_rank = Config::kClusterCtas > 1 ? sm90::cluster_cta_rank() : 0;
+  const int cluster = blockIdx.x / Config::kClusterCtas;
+  const int clusters = gridDim.x / Config::kClusterCtas;
 
   if (threadIdx.x == 0) {
     sm90::tma_prefetch_descriptor(&params.map_a);
@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
     }
   }
   // Peers must see initialised barriers before the first multicast lands in them.
-  if constexpr (Config::kClusterM > 1) {
+  if constexpr (Config::kClusterCtas > 1) {
     sm90::cluster_sync();
   } else {
     __syncthreads();
@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
       // turn counts this CTA's tiles, both warpgroups' (ping-pong); the tile index is
       // recomputed from it each time so that only one loop counter stays live.
       for (int turn = 0;; ++turn) {
-        const int linear = sm90::cta_id_x() / Config::kClusterM + turn * (sm90::grid_dim_x() / Config::kClusterM);
+        const int linear = sm90::cta_id_x() / Config::kClusterCtas + turn * (sm90::grid_dim_x() / Config::kClusterCtas);
         if (linear >= params.scheduler.total_cluster_tiles()) break;
         uint64_t* done = nullptr;
         if constexpr (Config::kPingPong) {
@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
   // No CTA may leave while a peer can still multicast into it or arrive on its barriers.
   // The cluster barrier is a .aligned instruction: the producer warp must reconverge
   // (lane 0 ran the producer loop alone) before it arrives.
-  if constexpr (Config::kClusterM > 1) {
+  if constexpr (Config::kClusterCtas > 1) {
     __syncwarp();
     sm90::cluster_sync();
   }

@@ -26,6 +26,10 @@ using Narrow = KernelConfig<128, 2, 1, 6, 1, false>;  // 128x128, 6 x 32 KiB sta
 // half-size buffer: ladder step 11's configuration. The default for problems with two or
 // more rows of tiles.
 using WidePair = KernelConfig<256, 2, 1, 4, 2, true, ClusterB::kMulticast, Schedule::kCooperative, false, 2>;
+// The same tiles and ring in 2-CTA clusters along N that multicast the shared A tile,
+// for an odd number of 128-row tiles (plan.h, kWidePairN).
+using WidePairN = KernelConfig<256, 2, 1, 4, 2, true, ClusterB::kMulticast, Schedule::kCooperative, false, 2,
+                               ClusterAxis::kN>;
 // The ping-pong schedule: 128x128 tiles, each consumer warpgroup taking whole tiles in
 // turn, so one warpgroup's epilogue overlaps the other's mainloop; 2-CTA multicast
 // clusters, 5 stages. sm90-gemm's choice for fused epilogues; also selectable by name.
@@ -40,6 +44,7 @@ constexpr const char* kPingPongName = "sm90-gemm-pingpong";
 constexpr const char* kStreamKName = "sm90-gemm-streamk";
 constexpr const char* kFitName = "sm90-gemm-fit";
 constexpr const char* kPow2Name = "sm90-gemm-pow2";
+constexpr const char* kPairNName = "sm90-gemm-pair-n";
 constexpr LaunchPolicy kPolicy = kSm90GemmPolicy;
 constexpr size_t kWorkspaceAlign = 256;
 
@@ -205,6 +210,7 @@ Status launch_variant(Sm90Variant variant, const char* name, const GemmDesc& des
     case Sm90Variant::kNarrow: return sm90_launch<Narrow>(name, kPolicy, desc, args, diag);
     case Sm90Variant::kTallStreamK: return sm90_launch<TallStreamK>(name, kPolicy, desc, args, diag);
     case Sm90Variant::kWide: return sm90_launch<Wide>(name, kPolicy, desc, args, diag);
+    case Sm90Variant::kWidePairN: return sm90_launch<WidePairN>(name, kPolicy, desc, args, diag);
     default: return launch_fit_width(variant, name, desc, args, diag);
   }
 }
@@ -285,6 +291,14 @@ Status launch_pingpong(const GemmDesc& desc, const GemmArgs& args, Diagnostic* d
   return launch_packed(desc, args, diag, kPingPongName, launch_pingpong_config);
 }
 
+Status launch_pair_n_config(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return sm90_launch<WidePairN>(name, kPolicy, desc, args, diag);
+}
+
+Status launch_pair_n(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return launch_packed(desc, args, diag, kPairNName, launch_pair_n_config);
+}
+
 Status launch_stream_k_config(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   return sm90_launch<TallStreamK>(name, kPolicy, desc, args, diag);
 }
@@ -297,7 +311,7 @@ Status launch_stream_k(const GemmDesc& desc, const GemmArgs& args, Diagnostic* d
 
 extern const KernelInfo kSm90Gemm{kName,
                                   "production: persistent, warp-specialized; 128x256 tiles in multicasting 2-CTA "
-                                  "clusters, single 128x256 or 128x128 by wave plan, 160/192/224-wide tiles where "
+                                  "clusters (along M, or along N for an odd number of 128-row tiles), single 128x256 or 128x128 by wave plan, 160/192/224-wide tiles where "
                                   "those fill the waves better, stream-K on 256x128 tiles where whole tiles leave SMs "
                                   "idle; any layout/stride (repacked into the workspace)",
                                   check, launch, workspace};
@@ -315,6 +329,11 @@ extern const KernelInfo kSm90GemmPow2{kPow2Name,
                                       "sm90-gemm choosing among its 128- and 256-wide tiles and stream-K only, as "
                                       "before the fitted widths (for measurement against them)",
                                       check, launch_pow2, workspace_pow2};
+extern const KernelInfo kSm90GemmPairN{kPairNName,
+                                       "sm90-gemm's 128x256 tiles in 2-CTA clusters along N multicasting A, on every "
+                                       "problem (what sm90-gemm runs for an odd number of 128-row tiles; for tests "
+                                       "and measurement)",
+                                       check, launch_pair_n, workspace_repack};
 extern const KernelInfo kSm90GemmStreamK{kStreamKName,
                                          "sm90-gemm's stream-K configuration on every problem, whatever the wave plan "
                                          "says: 256x128 tiles, the last waves' K iterations spread over all SMs, "

@@ -13,9 +13,17 @@ enum class ClusterB { kMulticast, kLocalLoads, kLocalLoadsCrossRelease };
 // tiles in turn, so one stores a finished tile while the other multiplies the next.
 enum class Schedule { kCooperative, kPingPong };
 
-template <int kBlockN_, int kConsumers_, int kSlabs_, int kStages_, int kClusterM_, bool kTmaStore_,
+// Which neighbours the CTAs of a cluster are. Along M they cover vertically adjacent tiles
+// and share (multicast) the B tile; along N, horizontally adjacent ones sharing the A tile,
+// for problems with an odd number of 128-row tiles, where a pair along M would leave half
+// of the last cluster row idle. Either way a CTA reads less from L2 than a lone CTA: the
+// lone 128 x 256 CTAs run at ~0.89 of the pairs' speed, bounded by L2 bandwidth
+// (docs/worklog.md, session 11).
+enum class ClusterAxis { kM, kN };
+
+template <int kBlockN_, int kConsumers_, int kSlabs_, int kStages_, int kClusterCtas_, bool kTmaStore_,
           ClusterB kClusterB_ = ClusterB::kMulticast, Schedule kSchedule_ = Schedule::kCooperative,
-          bool kStreamK_ = false, int kStoreRounds_ = 1>
+          bool kStreamK_ = false, int kStoreRounds_ = 1, ClusterAxis kClusterAxis_ = ClusterAxis::kM>
 struct KernelConfig {
   static constexpr int kBlockK = 64;  // one 128-byte swizzle row of bf16/fp16
   static constexpr int kBlockN = kBlockN_;
@@ -26,11 +34,17 @@ struct KernelConfig {
   // Consumer warpgroups that read each stage (and free it).
   static constexpr int kStageReaders = kPingPong ? 1 : kConsumers;
   static constexpr int kStages = kStages_;
-  static constexpr int kClusterM = kClusterM_;  // CTAs along M sharing (multicasting) the B tile
-  // CTAs that fill each other's B stages (1: each CTA loads its whole B tile) ...
-  static constexpr int kMulticastCtas = kClusterB_ == ClusterB::kMulticast ? kClusterM : 1;
+  static constexpr int kClusterCtas = kClusterCtas_;
+  static constexpr bool kClusterAlongN = kClusterAxis_ == ClusterAxis::kN;
+  static constexpr int kClusterM = kClusterAlongN ? 1 : kClusterCtas;  // CTAs along M, sharing B
+  static constexpr int kClusterN = kClusterAlongN ? kClusterCtas : 1;  // CTAs along N, sharing A
+  // CTAs that fill each other's stages with their slice of the shared tile (1: each CTA
+  // loads its whole tiles) ...
+  static constexpr int kMulticastCtas = kClusterB_ == ClusterB::kMulticast ? kClusterCtas : 1;
+  static constexpr int kSlicesA = kClusterAlongN ? kMulticastCtas : 1;
+  static constexpr int kSlicesB = kClusterAlongN ? 1 : kMulticastCtas;
   // ... and CTAs whose consumers must free a stage before it is refilled.
-  static constexpr int kReleaseCtas = kClusterB_ == ClusterB::kLocalLoads ? 1 : kClusterM;
+  static constexpr int kReleaseCtas = kClusterB_ == ClusterB::kLocalLoads ? 1 : kClusterCtas;
   static constexpr bool kTmaStore = kTmaStore_;
   // Stream-K work units (stream_k.h) instead of whole tiles; single CTAs, cooperative.
   static constexpr bool kStreamK = kStreamK_;
@@ -61,8 +75,10 @@ struct KernelConfig {
   static_assert(kBlockN % 32 == 0 && kBlockN >= 64 && kBlockN <= 256,
                 "wgmma N, the staged epilogue's 32-column chunks and at least one 64-column store box");
   static_assert((kSlabs * kBlockN / 64) % kStoreRounds == 0, "whole 64x64 store boxes per round");
-  static_assert((kBlockN / kMulticastCtas) % 8 == 0, "multicast slices of B are whole 8-row groups");
-  static_assert(!kStreamK || (kClusterM == 1 && !kPingPong), "stream-K units are per CTA, both warpgroups on one tile");
+  static_assert((kBlockN / kSlicesB) % 8 == 0 && (kBlockM / kSlicesA) % 8 == 0,
+                "multicast slices are whole 8-row groups (1024-byte swizzle atoms)");
+  static_assert(!kClusterAlongN || kClusterB_ == ClusterB::kMulticast, "the ablations' local loads pair along M only");
+  static_assert(!kStreamK || (kClusterCtas == 1 && !kPingPong), "stream-K units are per CTA, both warpgroups on one tile");
   static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumers <= 65536, "register file");
 };
 

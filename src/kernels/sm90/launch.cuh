@@ -49,14 +49,16 @@ Status build_sm90_params(LaunchPolicy policy, const GemmDesc& desc, const GemmAr
   params.batched = desc.batch > 1;
   const int tiles_m = static_cast<int>((desc.m + Config::kBlockM - 1) / Config::kBlockM);
   const int tiles_n = static_cast<int>((desc.n + Config::kBlockN - 1) / Config::kBlockN);
-  params.scheduler = TileScheduler{tiles_m, tiles_n, static_cast<int>(desc.batch), Config::kClusterM, policy.band};
+  params.scheduler =
+      TileScheduler{tiles_m, tiles_n, static_cast<int>(desc.batch), Config::kClusterM, Config::kClusterN, policy.band};
 
   static_assert(Config::kBlockK == 64, "one 128-byte swizzle row of K per box");
-  Status s = encode_kmajor_sw128(&params.map_a, args.a, desc.a, desc.k, desc.m, Config::kBlockM, diag, desc.batch);
+  // With multicast each CTA of the cluster fetches its slice of the shared tile's rows.
+  Status s = encode_kmajor_sw128(&params.map_a, args.a, desc.a, desc.k, desc.m, Config::kBlockM / Config::kSlicesA,
+                                 diag, desc.batch);
   if (s != Status::kSuccess) return s;
-  // With multicast each CTA of the cluster fetches its slice of B's rows.
-  s = encode_kmajor_sw128(&params.map_b, args.b, desc.b, desc.k, desc.n, Config::kBlockN / Config::kMulticastCtas,
-                          diag, desc.batch);
+  s = encode_kmajor_sw128(&params.map_b, args.b, desc.b, desc.k, desc.n, Config::kBlockN / Config::kSlicesB, diag,
+                          desc.batch);
   if (s != Status::kSuccess) return s;
 
   // The direct store paths take the plain GEMM into a row-major half output; anything
@@ -135,12 +137,12 @@ Status build_sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& 
   if (s != Status::kSuccess) return s;
   int clusters = out->params.scheduler.total_cluster_tiles();
   if (policy.persistent || Config::kStreamK) {
-    const int resident = max_active_clusters(kernel, Config::kThreads, sm90_smem_bytes<Config>(), Config::kClusterM);
+    const int resident = max_active_clusters(kernel, Config::kThreads, sm90_smem_bytes<Config>(), Config::kClusterCtas);
     if (resident <= 0) return fail(diag, Status::kCudaError, "%s: the cluster occupancy query failed", name);
     if constexpr (Config::kStreamK) return plan_stream_k_launch<Config>(name, args, resident, out, diag);
     clusters = std::min(clusters, resident);
   }
-  out->grid_ctas = clusters * Config::kClusterM;
+  out->grid_ctas = clusters * Config::kClusterCtas;
   return Status::kSuccess;
 }
 
@@ -148,9 +150,9 @@ template <class Config>
 Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   // Keyed by the configuration as well as the kernel name: one name launches several.
   char plan_name[2 * PlanKey::kMaxKernelName];
-  std::snprintf(plan_name, sizeof(plan_name), "%s/%dx%dx%d/c%d/s%d/p%d/%s", name, Config::kBlockM, Config::kBlockN,
-                Config::kStages, Config::kClusterM, int(Config::kTmaStore) * Config::kStoreRounds, int(policy.persistent) * policy.band,
-                Config::kStreamK ? "sk" : Config::kPingPong ? "pp" : "coop");
+  std::snprintf(plan_name, sizeof(plan_name), "%s/%dx%dx%d/c%dx%d/s%d/p%d/%s", name, Config::kBlockM, Config::kBlockN,
+                Config::kStages, Config::kClusterM, Config::kClusterN, int(Config::kTmaStore) * Config::kStoreRounds,
+                int(policy.persistent) * policy.band, Config::kStreamK ? "sk" : Config::kPingPong ? "pp" : "coop");
   Sm90Launch launch;
   const Status s = find_or_build_plan(plan_name, desc, args, &launch, diag, [&](Sm90Launch* plan) {
     return build_sm90_launch<Config>(name, policy, desc, args, plan, diag);
@@ -166,7 +168,7 @@ Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, 
   cudaLaunchAttribute attribute;
   const cudaLaunchConfig_t config = cluster_launch_config(&attribute, dim3(static_cast<unsigned>(launch.grid_ctas)),
                                                           Config::kThreads, sm90_smem_bytes<Config>(),
-                                                          Config::kClusterM, args.stream);
+                                                          Config::kClusterCtas, args.stream);
   const cudaError_t e = cudaLaunchKernelEx(&config, sm90_kernel_for<Config>(desc.a.dtype), launch.params);
   if (e != cudaSuccess) {
     return fail(diag, Status::kCudaError, "%s: launch failed: %s", name, cudaGetErrorName(e));

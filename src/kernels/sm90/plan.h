@@ -25,9 +25,16 @@ enum class Sm90Variant : int {
   kFitSingle160 = 8,
   kFitSingle192 = 9,
   kFitSingle224 = 10,
+  // 128x256 tiles in 2-CTA clusters along N multicasting A: for an odd number of 128-row
+  // tiles, where pairs along M would leave half a cluster row idle and lone CTAs read
+  // both operands whole (the L2 bound behind kWideRelativeSpeed).
+  kWidePairN = 11,
 };
 
-constexpr bool is_fit_width(Sm90Variant v) { return static_cast<int>(v) >= static_cast<int>(Sm90Variant::kFitPair160); }
+constexpr bool is_fit_width(Sm90Variant v) {
+  return static_cast<int>(v) >= static_cast<int>(Sm90Variant::kFitPair160) &&
+         static_cast<int>(v) <= static_cast<int>(Sm90Variant::kFitSingle224);
+}
 
 struct TileShape {
   int block_m, block_n;
@@ -54,6 +61,15 @@ constexpr bool runs_in_pairs(Sm90Variant v) {
          v == Sm90Variant::kFitPair192 || v == Sm90Variant::kFitPair224;
 }
 
+struct ClusterShape {
+  int m, n;  // CTAs of a cluster along M and along N
+};
+
+constexpr ClusterShape cluster_shape(Sm90Variant v) {
+  if (v == Sm90Variant::kWidePairN) return ClusterShape{1, 2};
+  return runs_in_pairs(v) ? ClusterShape{2, 1} : ClusterShape{1, 1};
+}
+
 struct WavePlan {
   int64_t tiles = 0;
   double waves = 0;       // tiles / SMs
@@ -62,57 +78,84 @@ struct WavePlan {
 
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// cluster_m CTAs along M form one cluster; a partial cluster at the bottom edge still
-// occupies all its SMs, so tiles are counted in whole clusters.
-inline WavePlan wave_plan(int64_t m, int64_t n, int64_t batch, TileShape shape, int sm_count, int cluster_m = 1) {
+// cluster_m x cluster_n CTAs form one cluster; a partial cluster at the bottom or right
+// edge still occupies all its SMs, so tiles are counted in whole clusters.
+inline WavePlan wave_plan(int64_t m, int64_t n, int64_t batch, TileShape shape, int sm_count, int cluster_m = 1,
+                          int cluster_n = 1) {
   WavePlan p;
-  p.tiles = ceil_div(ceil_div(m, shape.block_m), cluster_m) * cluster_m * ceil_div(n, shape.block_n) * batch;
+  p.tiles = ceil_div(ceil_div(m, shape.block_m), cluster_m) * cluster_m *
+            ceil_div(ceil_div(n, shape.block_n), cluster_n) * cluster_n * batch;
   p.waves = static_cast<double>(p.tiles) / sm_count;
   const int64_t slots = ceil_div(p.tiles, sm_count) * sm_count;
   p.efficiency = slots > 0 ? static_cast<double>(p.tiles) / static_cast<double>(slots) : 0.0;
   return p;
 }
 
+inline WavePlan variant_wave_plan(Sm90Variant v, int64_t m, int64_t n, int64_t batch, int sm_count) {
+  const ClusterShape cluster = cluster_shape(v);
+  return wave_plan(m, n, batch, tile_shape(v), sm_count, cluster.m, cluster.n);
+}
+
 // Relative cost of one SM's work on a problem: full waves of tiles times the time one
 // tile takes, over the configuration's measured speed relative to the 2-CTA multicast
-// configuration. H200, 2026-11-29 (bench/results/h200-2026-11-29-wip3-prefill-variants-bf16.json):
-// single-CTA wide tiles ran at 0.95-0.97x of the multicast pairs on 4096^3 ... mlp_down;
-// 128x128 tiles at 0.79x of single wide tiles (ladder step 6 against step 7, 4096^3).
+// configuration.
 inline double estimated_cost(const WavePlan& plan, TileShape shape, double relative_speed, int sm_count) {
   const double waves = static_cast<double>(ceil_div(plan.tiles, sm_count));
   return waves * shape.block_m * shape.block_n / relative_speed;
 }
 
-inline constexpr double kWideRelativeSpeed = 0.96;
-inline constexpr double kNarrowRelativeSpeed = 0.8 * kWideRelativeSpeed;
+// Lone 128x256 CTAs against the pairs, per unit of work. Session 3 measured 0.95-0.97 on
+// 4096^3-class shapes; the pairs have become faster since, and sessions 10 and 11 (H200,
+// bench/results/...-s11-ragged-*) measured 0.89-0.90 on ~4100-row shapes. What bounds
+// them is L2 bandwidth: each lone CTA reads 48 KiB per K step, a pair's CTA 32, and
+// lone 128x256, lone 128x160 and ping-pong 128x128 CTAs all ran at ~7.1-7.3 TB/s of L2
+// reads in full waves (session 11 worklog).
+inline constexpr double kWideRelativeSpeed = 0.89;
+// 128x128 lone CTAs: 0.79x of lone wide tiles when both were measured (ladder step 6
+// against step 7, 4096^3, session 3); kept at that absolute value, not rescaled with the
+// wide tiles' newer figure.
+inline constexpr double kNarrowRelativeSpeed = 0.768;
+// Pairs along N (multicast A): 40 KiB of L2 reads per CTA and K step, between the lone
+// CTAs' 48 and the pairs' 32. A prediction from that bound (session 11), to be replaced
+// by the measurement.
+inline constexpr double kWidePairNRelativeSpeed = 0.95;
 // The fitted widths against the 256-wide pairs, per unit of tile area: a narrower MMA and
 // a partly direct store. An allowance, not a measurement (session 8, docs/worklog.md): a
 // fitted width must save more than 5% of the other tiles' waves x width to be chosen.
 inline constexpr double kFitRelativeSpeed = 0.95;
+// Lone fitted tiles are L2-bound like lone wide ones, more on long runs than on short
+// ones (session 11, bench/results/...-s11-pairn-b-ragged-*: ~0.86-0.90 of the pairs on
+// 2049 x 28672 and 53248 x 4096, where pairs along N won by 5-9%; but on 640 x 10240,
+// 1025 x 6144 and 1025 x 8192 x 4096 lone 224- and 192-wide tiles beat the pairs along M
+// by 7-14%, which needs more than 0.90 here). 0.92 sits between the two sets of choices:
+// it keeps every measured shape on the faster configuration.
+inline constexpr double kFitSingleRelativeSpeed = 0.92;
 
-// estimated_cost of a whole-tile variant on this problem.
-inline double variant_cost(Sm90Variant v, int64_t m, int64_t n, int64_t batch, int sm_count) {
-  const TileShape shape = tile_shape(v);
+constexpr double relative_speed(Sm90Variant v) {
   switch (v) {
     case Sm90Variant::kWidePair:
-    case Sm90Variant::kPingPongPair: return estimated_cost(wave_plan(m, n, batch, shape, sm_count, 2), shape, 1.0, sm_count);
-    case Sm90Variant::kFitPair160:
-    case Sm90Variant::kFitPair192:
-    case Sm90Variant::kFitPair224:
-      return estimated_cost(wave_plan(m, n, batch, shape, sm_count, 2), shape, kFitRelativeSpeed, sm_count);
+    case Sm90Variant::kPingPongPair: return 1.0;
+    case Sm90Variant::kWidePairN: return kWidePairNRelativeSpeed;
+    case Sm90Variant::kNarrow: return kNarrowRelativeSpeed;
+    case Sm90Variant::kWide:
+    case Sm90Variant::kTallStreamK: return kWideRelativeSpeed;
     case Sm90Variant::kFitSingle160:
     case Sm90Variant::kFitSingle192:
-    case Sm90Variant::kFitSingle224:
-      return estimated_cost(wave_plan(m, n, batch, shape, sm_count), shape, kFitRelativeSpeed, sm_count);
-    case Sm90Variant::kNarrow: return estimated_cost(wave_plan(m, n, batch, shape, sm_count), shape, kNarrowRelativeSpeed, sm_count);
-    default: return estimated_cost(wave_plan(m, n, batch, shape, sm_count), shape, kWideRelativeSpeed, sm_count);
+    case Sm90Variant::kFitSingle224: return kFitSingleRelativeSpeed;
+    default: return kFitRelativeSpeed;
   }
 }
 
-// The whole-tile variant with the lowest estimated cost; ties go to the multicast pairs,
-// then to single wide tiles. Where pairs win, the ping-pong schedule's 128x128 tiles
-// (same clusters, same speed per FLOP for the plain GEMM since both store through
-// stmatrix + TMA) take over when their finer tiles fill the last wave better. H200,
+// estimated_cost of a whole-tile variant on this problem.
+inline double variant_cost(Sm90Variant v, int64_t m, int64_t n, int64_t batch, int sm_count) {
+  return estimated_cost(variant_wave_plan(v, m, n, batch, sm_count), tile_shape(v), relative_speed(v), sm_count);
+}
+
+// The whole-tile variant with the lowest estimated cost; ties go to the multicast pairs
+// along M, then to the pairs along N, then to single wide tiles. Where pairs along M win,
+// the ping-pong schedule's 128x128 tiles (same clusters, same speed per FLOP for the
+// plain GEMM since both store through stmatrix + TMA) take over when their finer tiles
+// fill the last wave better. H200,
 // 2026-11-29 (0843406, bench/results/...-0843406-confirm-bf16.json, one run, 11 repeats):
 // qkv prefill 8192 x 10240, 20 waves of pairs against 39 of 128x128 tiles, ran 1.052x
 // cuBLAS ping-pong against 1.006x pairs; where both fill their waves equally (4096^3,
@@ -140,7 +183,8 @@ inline Sm90Variant choose_classic_sm90_variant(int64_t m, int64_t n, int64_t bat
   const double pair_cost = variant_cost(Sm90Variant::kWidePair, m, n, batch, sm_count);
   const double wide_cost = variant_cost(Sm90Variant::kWide, m, n, batch, sm_count);
   const double narrow_cost = variant_cost(Sm90Variant::kNarrow, m, n, batch, sm_count);
-  if (pair_cost <= wide_cost && pair_cost <= narrow_cost) {
+  const double pair_n_cost = variant_cost(Sm90Variant::kWidePairN, m, n, batch, sm_count);
+  if (pair_cost <= wide_cost && pair_cost <= narrow_cost && pair_cost <= pair_n_cost) {
     // With a fused epilogue (bias, activation, SwiGLU, alpha, C) the ping-pong schedule
     // always takes the pairs' place: its epilogue overlaps the other warpgroup's mainloop.
     // H200, 2026-11-29 (1b513f3, bench/results): fused bias+GELU 4-6% faster, SwiGLU 6-10%.
@@ -150,7 +194,13 @@ inline Sm90Variant choose_classic_sm90_variant(int64_t m, int64_t n, int64_t bat
                                                 : store == DStore::kRowMajor && pingpong_cost <= pair_cost;
     return pingpong ? Sm90Variant::kPingPongPair : Sm90Variant::kWidePair;
   }
-  return narrow_cost < wide_cost ? Sm90Variant::kNarrow : Sm90Variant::kWide;
+  // Without pairs along M: pairs along N, then lone wide tiles, then lone narrow ones,
+  // each taken only where it is strictly cheaper than the ones before.
+  Sm90Variant best = Sm90Variant::kWidePairN;
+  double best_cost = pair_n_cost;
+  if (wide_cost < best_cost) best = Sm90Variant::kWide, best_cost = wide_cost;
+  if (narrow_cost < best_cost) best = Sm90Variant::kNarrow;
+  return best;
 }
 
 // The chosen whole-tile plan's cost counted in waves alone, as if it ran at full speed.
@@ -158,8 +208,7 @@ inline Sm90Variant choose_classic_sm90_variant(int64_t m, int64_t n, int64_t bat
 // ratios behind estimated_cost come from 4096^3-class shapes and undersell 128x128 tiles
 // at M = 256 (0.93-1.08x cuBLAS there, 2026-11-29), where stream-K lost to them.
 inline double whole_tile_waves_cost(Sm90Variant whole, int64_t m, int64_t n, int64_t batch, int sm_count) {
-  const TileShape shape = tile_shape(whole);
-  return estimated_cost(wave_plan(m, n, batch, shape, sm_count, runs_in_pairs(whole) ? 2 : 1), shape, 1.0, sm_count);
+  return estimated_cost(variant_wave_plan(whole, m, n, batch, sm_count), tile_shape(whole), 1.0, sm_count);
 }
 
 // The cheapest fitted width. Ties go to pairs (B multicast: half its L2 reads), then to

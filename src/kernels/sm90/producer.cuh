@@ -1,7 +1,8 @@
 // The producer: one thread that keeps the stage ring full. It waits for a stage to be
 // freed, announces the bytes it will bring, and issues TMA copies that complete on the
-// stage's FullBarrier. With a cluster, each CTA fetches 1/kClusterM of the shared B tile
-// and multicasts it to all, so B is read from L2 once per cluster instead of once per CTA.
+// stage's FullBarrier. With a cluster, each CTA fetches 1/kMulticastCtas of the shared
+// tile (B for a cluster along M, A along N) and multicasts it to all, so that tile is read
+// from L2 once per cluster instead of once per CTA.
 #pragma once
 
 #include <cuda.h>
@@ -14,6 +15,26 @@
 
 namespace anvil::detail {
 
+// One operand's box for one stage: multicast to the cluster when the CTAs share the
+// operand's tile (kSlices > 1: this CTA's slice of it), else into this CTA alone.
+template <int kSlices, uint16_t kClusterMask>
+__device__ __forceinline__ void load_box(uint8_t* dst, const CUtensorMap& map, uint64_t* full, int k, int row,
+                                         bool batched, int batch) {
+  if (batched) {
+    if constexpr (kSlices > 1) {
+      sm90::tma_load_3d_multicast(dst, &map, full, k, row, batch, kClusterMask);
+    } else {
+      sm90::tma_load_3d(dst, &map, full, k, row, batch);
+    }
+  } else {
+    if constexpr (kSlices > 1) {
+      sm90::tma_load_2d_multicast(dst, &map, full, k, row, kClusterMask);
+    } else {
+      sm90::tma_load_2d(dst, &map, full, k, row);
+    }
+  }
+}
+
 // Loads K tiles [k_begin, k_end) of one output tile into the ring.
 template <class Config>
 __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtensorMap& map_b, bool batched,
@@ -21,11 +42,11 @@ __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtens
                                           StageRing<Config::kStages>& ring, uint8_t (*tiles_a)[Config::kStageBytesA],
                                           uint8_t (*tiles_b)[Config::kStageBytesB],
                                           StageBarriers<Config::kStages>& barriers) {
-  constexpr int kSliceRows = Config::kBlockN / Config::kMulticastCtas;
-  constexpr int kSliceBytes = kSliceRows * Config::kBlockK * 2;
+  constexpr int kSliceRowsA = Config::kBlockM / Config::kSlicesA;
+  constexpr int kSliceRowsB = Config::kBlockN / Config::kSlicesB;
   constexpr uint16_t kClusterMask = (1u << Config::kMulticastCtas) - 1;
-  const int row_a = tile.m_tile * Config::kBlockM;
-  const int row_b = tile.n_tile * Config::kBlockN + static_cast<int>(slice) * kSliceRows;
+  const int row_a = tile.m_tile * Config::kBlockM + (Config::kSlicesA > 1 ? static_cast<int>(slice) * kSliceRowsA : 0);
+  const int row_b = tile.n_tile * Config::kBlockN + (Config::kSlicesB > 1 ? static_cast<int>(slice) * kSliceRowsB : 0);
   for (int kt = k_begin; kt < k_end; ++kt) {
     // A fresh barrier counts as having completed the phase before phase 0, so the
     // first lap passes straight through.
@@ -33,22 +54,10 @@ __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtens
     uint64_t* full = &barriers.full[ring.stage];
     sm90::mbarrier_arrive_expect_tx(full, Config::kStageBytesA + Config::kStageBytesB);
     const int k = kt * Config::kBlockK;
-    uint8_t* slice_b = tiles_b[ring.stage] + slice * kSliceBytes;
-    if (batched) {
-      sm90::tma_load_3d(tiles_a[ring.stage], &map_a, full, k, row_a, tile.batch);
-      if constexpr (Config::kMulticastCtas > 1) {
-        sm90::tma_load_3d_multicast(slice_b, &map_b, full, k, row_b, tile.batch, kClusterMask);
-      } else {
-        sm90::tma_load_3d(slice_b, &map_b, full, k, row_b, tile.batch);
-      }
-    } else {
-      sm90::tma_load_2d(tiles_a[ring.stage], &map_a, full, k, row_a);
-      if constexpr (Config::kMulticastCtas > 1) {
-        sm90::tma_load_2d_multicast(slice_b, &map_b, full, k, row_b, kClusterMask);
-      } else {
-        sm90::tma_load_2d(slice_b, &map_b, full, k, row_b);
-      }
-    }
+    uint8_t* slice_a = tiles_a[ring.stage] + (Config::kSlicesA > 1 ? slice * kSliceRowsA * Config::kBlockK * 2 : 0);
+    uint8_t* slice_b = tiles_b[ring.stage] + (Config::kSlicesB > 1 ? slice * kSliceRowsB * Config::kBlockK * 2 : 0);
+    load_box<Config::kSlicesA, kClusterMask>(slice_a, map_a, full, k, row_a, batched, tile.batch);
+    load_box<Config::kSlicesB, kClusterMask>(slice_b, map_b, full, k, row_b, batched, tile.batch);
     ring.advance();
   }
 }
