@@ -116,9 +116,12 @@ inline constexpr double kWideRelativeSpeed = 0.89;
 // wide tiles' newer figure.
 inline constexpr double kNarrowRelativeSpeed = 0.768;
 // Pairs along N (multicast A): 40 KiB of L2 reads per CTA and K step, between the lone
-// CTAs' 48 and the pairs' 32. A prediction from that bound (session 11), to be replaced
-// by the measurement.
-inline constexpr double kWidePairNRelativeSpeed = 0.95;
+// CTAs' 48 and the pairs' 32, which at the lone CTAs' L2 rate is still under the pairs'
+// compute time. Measured (session 11): forced on 4096^3 they ran as fast as the pairs along
+// M (208.8 against 208.3 us in one process, ...-s11-pairn-ragged-C*); on 4224 x 28672 and
+// 53248 x 4096 in 28 and 52 waves against the pairs' 29 and 54 they were 0.7% faster,
+// not 3.5% (...-s11-pairn1-*), so ~0.97 of the pairs' speed there.
+inline constexpr double kWidePairNRelativeSpeed = 0.98;
 // The fitted widths against the 256-wide pairs, per unit of tile area: a narrower MMA and
 // a partly direct store. An allowance, not a measurement (session 8, docs/worklog.md): a
 // fitted width must save more than 5% of the other tiles' waves x width to be chosen.
