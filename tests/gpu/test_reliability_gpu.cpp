@@ -245,16 +245,25 @@ std::string gemm_on_fresh_operands(anvil::GemmArgs* used) {
 // its context (a module or function handle, a stream, an event): the kernel attribute
 // it sets, the shared-memory limit, the runtime re-applies in the new context (H200,
 // CUDA 13.0, session 9: this passed with plans keyed by context id and without).
+// The allocator usually hands the new context the old addresses, but not always (once in
+// session 11's five runs on the H200, at 1e88e56): each further try resets and runs
+// again, every run checked against the reference.
 [[noreturn]] void gemm_across_device_reset() {
+  constexpr int kTries = 4;
   anvil::GemmArgs before, after;
   std::string error = gemm_on_fresh_operands(&before);
-  if (error.empty()) {
+  bool same_addresses = false;
+  for (int attempt = 0; error.empty() && !same_addresses && attempt < kTries; ++attempt) {
     const cudaError_t e = cudaDeviceReset();
-    if (e != cudaSuccess) error = std::string("cudaDeviceReset: ") + cudaGetErrorName(e);
+    if (e != cudaSuccess) {
+      error = std::string("cudaDeviceReset: ") + cudaGetErrorName(e);
+      break;
+    }
+    error = gemm_on_fresh_operands(&after);
+    same_addresses = before.a == after.a && before.b == after.b && before.d == after.d;
   }
-  if (error.empty()) error = gemm_on_fresh_operands(&after);
-  if (error.empty() && (before.a != after.a || before.b != after.b || before.d != after.d)) {
-    error = "the operands moved across the reset, so the second call could not have met the first's plan";
+  if (error.empty() && !same_addresses) {
+    error = "the operands moved across every reset, so no second call could have met the first's plan";
   }
   if (!error.empty()) std::fprintf(stderr, "%s\n", error.c_str());
   std::fflush(stderr);
