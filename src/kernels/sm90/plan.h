@@ -106,7 +106,7 @@ inline double estimated_cost(const WavePlan& plan, TileShape shape, double relat
 
 // Lone 128x256 CTAs against the pairs, per unit of work. Session 3 measured 0.95-0.97 on
 // 4096^3-class shapes; the pairs have become faster since, and sessions 10 and 11 (H200,
-// bench/results/...-s11-ragged-*) measured 0.89-0.90 on ~4100-row shapes. What bounds
+// bench/results/...-s11-wide089-ragged-*) measured 0.89-0.90 on ~4100-row shapes. What bounds
 // them is L2 bandwidth: each lone CTA reads 48 KiB per K step, a pair's CTA 32, and
 // lone 128x256, lone 128x160 and ping-pong 128x128 CTAs all ran at ~7.1-7.3 TB/s of L2
 // reads in full waves (session 11 worklog).
