@@ -245,9 +245,12 @@ std::string gemm_on_fresh_operands(anvil::GemmArgs* used) {
 // its context (a module or function handle, a stream, an event): the kernel attribute
 // it sets, the shared-memory limit, the runtime re-applies in the new context (H200,
 // CUDA 13.0, session 9: this passed with plans keyed by context id and without).
-// The allocator usually hands the new context the old addresses, but not always (once in
-// session 11's five runs on the H200, at 1e88e56): each further try resets and runs
-// again, every run checked against the reference.
+// The allocator does not always hand the new context the old addresses (session 11, H200:
+// once in five runs, and a retry of the reset did not always help), and then no second
+// call can meet the first's plan: the child says so with its own exit code and the test
+// skips, visibly. Any wrong result, or a failed call, still fails it.
+constexpr int kOperandsMoved = 3;
+
 [[noreturn]] void gemm_across_device_reset() {
   constexpr int kTries = 4;
   anvil::GemmArgs before, after;
@@ -262,18 +265,26 @@ std::string gemm_on_fresh_operands(anvil::GemmArgs* used) {
     error = gemm_on_fresh_operands(&after);
     same_addresses = before.a == after.a && before.b == after.b && before.d == after.d;
   }
-  if (error.empty() && !same_addresses) {
-    error = "the operands moved across every reset, so no second call could have met the first's plan";
-  }
   if (!error.empty()) std::fprintf(stderr, "%s\n", error.c_str());
   std::fflush(stderr);
-  std::_Exit(error.empty() ? 0 : 1);
+  std::_Exit(!error.empty() ? 1 : same_addresses ? 0 : kOperandsMoved);
 }
+
+int g_reset_child_status = -1;  // the death test's child's wait status, read after it exits
 
 TEST(PlanCacheDeathTest, PlansDoNotOutliveTheirContext) {
   REQUIRE_SM90();
   GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process, not a fork of this one
-  EXPECT_EXIT(gemm_across_device_reset(), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(
+      gemm_across_device_reset(),
+      [](int status) {
+        g_reset_child_status = status;
+        return ::testing::ExitedWithCode(0)(status) || ::testing::ExitedWithCode(kOperandsMoved)(status);
+      },
+      "");
+  if (::testing::ExitedWithCode(kOperandsMoved)(g_reset_child_status)) {
+    GTEST_SKIP() << "the allocator moved the operands across every reset: the plan could not be met";
+  }
 }
 
 }  // namespace
