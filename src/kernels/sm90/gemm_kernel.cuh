@@ -114,7 +114,8 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
       // turn counts this CTA's tiles, both warpgroups' (ping-pong); the tile index is
       // recomputed from it each time so that only one loop counter stays live.
       for (int turn = 0;; ++turn) {
-        const int linear = sm90::cta_id_x() / Config::kClusterCtas + turn * (sm90::grid_dim_x() / Config::kClusterCtas);
+        const int linear =
+            sm90::cta_id_x() / Config::kClusterCtas + turn * (sm90::grid_dim_x() / Config::kClusterCtas);
         if (linear >= params.scheduler.total_cluster_tiles()) break;
         uint64_t* done = nullptr;
         if constexpr (Config::kPingPong) {
