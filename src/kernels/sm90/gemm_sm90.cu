@@ -202,15 +202,22 @@ Status launch_packed(const GemmDesc& desc, const GemmArgs& args, Diagnostic* dia
   return launch_config(name, plan.packed, packed_args, diag);
 }
 
+// One configuration, whatever the problem: what the choice below launches, and the forced
+// registry entries at the end.
+template <class Config>
+Status run_config(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return sm90_launch<Config>(name, kPolicy, desc, args, diag);
+}
+
 Status launch_variant(Sm90Variant variant, const char* name, const GemmDesc& desc, const GemmArgs& args,
                       Diagnostic* diag) {
   switch (variant) {
-    case Sm90Variant::kWidePair: return sm90_launch<WidePair>(name, kPolicy, desc, args, diag);
-    case Sm90Variant::kPingPongPair: return sm90_launch<PingPongPair>(name, kPolicy, desc, args, diag);
-    case Sm90Variant::kNarrow: return sm90_launch<Narrow>(name, kPolicy, desc, args, diag);
-    case Sm90Variant::kTallStreamK: return sm90_launch<TallStreamK>(name, kPolicy, desc, args, diag);
-    case Sm90Variant::kWide: return sm90_launch<Wide>(name, kPolicy, desc, args, diag);
-    case Sm90Variant::kWidePairN: return sm90_launch<WidePairN>(name, kPolicy, desc, args, diag);
+    case Sm90Variant::kWidePair: return run_config<WidePair>(name, desc, args, diag);
+    case Sm90Variant::kPingPongPair: return run_config<PingPongPair>(name, desc, args, diag);
+    case Sm90Variant::kNarrow: return run_config<Narrow>(name, desc, args, diag);
+    case Sm90Variant::kTallStreamK: return run_config<TallStreamK>(name, desc, args, diag);
+    case Sm90Variant::kWide: return run_config<Wide>(name, desc, args, diag);
+    case Sm90Variant::kWidePairN: return run_config<WidePairN>(name, desc, args, diag);
     default: return launch_fit_width(variant, name, desc, args, diag);
   }
 }
@@ -283,36 +290,25 @@ Status launch_fit(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) 
   return launch_packed(desc, args, diag, kFitName, launch_fit_config);
 }
 
-Status launch_pingpong_config(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return sm90_launch<PingPongPair>(name, kPolicy, desc, args, diag);
-}
-
 Status launch_pingpong(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_packed(desc, args, diag, kPingPongName, launch_pingpong_config);
-}
-
-Status launch_pair_n_config(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return sm90_launch<WidePairN>(name, kPolicy, desc, args, diag);
+  return launch_packed(desc, args, diag, kPingPongName, run_config<PingPongPair>);
 }
 
 Status launch_pair_n(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_packed(desc, args, diag, kPairNName, launch_pair_n_config);
-}
-
-Status launch_stream_k_config(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return sm90_launch<TallStreamK>(name, kPolicy, desc, args, diag);
+  return launch_packed(desc, args, diag, kPairNName, run_config<WidePairN>);
 }
 
 Status launch_stream_k(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_packed(desc, args, diag, kStreamKName, launch_stream_k_config);
+  return launch_packed(desc, args, diag, kStreamKName, run_config<TallStreamK>);
 }
 
 }  // namespace
 
 extern const KernelInfo kSm90Gemm{kName,
                                   "production: persistent, warp-specialized; 128x256 tiles in multicasting 2-CTA "
-                                  "clusters (along M, or along N for an odd number of 128-row tiles), single 128x256 or 128x128 by wave plan, 160/192/224-wide tiles where "
-                                  "those fill the waves better, stream-K on 256x128 tiles where whole tiles leave SMs "
+                                  "clusters (along M, or along N for an odd number of 128-row tiles), single "
+                                  "128x256 or 128x128 by wave plan, 160/192/224-wide tiles where those fill the "
+                                  "waves better, stream-K on 256x128 tiles where whole tiles leave SMs "
                                   "idle; any layout/stride (repacked into the workspace)",
                                   check, launch, workspace};
 extern const KernelInfo kSm90GemmPingPong{kPingPongName,
