@@ -10,7 +10,8 @@ namespace {
 
 // Elements after D that a kernel must not write: catches stores past the last batch.
 constexpr int64_t kGuardElements = 256;
-// D allocations up to this size are copied to the host to check every padding element.
+// D allocations up to this size are copied to the host to check every padding element;
+// larger ones only before their base and in the guard band after their last element.
 constexpr size_t kMaxHostCheckedBytes = size_t{32} << 20;
 
 // Allocation sizes are rounded up so that slightly growing problems reuse the buffer.
@@ -86,6 +87,7 @@ std::optional<FuzzOutcome> FuzzRunner::prepare(const FuzzProblem& problem, const
     kernel_label_ = kernel_name_;
   }
   d_before_.clear();
+  d_ends_before_.clear();
 
   const int64_t n_out = output_cols(desc_);
   const int64_t a_count = storage_elements(desc_.a, desc_.m, desc_.k, desc_.batch);
@@ -152,6 +154,12 @@ std::optional<FuzzOutcome> FuzzRunner::prepare(const FuzzProblem& problem, const
   if (d_allocation_bytes_ <= kMaxHostCheckedBytes) {
     d_before_.resize(d_allocation_bytes_);
     FUZZ_CUDA(cudaMemcpyAsync(d_before_.data(), d_.ptr, d_allocation_bytes_, cudaMemcpyDeviceToHost, stream_));
+  } else {
+    const size_t head = d_head_bytes(), tail = d_tail_begin();
+    d_ends_before_.resize(head + d_allocation_bytes_ - tail);
+    FUZZ_CUDA(cudaMemcpyAsync(d_ends_before_.data(), d_.ptr, head, cudaMemcpyDeviceToHost, stream_));
+    FUZZ_CUDA(cudaMemcpyAsync(d_ends_before_.data() + head, static_cast<unsigned char*>(d_.ptr) + tail,
+                              d_allocation_bytes_ - tail, cudaMemcpyDeviceToHost, stream_));
   }
   FUZZ_CUDA(cudaStreamSynchronize(stream_));
   return std::nullopt;
@@ -186,8 +194,35 @@ FuzzOutcome FuzzRunner::check() {
   return o;
 }
 
+size_t FuzzRunner::d_head_bytes() const { return static_cast<size_t>(problem_.d_offset) * dtype_bytes(desc_.d.dtype); }
+
+size_t FuzzRunner::d_tail_begin() const {
+  return static_cast<size_t>(problem_.d_offset + d_storage_elements_) * dtype_bytes(desc_.d.dtype);
+}
+
+// A large D's allocation: the bytes before its base and the guard band after its last
+// element must be as they were (stores before the first or past the last batch).
+std::optional<FuzzOutcome> FuzzRunner::check_ends() {
+  const size_t head = d_head_bytes(), tail = d_tail_begin();
+  std::vector<unsigned char> after(d_ends_before_.size());
+  FUZZ_CUDA(cudaMemcpyAsync(after.data(), d_.ptr, head, cudaMemcpyDeviceToHost, stream_));
+  FUZZ_CUDA(cudaMemcpyAsync(after.data() + head, static_cast<unsigned char*>(d_.ptr) + tail, d_allocation_bytes_ - tail,
+                            cudaMemcpyDeviceToHost, stream_));
+  FUZZ_CUDA(cudaStreamSynchronize(stream_));
+  int64_t before_base = 0, past_end = 0;
+  for (size_t i = 0; i < after.size(); ++i) {
+    if (after[i] != d_ends_before_[i]) ++(i < head ? before_base : past_end);
+  }
+  if (before_base == 0 && past_end == 0) return std::nullopt;
+  char buf[200];
+  std::snprintf(buf, sizeof(buf), "%lld bytes written before D's base and %lld in the guard band after its last element",
+                static_cast<long long>(before_base), static_cast<long long>(past_end));
+  return outcome(FuzzResult::kFailed, buf);
+}
+
 // Every byte of D's allocation outside the logical output must be as it was before.
 std::optional<FuzzOutcome> FuzzRunner::check_padding() {
+  if (!d_ends_before_.empty()) return check_ends();
   if (d_before_.empty()) return std::nullopt;
   std::vector<unsigned char> after(d_allocation_bytes_);
   FUZZ_CUDA(cudaMemcpyAsync(after.data(), d_.ptr, d_allocation_bytes_, cudaMemcpyDeviceToHost, stream_));

@@ -54,6 +54,8 @@ class FuzzRunner {
   Status launch(Diagnostic* diag);
   // Waits for the stream, then compares D with the reference and checks its padding.
   FuzzOutcome check();
+  // The prepared problem's operands (D's pointer for tests that write past it).
+  const GemmArgs& args() const { return args_; }
 
  private:
   // A device allocation that only grows, so a run of problems mostly reuses memory.
@@ -83,6 +85,12 @@ class FuzzRunner {
   size_t d_allocation_bytes_ = 0;
   // D's whole allocation as the GEMM found it; empty when too large to check on the host.
   std::vector<unsigned char> d_before_;
+  // For allocations too large for that: the bytes before D's base and after its last
+  // element (the guard band), as the GEMM found them; the padding inside is not checked.
+  std::vector<unsigned char> d_ends_before_;
+  std::optional<FuzzOutcome> check_ends();
+  size_t d_head_bytes() const;
+  size_t d_tail_begin() const;
 };
 
 }  // namespace anvil::verify

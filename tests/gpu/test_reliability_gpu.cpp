@@ -49,6 +49,40 @@ TEST(FuzzSubset, FixedSeedSmallProblemsMatchTheReference) {
   }
 }
 
+// The fuzzer's padding check must be able to fail: a stray 16-bit store just before D's
+// base or just past its last element is reported, both where the whole allocation is
+// compared (64 x 256) and where only its two ends are (4096 x 4352 bf16: 34 MiB, past the
+// host-checked limit).
+TEST(FuzzPaddingCheck, StoresJustOutsideDAreReported) {
+  REQUIRE_SM90();
+  Stream stream;
+  CHECK_CUDA(stream.create());
+  verify::FuzzRunner runner(stream.handle);
+  for (int64_t m : {64, 4096}) {
+    const int64_t n = m == 64 ? 256 : 4352;
+    verify::FuzzProblem problem;
+    problem.desc = anvil::linear_desc(m, n, 64, DataType::kBF16, DataType::kBF16);
+    problem.d_offset = 8;
+    problem.data_seed = 11;
+    // Nothing stray first (the check passes), then the element before D's base, then the
+    // first one after its last.
+    constexpr int64_t kNone = INT64_MIN;
+    for (int64_t stray : {kNone, int64_t{-1}, m * n}) {
+      SCOPED_TRACE("m=" + std::to_string(m) + (stray == kNone ? " no stray store" : " stray element " + std::to_string(stray)));
+      ASSERT_FALSE(runner.prepare(problem, nullptr).has_value());
+      Diagnostic diag;
+      ASSERT_EQ(runner.launch(&diag), Status::kSuccess) << diag.message;
+      if (stray != kNone) {
+        auto* d = static_cast<unsigned char*>(const_cast<void*>(runner.args().d));
+        CHECK_CUDA(cudaMemsetAsync(d + stray * 2, 0, 2, stream.handle));
+      }
+      const verify::FuzzOutcome outcome = runner.check();
+      EXPECT_EQ(outcome.result, stray == kNone ? verify::FuzzResult::kPassed : verify::FuzzResult::kFailed)
+          << outcome.message;
+    }
+  }
+}
+
 // Eight threads, each with its own stream and problems, launching back to back and
 // checking every round: host-side state shared by launches (cached device facts, kernel
 // attributes, plan caches) must stay correct under concurrent calls.
