@@ -73,6 +73,12 @@ class FuzzRunner {
   FuzzOutcome outcome(FuzzResult result, std::string message) const;
   FuzzOutcome cuda_failure(const char* what, cudaError_t error) const;
   std::optional<FuzzOutcome> check_padding();
+  // check_padding for allocations past the host-checked size: D's two ends only.
+  std::optional<FuzzOutcome> check_ends();
+  // Bytes of D's allocation before its base, and the offset of the first byte after its
+  // last element.
+  size_t d_head_bytes() const;
+  size_t d_tail_begin() const;
 
   cudaStream_t stream_;
   FuzzProblem problem_;
@@ -88,9 +94,6 @@ class FuzzRunner {
   // For allocations too large for that: the bytes before D's base and after its last
   // element (the guard band), as the GEMM found them; the padding inside is not checked.
   std::vector<unsigned char> d_ends_before_;
-  std::optional<FuzzOutcome> check_ends();
-  size_t d_head_bytes() const;
-  size_t d_tail_begin() const;
 };
 
 }  // namespace anvil::verify

@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(256) repack_transpose_kernel(RepackSource src,
 // flight per SM: 16-byte loads, several per thread. The source rows start at any 2-byte
 // offset, so each warp loads the 16-byte-aligned blocks that cover 256 elements of a row
 // and every lane shifts its 16 output bytes out of its block and the next lane's. On the
-// H200 it takes 20-24 us per 4097 x 4097 operand: 67 MB read and written at 2.9-3.2 TB/s,
+// H200 it takes 20-24 us per 4097 x 4097 operand: 67 MB read and written at 2.8-3.4 TB/s,
 // within 10% of cudaMemcpyAsync moving the same bytes contiguously (21.2 us) and twice as
 // fast as cudaMemcpy2DAsync with these pitches (46.5 us; docs/worklog.md, sessions 9-11).
 
