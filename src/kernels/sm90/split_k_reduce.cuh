@@ -62,10 +62,96 @@ __device__ __forceinline__ float4 sum_over_cluster(const float* local, int split
   return sum;
 }
 
+// Where a thread's outputs start in the tile: the groups of four features it finishes are
+// q = begin, begin + kThreads, ... < end (group q: token q / groups_per_token, features
+// 4 (q % groups_per_token) ..). The thread stride (a multiple of 32) is a multiple of a
+// token's 32 (or 16) groups, so a thread's features - and their bias - stay the same while
+// its tokens advance by kThreads / groups_per_token.
+struct ReduceShare {
+  int begin, end;
+  int feature;  // first of the thread's four weight rows in the tile
+  int64_t col;  // first of its four output columns
+};
+
+// The common case, run when D is row-major and four-aligned and nothing but alpha, a
+// column bias and the activation stands between the sum and D (no C, no per-row bias),
+// with all four columns inside D: sum, activate, one vector store, a pointer bump. The
+// activation and the output type are template arguments because this loop is the decode
+// kernel's whole tail: with the activation chosen per output at run time (an indexed jump
+// over every activation's code, four per group) it cost 1.7 of the 2.8 us that finishing
+// took at 64 tokens (H200, 2026-11-30, docs/worklog.md session 13).
+template <int kTokenTile, int kThreads, Activation kAct, class Out>
+__device__ __forceinline__ void reduce_rows_as(const EpilogueParams& p, const float* partial, DecodeTileOrigin origin,
+                                               ReduceShare share, const ColumnBias& bias, int splits, int parts,
+                                               int part_floats) {
+  constexpr bool kSwiGLU = kAct == Activation::kSwiGLU;
+  constexpr int kGroupsPerToken = kSwiGLU ? 16 : 32;
+  constexpr int kTokenStep = kThreads / kGroupsPerToken;
+  int token = share.begin / kGroupsPerToken;
+  const int tokens = static_cast<int>(p.m - origin.token0 < kTokenTile ? p.m - origin.token0 : kTokenTile);
+  Out* out = static_cast<Out*>(const_cast<void*>(p.d.ptr)) + origin.batch * p.d.batch_stride +
+             (origin.token0 + token) * p.d.row_stride + share.col;
+  const int64_t out_step = int64_t{kTokenStep} * p.d.row_stride;
+  const float* at = partial + token * kPartialPitch + share.feature;
+  // Two groups per iteration: their DSMEM reads (one per peer) are in flight together.
+#pragma unroll 2
+  for (int q = share.begin; q < share.end && token < tokens;
+       q += kThreads, token += kTokenStep, out += out_step, at += kTokenStep * kPartialPitch) {
+    const float4 gate = sum_over_cluster(at, splits, parts, part_floats);
+    const float g[4] = {gate.x, gate.y, gate.z, gate.w};
+    float y[4];
+    if constexpr (kSwiGLU) {
+      const float4 up = sum_over_cluster(at + kSwiGLUBlock, splits, parts, part_floats);
+      const float u[4] = {up.x, up.y, up.z, up.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) y[j] = silu(fmaf(p.alpha, g[j], bias.gate[j])) * fmaf(p.alpha, u[j], bias.up[j]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) y[j] = activate(fmaf(p.alpha, g[j], bias.gate[j]), kAct);
+    }
+    store_four_as<Out, true>(out, y);
+  }
+}
+
+// reduce_and_finish for one activation: the short loop above for D's dtype when it
+// applies, else finish_four per group (C, per-row bias, a strided or unaligned D, the
+// last columns of D).
+template <int kTokenTile, int kThreads, Activation kAct>
+__device__ __forceinline__ void reduce_and_finish_as(const EpilogueParams& p, const float* partial,
+                                                     DecodeTileOrigin origin, ReduceShare share, int splits, int parts,
+                                                     int part_floats) {
+  constexpr bool kSwiGLU = kAct == Activation::kSwiGLU;
+  constexpr int kGroupsPerToken = kSwiGLU ? 16 : 32;
+  const int64_t gemm_cols = kSwiGLU ? 2 * p.n_out : p.n_out;
+  const ColumnBias bias = load_column_bias(p, kSwiGLU, origin.feature0 + share.feature, gemm_cols);
+  if (p.row_major_simple && p.four_wide && share.col + 4 <= p.n_out) {
+    switch (p.d.dtype) {
+      case DataType::kBF16:
+        return reduce_rows_as<kTokenTile, kThreads, kAct, __nv_bfloat16>(p, partial, origin, share, bias, splits, parts,
+                                                                         part_floats);
+      case DataType::kF16:
+        return reduce_rows_as<kTokenTile, kThreads, kAct, __half>(p, partial, origin, share, bias, splits, parts,
+                                                                  part_floats);
+      default:
+        return reduce_rows_as<kTokenTile, kThreads, kAct, float>(p, partial, origin, share, bias, splits, parts,
+                                                                 part_floats);
+    }
+  }
+#pragma unroll 1
+  for (int q = share.begin; q < share.end; q += kThreads) {
+    const int token = q / kGroupsPerToken;
+    const int64_t row = origin.token0 + token;
+    if (row >= p.m) break;
+    const float* at = partial + token * kPartialPitch + share.feature;
+    const float4 gate = sum_over_cluster(at, splits, parts, part_floats);
+    const float4 up = kSwiGLU ? sum_over_cluster(at + kSwiGLUBlock, splits, parts, part_floats) : gate;
+    finish_four<kAct>(p, origin.batch, row, share.col, bias, gate, up);
+  }
+}
+
 // Run by kThreads threads of CTA `rank` after the cluster barrier that follows
-// park_partial: finishes the rank-th of `splits` slices of the tile's outputs. The thread
-// stride (a multiple of 32) is a multiple of a token's 32 (or 16) groups of four features,
-// so a thread's features - and their bias - stay the same while its tokens advance.
+// park_partial: finishes the rank-th of `splits` slices of the tile's outputs. The
+// activation is chosen here, once, not per output.
 template <int kTokenTile, int kThreads = 256>
 __device__ void reduce_and_finish(const EpilogueParams& p, const float* partial, DecodeTileOrigin origin,
                                   int rank, int splits, int thread, int parts = 1, int part_floats = 0) {
@@ -74,23 +160,32 @@ __device__ void reduce_and_finish(const EpilogueParams& p, const float* partial,
   // A SwiGLU tile's 128 weight rows are 64 gate rows then their 64 up rows: 64 outputs.
   const int groups_per_token = swiglu ? 16 : 32;
   const int groups = kTokenTile * groups_per_token;
-  const int begin = rank * groups / splits + thread, end = (rank + 1) * groups / splits;
-  if (begin >= end) return;
-  const int feature = (begin % groups_per_token) * 4;
-  const int64_t col = (swiglu ? origin.feature0 / 2 : origin.feature0) + feature;
-  if (col >= p.n_out) return;
-  const int64_t gemm_cols = swiglu ? 2 * p.n_out : p.n_out;
-  const ColumnBias bias = load_column_bias(p, swiglu, origin.feature0 + feature, gemm_cols);
-  // Two groups per iteration: their DSMEM reads (one per peer) are in flight together.
-#pragma unroll 2
-  for (int q = begin; q < end; q += kThreads) {
-    const int token = q / groups_per_token;
-    const int64_t row = origin.token0 + token;
-    if (row >= p.m) break;
-    const float* at = partial + token * kPartialPitch + feature;
-    const float4 gate = sum_over_cluster(at, splits, parts, part_floats);
-    const float4 up = swiglu ? sum_over_cluster(at + kSwiGLUBlock, splits, parts, part_floats) : gate;
-    finish_four(p, origin.batch, row, col, bias, gate, up);
+  ReduceShare share;
+  share.begin = rank * groups / splits + thread;
+  share.end = (rank + 1) * groups / splits;
+  if (share.begin >= share.end) return;
+  share.feature = (share.begin % groups_per_token) * 4;
+  share.col = (swiglu ? origin.feature0 / 2 : origin.feature0) + share.feature;
+  if (share.col >= p.n_out) return;
+  switch (p.activation) {
+    case Activation::kReLU:
+      return reduce_and_finish_as<kTokenTile, kThreads, Activation::kReLU>(p, partial, origin, share, splits, parts,
+                                                                           part_floats);
+    case Activation::kGeluErf:
+      return reduce_and_finish_as<kTokenTile, kThreads, Activation::kGeluErf>(p, partial, origin, share, splits, parts,
+                                                                              part_floats);
+    case Activation::kGeluTanh:
+      return reduce_and_finish_as<kTokenTile, kThreads, Activation::kGeluTanh>(p, partial, origin, share, splits,
+                                                                               parts, part_floats);
+    case Activation::kSiLU:
+      return reduce_and_finish_as<kTokenTile, kThreads, Activation::kSiLU>(p, partial, origin, share, splits, parts,
+                                                                           part_floats);
+    case Activation::kSwiGLU:
+      return reduce_and_finish_as<kTokenTile, kThreads, Activation::kSwiGLU>(p, partial, origin, share, splits, parts,
+                                                                             part_floats);
+    default:
+      return reduce_and_finish_as<kTokenTile, kThreads, Activation::kIdentity>(p, partial, origin, share, splits,
+                                                                               parts, part_floats);
   }
 }
 
