@@ -42,6 +42,15 @@ __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
+// Cluster barrier without the release: arriving does not wait for this thread's earlier
+// memory operations to be performed (the release arrive compiles to MEMBAR.ALL.GPU, which
+// waits for every outstanding global store). For a last barrier that only keeps shared
+// memory alive while peers read it, when each thread has consumed every value it read
+// before arriving.
+__device__ __forceinline__ void cluster_sync_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
+}
+
 // The shared::cluster address of `local`'s counterpart in CTA `cta_rank`: every CTA of a
 // kernel has the same shared-memory layout, so a peer's copy of a variable sits at the
 // same offset in the peer's window.

@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
     }
     __syncwarp();  // the cluster barrier is .aligned: lane 0 rejoins its warp first
     sm90::cluster_sync();  // the consumers' partials are published ...
-    sm90::cluster_sync();  // ... and read
+    sm90::cluster_sync_relaxed();  // ... and read
   } else {
     if constexpr (!Config::kTwoPerSm) sm90::setmaxnreg_inc<Config::kConsumerRegisters>();
     const int consumer = warpgroup - 1;
@@ -167,8 +167,10 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
     reduce_and_finish<Config::kTokenTile>(p.epilogue, partial, tile_origin<Config>(p),
                                           static_cast<int>(sm90::cluster_cta_rank()),
                                           static_cast<int>(sm90::cluster_size()), threadIdx.x - 128);
-    // ... and must stay alive until every peer has read them.
-    sm90::cluster_sync();
+    // ... and must stay alive until every peer has read them. Relaxed: each thread has
+    // used every value it read (its stores are issued), and waiting for those stores to
+    // be performed, which is what the release would add, protects nothing.
+    sm90::cluster_sync_relaxed();
   }
 }
 

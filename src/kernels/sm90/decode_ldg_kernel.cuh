@@ -213,8 +213,8 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kCtasPerSm)
   reduce_and_finish<Config::kTokenTile, Config::kThreads>(p.epilogue, shared.partial[0], origin, rank, splits,
                                                           threadIdx.x, Config::kSubslices,
                                                           kPartialBytes<Config::kTokenTile> / 4);
-  // ... and must stay alive until every peer has read them.
-  sm90::cluster_sync();
+  // ... and must stay alive until every peer has read them (relaxed: see decode_kernel.cuh).
+  sm90::cluster_sync_relaxed();
 }
 
 }  // namespace anvil::detail
