@@ -62,7 +62,7 @@ Status resolve(const GemmDesc& desc, const GemmArgs* args, const KernelInfo** ou
 namespace detail {
 
 const KernelInfo* pick_decode_kernel(const GemmDesc& desc, const GemmArgs* args) {
-  const bool load_path = !desc.batch_invariant && prefers_decode_ldg(desc.m, desc.n, desc.batch, device_sm_count());
+  const bool load_path = !desc.batch_invariant && prefers_decode_ldg(desc.m);
   for (const char* name : {load_path ? "sm90-decode-ldg" : "", "sm90-decode"}) {
     if (*name == '\0') continue;
     const KernelInfo* k = find_kernel(name);

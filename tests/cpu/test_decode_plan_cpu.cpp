@@ -56,6 +56,26 @@ TEST(DecodeSplit, NoSplitWhenTilesAlreadyKeepDramBusy) {
   EXPECT_EQ(choose_decode_split(1024, 128, true, two_per_sm).splits, 1);
 }
 
+TEST(DecodeSplit, NarrowTokenTilesLetEightyTilesStreamUnsplit) {
+  // 10240 features = 80 tiles (H200, session 13: 16 tokens 45.5 us unsplit against 47.6 in
+  // two splits; 32 and 64 tokens 48.3 and 53.8 unsplit against 46.0 and 47.0).
+  EXPECT_EQ(choose_decode_split(80, 128, true, two_per_sm, decode_cta_headroom(16)).splits, 1);
+  EXPECT_EQ(choose_decode_split(80, 128, true, two_per_sm, decode_cta_headroom(32)).splits, 2);
+  EXPECT_EQ(choose_decode_split(80, 128, true, two_per_sm, decode_cta_headroom(64)).splits, 2);
+  // 64 tiles still split at 16 tokens (35.4 us in two splits, 39.3 unsplit).
+  EXPECT_EQ(choose_decode_split(64, 128, true, two_per_sm, decode_cta_headroom(16)).splits, 2);
+}
+
+TEST(DecodeSplit, BatchInvariantSplitIsTheWidestStreamingTilesOne) {
+  const auto resident = [](int, int splits) { return two_per_sm(splits); };
+  for (int64_t m : {1, 16, 64}) {
+    GemmDesc d = linear_desc(m, 10240, 8192, DataType::kBF16, DataType::kBF16);
+    EXPECT_EQ(plan_decode(d, decode_token_tile(m), 8, resident).split.splits, m <= 16 ? 1 : 2) << "m = " << m;
+    d.batch_invariant = true;
+    EXPECT_EQ(plan_decode(d, decode_token_tile(m), 8, resident).split.splits, 2) << "m = " << m;
+  }
+}
+
 TEST(DecodeSplit, ComputeBoundTilesBalanceWaves) {
   // 256 tokens x 8192 features: 64 tiles on 132 SMs, one per SM: two splits fill 128.
   EXPECT_EQ(choose_decode_split(64, 128, false, one_per_sm).splits, 2);
@@ -96,21 +116,19 @@ TEST(DecodeDispatch, CrossoverFollowsTheMeasuredSweep) {
   EXPECT_FALSE(prefers_decode(129, 1024, 1, 132));
 }
 
-TEST(DecodeDispatch, LoadPathKernelWhileItsGridFitsOneWave) {
-  EXPECT_TRUE(prefers_decode_ldg(1, 28672, 1, 132));   // 224 tiles, but only 8 tokens
-  EXPECT_TRUE(prefers_decode_ldg(8, 28672, 1, 132));
-  EXPECT_TRUE(prefers_decode_ldg(16, 8192, 1, 132));   // 64 tiles: one wave
-  EXPECT_TRUE(prefers_decode_ldg(16, 10240, 1, 132));  // 80 tiles
-  EXPECT_FALSE(prefers_decode_ldg(16, 28672, 1, 132)); // 224 tiles: two waves
-  EXPECT_FALSE(prefers_decode_ldg(16, 8192, 4, 132));  // 256 tiles over the batch
-  EXPECT_FALSE(prefers_decode_ldg(17, 1024, 1, 132));
+TEST(DecodeDispatch, LoadPathKernelUpToEightTokens) {
+  EXPECT_TRUE(prefers_decode_ldg(1));
+  EXPECT_TRUE(prefers_decode_ldg(8));
+  EXPECT_FALSE(prefers_decode_ldg(9));   // the TMA kernel from here (16 x 10240: 45.6 against 49.3 us)
+  EXPECT_FALSE(prefers_decode_ldg(16));
 }
 
 // The dispatcher's routing needs no GPU: dispatch_name runs the description checks only
 // (and assumes an H200's 132 SMs when no device can be asked).
 TEST(DecodeDispatch, FewTokensGoToTheDecodeKernel) {
   EXPECT_STREQ(dispatch_name(linear_desc(1, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg");
-  EXPECT_STREQ(dispatch_name(linear_desc(16, 10240, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg");
+  EXPECT_STREQ(dispatch_name(linear_desc(8, 10240, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg");
+  EXPECT_STREQ(dispatch_name(linear_desc(16, 10240, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
   EXPECT_STREQ(dispatch_name(linear_desc(16, 28672, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
   EXPECT_STREQ(dispatch_name(linear_desc(17, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
   EXPECT_STREQ(dispatch_name(linear_desc(64, 28672, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");

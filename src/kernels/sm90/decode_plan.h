@@ -37,19 +37,17 @@ inline constexpr int64_t kDecodeMaxTokens = 128;
 inline constexpr double kSm90MinWaveEfficiency = 0.75;
 
 // Which decode kernel: the load-path one (sm90-decode-ldg) streams the weight faster than
-// the TMA one (sm90-decode) up to 8 tokens everywhere measured, and up to 16 while its
-// one-CTA-per-SM grid fits one wave; past that its second, partial wave costs more than the
-// TMA kernel's two CTAs per SM (docs/decode.md, session 7: 1-8 x 8192 x 8192 34.2-34.6 us
-// against 35.1-35.8; 1 x 28672 x 8192 110.6 against 112.3; 12-16 x 8192 x 8192, 64 tiles,
-// 35.1-35.4 against 35.6-36.1; 16 x 28672 x 8192, 224 tiles, 121.4 against ~117). Batch-
-// invariant mode keeps sm90-decode, as one kernel must serve every M.
-inline constexpr int64_t kDecodeLdgAlwaysTokens = 8;
-inline constexpr int64_t kDecodeLdgMaxTokens = 16;
+// the TMA one (sm90-decode) up to 8 tokens everywhere measured (H200, 2026-11-30, docs/
+// decode.md session 13: 1-8 x 8192 x 8192 33.4-34.6 us against 34.2-35.0; 1-8 x 28672 x
+// 8192 110.2-112.8 against 112.2-115.9). From 9 tokens the TMA kernel is as fast or faster
+// since its reduction tail got cheaper (session 13): 12-16 x 8192 x 8192 within 0.5 us
+// either way across runs, 16 x 10240 x 8192 45.6 against 49.3, 12-16 x 28672 x 8192
+// 116.5-117.3 against 120.1-120.9. (Session 7 kept the ldg kernel up to 16 tokens while
+// its grid fit one wave; that was before the TMA kernel lost 0.5-2 us of tail.)
+// Batch-invariant mode keeps sm90-decode, as one kernel must serve every M.
+inline constexpr int64_t kDecodeLdgMaxTokens = 8;
 
-inline bool prefers_decode_ldg(int64_t m, int64_t n, int64_t batch, int sm_count) {
-  if (m > kDecodeLdgMaxTokens) return false;
-  return m <= kDecodeLdgAlwaysTokens || (n + 127) / 128 * batch <= sm_count;
-}
+inline bool prefers_decode_ldg(int64_t m) { return m <= kDecodeLdgMaxTokens; }
 
 inline bool prefers_decode(int64_t m, int64_t n, int64_t batch, int sm_count) {
   if (m <= kDecodeAlwaysTokens) return true;
@@ -77,8 +75,16 @@ inline constexpr double kDecodeCtaOverheadTiles = 2;
 // How much faster than its fair share of DRAM bandwidth one CTA can stream when few CTAs
 // run: its ~100 KiB ring in flight over ~1 us of latency is ~100 GB/s, against a fair
 // share of 4.26 TB/s / 264 slots = 16 GB/s. Capped lower than that ratio (6x) because the
-// first and last stages do not overlap.
+// first and last stages do not overlap, and lower still for wider token tiles, whose CTAs
+// also read more of X and multiply more per k-tile. Measured on 80 tiles of one split
+// (16-64 x 10240 x 8192, H200, 2026-11-30, docs/decode.md session 13): 45.5 us at 16 tokens
+// (one CTA streaming ~2.9x its fair share, faster than two splits' 47.6), 48.3 at 32 and
+// 53.8 at 64 (two splits faster: 46.0, 47.0). 4 and 3 put the model's crossover between.
 inline constexpr double kDecodeCtaBandwidthHeadroom = 3;
+inline constexpr double kDecodeNarrowCtaBandwidthHeadroom = 4;  // up to 16 tokens
+constexpr double decode_cta_headroom(int token_tile) {
+  return token_tile <= 16 ? kDecodeNarrowCtaBandwidthHeadroom : kDecodeCtaBandwidthHeadroom;
+}
 
 struct DecodeSplit {
   int splits = 1;          // CTAs per cluster, each summing 1/splits of K
@@ -94,7 +100,7 @@ struct DecodeSplit {
 // or more tokens, one CTA per SM): each CTA is limited by its SM's tensor cores, so a
 // partial wave costs a whole one.
 inline DecodeSplit decode_split_cost(int64_t output_tiles, int64_t k_tiles, int splits, int64_t resident_ctas,
-                                     bool bandwidth_bound) {
+                                     bool bandwidth_bound, double headroom = kDecodeCtaBandwidthHeadroom) {
   DecodeSplit s;
   s.splits = splits;
   s.ctas = output_tiles * splits;
@@ -104,7 +110,7 @@ inline DecodeSplit decode_split_cost(int64_t output_tiles, int64_t k_tiles, int 
   const double per_cta = static_cast<double>(s.k_tiles_per_cta) + kDecodeCtaOverheadTiles;
   if (bandwidth_bound) {
     const double shared = static_cast<double>(s.ctas) * per_cta / static_cast<double>(slots);
-    const double alone = static_cast<double>(s.k_tiles_per_cta) / kDecodeCtaBandwidthHeadroom + kDecodeCtaOverheadTiles;
+    const double alone = static_cast<double>(s.k_tiles_per_cta) / headroom + kDecodeCtaOverheadTiles;
     s.cost = shared > alone ? shared : alone;
   } else {
     s.cost = static_cast<double>(s.waves) * per_cta;
@@ -118,10 +124,11 @@ inline DecodeSplit decode_split_cost(int64_t output_tiles, int64_t k_tiles, int 
 // to fewer splits: less reduction traffic.
 template <class ResidentCtas>
 DecodeSplit choose_decode_split(int64_t output_tiles, int64_t k_tiles, bool bandwidth_bound,
-                                ResidentCtas resident_ctas) {
-  DecodeSplit best = decode_split_cost(output_tiles, k_tiles, 1, resident_ctas(1), bandwidth_bound);
+                                ResidentCtas resident_ctas, double headroom = kDecodeCtaBandwidthHeadroom) {
+  DecodeSplit best = decode_split_cost(output_tiles, k_tiles, 1, resident_ctas(1), bandwidth_bound, headroom);
   for (int s = 2; s <= kDecodeMaxSplit && s <= k_tiles; ++s) {
-    const DecodeSplit candidate = decode_split_cost(output_tiles, k_tiles, s, resident_ctas(s), bandwidth_bound);
+    const DecodeSplit candidate =
+        decode_split_cost(output_tiles, k_tiles, s, resident_ctas(s), bandwidth_bound, headroom);
     if (candidate.cost < best.cost - 1e-9) best = candidate;
   }
   return best;
@@ -179,18 +186,22 @@ DecodeLaunchPlan plan_decode(const GemmDesc& desc, int token_tile, int smallest_
   plan.k_tiles = static_cast<int>((desc.k + 63) / 64);
   const int64_t tiles = int64_t{plan.feature_tiles} * plan.token_tiles * desc.batch;
   const bool bandwidth_bound = decode_bandwidth_bound(token_tile);
-  const auto choose = [&](int64_t output_tiles, int tile) {
+  const auto choose = [&](int64_t output_tiles, int tile, double headroom) {
     const auto resident = [&](int s) { return resident_ctas(tile, s); };
     return single_wave ? choose_single_wave_split(output_tiles, plan.k_tiles, resident)
-                       : choose_decode_split(output_tiles, plan.k_tiles, bandwidth_bound, resident);
+                       : choose_decode_split(output_tiles, plan.k_tiles, bandwidth_bound, resident, headroom);
   };
   if (desc.batch_invariant) {
     // The split may depend on the weight (features, K) and the batch count, never on the
     // number of tokens: a token's sums are then added in the same order whatever M is.
-    const int splits = choose(int64_t{plan.feature_tiles} * desc.batch, smallest_tile).splits;
+    // Planned with the headroom of the widest streaming tile, so 32-64 tokens, where a
+    // lone CTA streams slowest, do not get a split only narrow tiles can afford.
+    const int splits = choose(int64_t{plan.feature_tiles} * desc.batch, smallest_tile,
+                              decode_cta_headroom(static_cast<int>(kDecodeAlwaysTokens)))
+                           .splits;
     plan.split = decode_split_cost(tiles, plan.k_tiles, splits, resident_ctas(token_tile, splits), bandwidth_bound);
   } else {
-    plan.split = choose(tiles, token_tile);
+    plan.split = choose(tiles, token_tile, decode_cta_headroom(token_tile));
   }
   const int forced = decode_forced_splits();
   if (forced >= 1 && forced <= kDecodeMaxSplit && forced <= plan.k_tiles) {
