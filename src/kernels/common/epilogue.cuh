@@ -173,6 +173,23 @@ __device__ __forceinline__ ColumnBias load_column_bias(const EpilogueParams& p, 
   return b;
 }
 
+// Four outputs from their sums when nothing but alpha, a column bias and the activation
+// stands between them and D (the short paths of the staged and the decode epilogues);
+// `up` holds the SwiGLU up sums and is unused otherwise.
+template <Activation kAct>
+__device__ __forceinline__ void activate_four(const EpilogueParams& p, const ColumnBias& bias, const float4& gate,
+                                              const float4& up, float (&y)[4]) {
+  const float g[4] = {gate.x, gate.y, gate.z, gate.w};
+  if constexpr (kAct == Activation::kSwiGLU) {
+    const float u[4] = {up.x, up.y, up.z, up.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) y[j] = silu(fmaf(p.alpha, g[j], bias.gate[j])) * fmaf(p.alpha, u[j], bias.up[j]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) y[j] = activate(fmaf(p.alpha, g[j], bias.gate[j]), kAct);
+  }
+}
+
 // Four finished outputs of one row, `valid` of them inside D, element by element: for
 // layouts the vector store cannot take. One dtype switch for the four, not one each.
 __device__ __forceinline__ void store_four_scalar(const EpilogueParams& p, int64_t batch, int64_t row, int64_t col,

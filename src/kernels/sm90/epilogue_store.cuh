@@ -253,17 +253,10 @@ __device__ __forceinline__ void finish_rows(const EpilogueParams& p, uint32_t st
 #pragma unroll 1
   for (int r = first_row; r < rows; r += rows_per_step, out += out_step, in += in_step) {
     const float4 gate = sm90::ld_shared_v4(in);
-    const float g[4] = {gate.x, gate.y, gate.z, gate.w};
+    float4 up = gate;
+    if constexpr (kSwiGLU) up = sm90::ld_shared_v4(in + 16 * 4);
     float y[4];
-    if constexpr (kSwiGLU) {
-      const float4 up = sm90::ld_shared_v4(in + 16 * 4);
-      const float u[4] = {up.x, up.y, up.z, up.w};
-#pragma unroll
-      for (int j = 0; j < 4; ++j) y[j] = silu(fmaf(p.alpha, g[j], bias.gate[j])) * fmaf(p.alpha, u[j], bias.up[j]);
-    } else {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) y[j] = activate(fmaf(p.alpha, g[j], bias.gate[j]), kAct);
-    }
+    activate_four<kAct>(p, bias, gate, up, y);
     store_four_as<Out, kVector>(out, y);
   }
 }

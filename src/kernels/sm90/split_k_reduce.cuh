@@ -98,17 +98,10 @@ __device__ __forceinline__ void reduce_rows_as(const EpilogueParams& p, const fl
   for (int q = share.begin; q < share.end && token < tokens;
        q += kThreads, token += kTokenStep, out += out_step, at += kTokenStep * kPartialPitch) {
     const float4 gate = sum_over_cluster(at, splits, parts, part_floats);
-    const float g[4] = {gate.x, gate.y, gate.z, gate.w};
+    float4 up = gate;
+    if constexpr (kSwiGLU) up = sum_over_cluster(at + kSwiGLUBlock, splits, parts, part_floats);
     float y[4];
-    if constexpr (kSwiGLU) {
-      const float4 up = sum_over_cluster(at + kSwiGLUBlock, splits, parts, part_floats);
-      const float u[4] = {up.x, up.y, up.z, up.w};
-#pragma unroll
-      for (int j = 0; j < 4; ++j) y[j] = silu(fmaf(p.alpha, g[j], bias.gate[j])) * fmaf(p.alpha, u[j], bias.up[j]);
-    } else {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) y[j] = activate(fmaf(p.alpha, g[j], bias.gate[j]), kAct);
-    }
+    activate_four<kAct>(p, bias, gate, up, y);
     store_four_as<Out, true>(out, y);
   }
 }
