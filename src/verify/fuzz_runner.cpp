@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -11,7 +12,8 @@ namespace {
 // Elements after D that a kernel must not write: catches stores past the last batch.
 constexpr int64_t kGuardElements = 256;
 // D allocations up to this size are copied to the host to check every padding element;
-// larger ones only before their base and in the guard band after their last element.
+// larger ones before their base, in the guard band after their last element and, when it
+// fits this size too, in the padding between their lines and batches.
 constexpr size_t kMaxHostCheckedBytes = size_t{32} << 20;
 
 // Allocation sizes are rounded up so that slightly growing problems reuse the buffer.
@@ -88,6 +90,8 @@ std::optional<FuzzOutcome> FuzzRunner::prepare(const FuzzProblem& problem, const
   }
   d_before_.clear();
   d_ends_before_.clear();
+  d_gaps_before_.clear();
+  d_gaps_checked_ = false;
 
   const int64_t n_out = output_cols(desc_);
   const int64_t a_count = storage_elements(desc_.a, desc_.m, desc_.k, desc_.batch);
@@ -160,9 +164,53 @@ std::optional<FuzzOutcome> FuzzRunner::prepare(const FuzzProblem& problem, const
     FUZZ_CUDA(cudaMemcpyAsync(d_ends_before_.data(), d_.ptr, head, cudaMemcpyDeviceToHost, stream_));
     FUZZ_CUDA(cudaMemcpyAsync(d_ends_before_.data() + head, static_cast<unsigned char*>(d_.ptr) + tail,
                               d_allocation_bytes_ - tail, cudaMemcpyDeviceToHost, stream_));
+    size_t gap_bytes = 0;
+    for (const Gap& g : d_gaps()) gap_bytes += g.width * g.height;
+    d_gaps_checked_ = gap_bytes <= kMaxHostCheckedBytes;
+    if (d_gaps_checked_) {
+      d_gaps_before_.resize(gap_bytes);
+      FUZZ_CUDA(copy_gaps(d_gaps_before_.data()));
+    }
   }
   FUZZ_CUDA(cudaStreamSynchronize(stream_));
   return std::nullopt;
+}
+
+std::vector<FuzzRunner::Gap> FuzzRunner::d_gaps() const {
+  const size_t width = dtype_bytes(desc_.d.dtype);
+  const MatrixLayout& l = desc_.d;
+  const bool row_major = l.order == Order::kRowMajor;
+  const int64_t lines = row_major ? desc_.m : output_cols(desc_);
+  const int64_t extent = row_major ? output_cols(desc_) : desc_.m;
+  const int64_t pitch = std::max(l.ld, extent);  // storage_elements' whole padded lines
+  std::vector<Gap> gaps;
+  if (lines <= 0 || extent <= 0) return gaps;
+  for (int64_t b = 0; b < desc_.batch; ++b) {
+    const int64_t first = problem_.d_offset + b * l.batch_stride;
+    if (pitch > extent && lines > 1) {  // after every line but the last
+      gaps.push_back({static_cast<size_t>(first + extent) * width, static_cast<size_t>(pitch) * width,
+                      static_cast<size_t>(pitch - extent) * width, static_cast<size_t>(lines - 1)});
+    }
+    // After the last line: to the next batch, which may start inside that line's padding
+    // (a batch stride of (lines - 1) ld + extent is valid), or to the end of the storage.
+    const int64_t tail = first + (lines - 1) * pitch + extent;
+    const int64_t end = b + 1 < desc_.batch ? first + l.batch_stride : first + lines * pitch;
+    if (end > tail) {
+      gaps.push_back({static_cast<size_t>(tail) * width, 0, static_cast<size_t>(end - tail) * width, 1});
+    }
+  }
+  return gaps;
+}
+
+cudaError_t FuzzRunner::copy_gaps(unsigned char* out) const {
+  for (const Gap& g : d_gaps()) {
+    const cudaError_t e = cudaMemcpy2DAsync(out, g.width, static_cast<const unsigned char*>(d_.ptr) + g.offset,
+                                            g.height > 1 ? g.pitch : g.width, g.width, g.height,
+                                            cudaMemcpyDeviceToHost, stream_);
+    if (e != cudaSuccess) return e;
+    out += g.width * g.height;
+  }
+  return cudaSuccess;
 }
 
 cudaError_t FuzzRunner::reset_output() {
@@ -208,15 +256,21 @@ std::optional<FuzzOutcome> FuzzRunner::check_ends() {
   FUZZ_CUDA(cudaMemcpyAsync(after.data(), d_.ptr, head, cudaMemcpyDeviceToHost, stream_));
   FUZZ_CUDA(cudaMemcpyAsync(after.data() + head, static_cast<unsigned char*>(d_.ptr) + tail, d_allocation_bytes_ - tail,
                             cudaMemcpyDeviceToHost, stream_));
+  std::vector<unsigned char> gaps_after(d_gaps_before_.size());
+  if (d_gaps_checked_) FUZZ_CUDA(copy_gaps(gaps_after.data()));
   FUZZ_CUDA(cudaStreamSynchronize(stream_));
-  int64_t before_base = 0, past_end = 0;
+  int64_t before_base = 0, past_end = 0, in_padding = 0;
   for (size_t i = 0; i < after.size(); ++i) {
     if (after[i] != d_ends_before_[i]) ++(i < head ? before_base : past_end);
   }
-  if (before_base == 0 && past_end == 0) return std::nullopt;
-  char buf[200];
-  std::snprintf(buf, sizeof(buf), "%lld bytes written before D's base and %lld in the guard band after its last element",
-                static_cast<long long>(before_base), static_cast<long long>(past_end));
+  for (size_t i = 0; i < gaps_after.size(); ++i) in_padding += gaps_after[i] != d_gaps_before_[i];
+  if (before_base == 0 && past_end == 0 && in_padding == 0) return std::nullopt;
+  char buf[240];
+  std::snprintf(buf, sizeof(buf),
+                "%lld bytes written before D's base, %lld in the guard band after its last element and %lld in "
+                "the padding between its lines or batches",
+                static_cast<long long>(before_base), static_cast<long long>(past_end),
+                static_cast<long long>(in_padding));
   return outcome(FuzzResult::kFailed, buf);
 }
 

@@ -73,12 +73,22 @@ class FuzzRunner {
   FuzzOutcome outcome(FuzzResult result, std::string message) const;
   FuzzOutcome cuda_failure(const char* what, cudaError_t error) const;
   std::optional<FuzzOutcome> check_padding();
-  // check_padding for allocations past the host-checked size: D's two ends only.
+  // check_padding for allocations past the host-checked size: D's two ends, and the
+  // padding inside its storage (d_gaps) when that is small enough to copy.
   std::optional<FuzzOutcome> check_ends();
   // Bytes of D's allocation before its base, and the offset of the first byte after its
   // last element.
   size_t d_head_bytes() const;
   size_t d_tail_begin() const;
+  // The bytes of D's storage that are not output, as 2D regions of `height` runs of
+  // `width` bytes, `pitch` apart, from `offset` in the allocation: the padding after each
+  // line (row or column) up to the leading dimension, and the space between batches.
+  struct Gap {
+    size_t offset, pitch, width, height;
+  };
+  std::vector<Gap> d_gaps() const;
+  // Copies those regions, one after another, to `out` (sized by the caller).
+  cudaError_t copy_gaps(unsigned char* out) const;
 
   cudaStream_t stream_;
   FuzzProblem problem_;
@@ -92,8 +102,12 @@ class FuzzRunner {
   // D's whole allocation as the GEMM found it; empty when too large to check on the host.
   std::vector<unsigned char> d_before_;
   // For allocations too large for that: the bytes before D's base and after its last
-  // element (the guard band), as the GEMM found them; the padding inside is not checked.
+  // element (the guard band), as the GEMM found them ...
   std::vector<unsigned char> d_ends_before_;
+  // ... and its padding between lines and batches, when that alone fits the host-checked
+  // size (d_gaps_checked_); larger padding is not checked.
+  std::vector<unsigned char> d_gaps_before_;
+  bool d_gaps_checked_ = false;
 };
 
 }  // namespace anvil::verify

@@ -50,25 +50,32 @@ TEST(FuzzSubset, FixedSeedSmallProblemsMatchTheReference) {
 }
 
 // The fuzzer's padding check must be able to fail: a stray 16-bit store just before D's
-// base or just past its last element is reported, both where the whole allocation is
-// compared (64 x 256) and where only its two ends are (4096 x 4352 bf16: 34 MiB, past the
+// base, just past its last element or in the padding after a row is reported, both where
+// the whole allocation is compared (64 x 256) and where only the ends and the padding are
+// (4096 x 4352 and 4096 x 4096 with rows 4104 apart, bf16: 34 and 32.1 MiB, past the
 // host-checked limit).
-TEST(FuzzPaddingCheck, StoresJustOutsideDAreReported) {
+TEST(FuzzPaddingCheck, StoresOutsideTheOutputAreReported) {
   REQUIRE_SM90();
   Stream stream;
   CHECK_CUDA(stream.create());
   verify::FuzzRunner runner(stream.handle);
-  for (int64_t m : {64, 4096}) {
-    const int64_t n = m == 64 ? 256 : 4352;
+  struct Case {
+    int64_t m, n, ld;
+  };
+  for (const Case c : {Case{64, 256, 264}, Case{4096, 4352, 4352}, Case{4096, 4096, 4104}}) {
     verify::FuzzProblem problem;
-    problem.desc = anvil::linear_desc(m, n, 64, DataType::kBF16, DataType::kBF16);
+    problem.desc = anvil::linear_desc(c.m, c.n, 64, DataType::kBF16, DataType::kBF16);
+    problem.desc.d.ld = c.ld;
     problem.d_offset = 8;
     problem.data_seed = 11;
-    // Nothing stray first (the check passes), then the element before D's base, then the
-    // first one after its last.
+    // Nothing stray first (the check passes), then the element before D's base, the first
+    // one after its storage, and (padded rows) the first padding element of row 5.
     constexpr int64_t kNone = INT64_MIN;
-    for (int64_t stray : {kNone, int64_t{-1}, m * n}) {
-      SCOPED_TRACE("m=" + std::to_string(m) + (stray == kNone ? " no stray store" : " stray element " + std::to_string(stray)));
+    std::vector<int64_t> strays = {kNone, -1, c.m * c.ld};
+    if (c.ld > c.n) strays.push_back(5 * c.ld + c.n);
+    for (int64_t stray : strays) {
+      SCOPED_TRACE("m=" + std::to_string(c.m) + " ld=" + std::to_string(c.ld) +
+                   (stray == kNone ? " no stray store" : " stray element " + std::to_string(stray)));
       ASSERT_FALSE(runner.prepare(problem, nullptr).has_value());
       Diagnostic diag;
       ASSERT_EQ(runner.launch(&diag), Status::kSuccess) << diag.message;
