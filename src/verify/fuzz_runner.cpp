@@ -91,7 +91,6 @@ std::optional<FuzzOutcome> FuzzRunner::prepare(const FuzzProblem& problem, const
   d_before_.clear();
   d_ends_before_.clear();
   d_gaps_before_.clear();
-  d_gaps_checked_ = false;
 
   const int64_t n_out = output_cols(desc_);
   const int64_t a_count = storage_elements(desc_.a, desc_.m, desc_.k, desc_.batch);
@@ -166,8 +165,7 @@ std::optional<FuzzOutcome> FuzzRunner::prepare(const FuzzProblem& problem, const
                               d_allocation_bytes_ - tail, cudaMemcpyDeviceToHost, stream_));
     size_t gap_bytes = 0;
     for (const Gap& g : d_gaps()) gap_bytes += g.width * g.height;
-    d_gaps_checked_ = gap_bytes <= kMaxHostCheckedBytes;
-    if (d_gaps_checked_) {
+    if (gap_bytes <= kMaxHostCheckedBytes) {
       d_gaps_before_.resize(gap_bytes);
       FUZZ_CUDA(copy_gaps(d_gaps_before_.data()));
     }
@@ -257,7 +255,7 @@ std::optional<FuzzOutcome> FuzzRunner::check_ends() {
   FUZZ_CUDA(cudaMemcpyAsync(after.data() + head, static_cast<unsigned char*>(d_.ptr) + tail, d_allocation_bytes_ - tail,
                             cudaMemcpyDeviceToHost, stream_));
   std::vector<unsigned char> gaps_after(d_gaps_before_.size());
-  if (d_gaps_checked_) FUZZ_CUDA(copy_gaps(gaps_after.data()));
+  if (!gaps_after.empty()) FUZZ_CUDA(copy_gaps(gaps_after.data()));
   FUZZ_CUDA(cudaStreamSynchronize(stream_));
   int64_t before_base = 0, past_end = 0, in_padding = 0;
   for (size_t i = 0; i < after.size(); ++i) {

@@ -105,9 +105,8 @@ class FuzzRunner {
   // element (the guard band), as the GEMM found them ...
   std::vector<unsigned char> d_ends_before_;
   // ... and its padding between lines and batches, when that alone fits the host-checked
-  // size (d_gaps_checked_); larger padding is not checked.
+  // size; empty when larger (not checked) or when there is none.
   std::vector<unsigned char> d_gaps_before_;
-  bool d_gaps_checked_ = false;
 };
 
 }  // namespace anvil::verify

@@ -173,6 +173,21 @@ __device__ __forceinline__ ColumnBias load_column_bias(const EpilogueParams& p, 
   return b;
 }
 
+// Calls f(std::integral_constant<Activation, a>{}): from the run-time activation to an
+// epilogue instantiated for it, taken once per tile or thread so that the loop over
+// outputs holds only that activation's code (why it matters: reduce_rows_as).
+template <class F>
+__device__ __forceinline__ void visit_activation(Activation a, F&& f) {
+  switch (a) {
+    case Activation::kReLU: return f(std::integral_constant<Activation, Activation::kReLU>{});
+    case Activation::kGeluErf: return f(std::integral_constant<Activation, Activation::kGeluErf>{});
+    case Activation::kGeluTanh: return f(std::integral_constant<Activation, Activation::kGeluTanh>{});
+    case Activation::kSiLU: return f(std::integral_constant<Activation, Activation::kSiLU>{});
+    case Activation::kSwiGLU: return f(std::integral_constant<Activation, Activation::kSwiGLU>{});
+    default: return f(std::integral_constant<Activation, Activation::kIdentity>{});
+  }
+}
+
 // Four outputs from their sums when nothing but alpha, a column bias and the activation
 // stands between them and D (the short paths of the staged and the decode epilogues);
 // `up` holds the SwiGLU up sums and is unused otherwise.

@@ -160,26 +160,10 @@ __device__ void reduce_and_finish(const EpilogueParams& p, const float* partial,
   share.feature = (share.begin % groups_per_token) * 4;
   share.col = (swiglu ? origin.feature0 / 2 : origin.feature0) + share.feature;
   if (share.col >= p.n_out) return;
-  switch (p.activation) {
-    case Activation::kReLU:
-      return reduce_and_finish_as<kTokenTile, kThreads, Activation::kReLU>(p, partial, origin, share, splits, parts,
-                                                                           part_floats);
-    case Activation::kGeluErf:
-      return reduce_and_finish_as<kTokenTile, kThreads, Activation::kGeluErf>(p, partial, origin, share, splits, parts,
-                                                                              part_floats);
-    case Activation::kGeluTanh:
-      return reduce_and_finish_as<kTokenTile, kThreads, Activation::kGeluTanh>(p, partial, origin, share, splits,
-                                                                               parts, part_floats);
-    case Activation::kSiLU:
-      return reduce_and_finish_as<kTokenTile, kThreads, Activation::kSiLU>(p, partial, origin, share, splits, parts,
-                                                                           part_floats);
-    case Activation::kSwiGLU:
-      return reduce_and_finish_as<kTokenTile, kThreads, Activation::kSwiGLU>(p, partial, origin, share, splits, parts,
-                                                                             part_floats);
-    default:
-      return reduce_and_finish_as<kTokenTile, kThreads, Activation::kIdentity>(p, partial, origin, share, splits,
-                                                                               parts, part_floats);
-  }
+  visit_activation(p.activation, [&](auto act) {
+    reduce_and_finish_as<kTokenTile, kThreads, decltype(act)::value>(p, partial, origin, share, splits, parts,
+                                                                     part_floats);
+  });
 }
 
 }  // namespace anvil::detail
