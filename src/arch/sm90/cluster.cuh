@@ -42,6 +42,13 @@ __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
+// cluster_sync's two halves, for work that touches nothing the barrier publishes and so
+// can run while the peers are still arriving.
+__device__ __forceinline__ void cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
+
 // Cluster barrier without the release: arriving does not wait for this thread's earlier
 // memory operations to be performed (the release arrive compiles to MEMBAR.ALL.GPU, which
 // waits for every outstanding global store). For a last barrier that only keeps shared

@@ -162,11 +162,14 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
                                           shared.barriers);
     consumers_sync();  // the other warpgroup's last wgmma may still read the ring
     park_partial<Config::kTokenTile>(partial, acc[0], consumer);
-    // Partials are visible cluster-wide after this barrier (release/acquire) ...
-    sm90::cluster_sync();
-    reduce_and_finish<Config::kTokenTile>(p.epilogue, partial, tile_origin<Config>(p),
-                                          static_cast<int>(sm90::cluster_cta_rank()),
-                                          static_cast<int>(sm90::cluster_size()), threadIdx.x - 128);
+    // Partials are visible cluster-wide once every CTA has arrived (release) and this one
+    // has waited (acquire); the thread's share of the finishing is worked out in between ...
+    sm90::cluster_arrive();
+    const DecodeTileOrigin origin = tile_origin<Config>(p);
+    const int rank = static_cast<int>(sm90::cluster_cta_rank()), splits = static_cast<int>(sm90::cluster_size());
+    const ReduceShare share = plan_reduce_share<Config::kTokenTile>(p.epilogue, origin, rank, splits, threadIdx.x - 128);
+    sm90::cluster_wait();
+    reduce_and_finish<Config::kTokenTile>(p.epilogue, partial, origin, share, splits);
     // ... and must stay alive until every peer has read them. Relaxed: each thread has
     // used every value it read (its stores are issued), and waiting for those stores to
     // be performed, which is what the release would add, protects nothing.

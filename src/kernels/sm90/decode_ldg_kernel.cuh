@@ -208,11 +208,14 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kCtasPerSm)
   float acc[Config::kTokenTile / 2];
   run_ldg_mainloop<Config, kInput>(acc, src, step_begin, step_end, shared.stages[warpgroup], warpgroup);
   park_partial<Config::kTokenTile>(shared.partial[subslice], acc, half);
-  // Partials are visible cluster-wide after this barrier (release/acquire) ...
-  sm90::cluster_sync();
-  reduce_and_finish<Config::kTokenTile, Config::kThreads>(p.epilogue, shared.partial[0], origin, rank, splits,
-                                                          threadIdx.x, Config::kSubslices,
-                                                          kPartialBytes<Config::kTokenTile> / 4);
+  // Partials are visible cluster-wide once every CTA has arrived (release) and this one
+  // has waited (acquire); the thread's share of the finishing is worked out in between ...
+  sm90::cluster_arrive();
+  const ReduceShare share =
+      plan_reduce_share<Config::kTokenTile, Config::kThreads>(p.epilogue, origin, rank, splits, threadIdx.x);
+  sm90::cluster_wait();
+  reduce_and_finish<Config::kTokenTile, Config::kThreads>(p.epilogue, shared.partial[0], origin, share, splits,
+                                                          Config::kSubslices, kPartialBytes<Config::kTokenTile> / 4);
   // ... and must stay alive until every peer has read them (relaxed: see decode_kernel.cuh).
   sm90::cluster_sync_relaxed();
 }

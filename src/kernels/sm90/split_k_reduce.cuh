@@ -44,34 +44,87 @@ struct DecodeTileOrigin {
   int64_t batch, token0, feature0;
 };
 
-// Four consecutive features of one token, summed over the cluster in rank order. A CTA
-// whose warpgroups split its K range further parks `parts` partial tiles `part_floats`
-// apart; they are added part by part within each rank, so the order stays fixed.
-__device__ __forceinline__ float4 sum_over_cluster(const float* local, int splits, int parts = 1, int part_floats = 0) {
-  float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-  for (int r = 0; r < splits; ++r) {
-    for (int h = 0; h < parts; ++h) {
-      const float4 v = sm90::ld_shared_cluster_v4(sm90::map_shared_rank(local + h * part_floats, static_cast<uint32_t>(r)));
-      if (r == 0 && h == 0) {
-        sum = v;
+// One term of a group's sum: the four features at `local` in the partial tile that CTA
+// rank t / parts parked as part t % parts (a CTA whose warpgroups split its K range
+// further parks `parts` tiles `part_floats` apart).
+__device__ __forceinline__ float4 read_term(const float* local, int term, int parts, int part_floats) {
+  const int rank = term / parts, part = term - rank * parts;
+  return sm90::ld_shared_cluster_v4(sm90::map_shared_rank(local + part * part_floats, static_cast<uint32_t>(rank)));
+}
+
+// Sums kGroups groups of four consecutive features over the cluster: term 0 + term 1 +
+// ..., rank by rank and part by part within a rank, so the order never depends on which
+// CTA finishes first. Two consecutive terms of every group are read before any is added
+// (a term that does not exist is read again from the one before and not added). A read
+// from a peer is a round trip over the SM-to-SM network, 0.2-0.4 us on the H200; issued
+// one after another, as a loop over a run-time split count compiles, they cost every
+// group a round trip per term (2026-11-30, docs/worklog.md session 14).
+template <int kGroups>
+__device__ __forceinline__ void sum_over_cluster(const float* const (&local)[kGroups], int splits, int parts,
+                                                 int part_floats, float4 (&sum)[kGroups]) {
+  const int terms = splits * parts;
+  // Rolled: each step already has 2 kGroups reads in flight, and unrolled copies would
+  // hold more in registers than the two-CTAs-per-SM kernels have (ptxas spilled).
+#pragma unroll 1
+  for (int t = 0; t < terms; t += 2) {
+    const int next = t + 1 < terms ? t + 1 : t;
+    float4 v[kGroups][2];
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) {
+      v[g][0] = read_term(local[g], t, parts, part_floats);
+      v[g][1] = read_term(local[g], next, parts, part_floats);
+    }
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) {
+      if (t == 0) {
+        sum[g] = v[g][0];
       } else {
-        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+        sum[g].x += v[g][0].x, sum[g].y += v[g][0].y, sum[g].z += v[g][0].z, sum[g].w += v[g][0].w;
+      }
+      if (t + 1 < terms) {
+        sum[g].x += v[g][1].x, sum[g].y += v[g][1].y, sum[g].z += v[g][1].z, sum[g].w += v[g][1].w;
       }
     }
   }
-  return sum;
 }
 
-// Where a thread's outputs start in the tile: the groups of four features it finishes are
-// q = begin, begin + kThreads, ... < end (group q: token q / groups_per_token, features
-// 4 (q % groups_per_token) ..). The thread stride (a multiple of 32) is a multiple of a
-// token's 32 (or 16) groups, so a thread's features - and their bias - stay the same while
-// its tokens advance by kThreads / groups_per_token.
+// A thread's share of finishing the tile: the groups of four features q = begin, begin +
+// kThreads, ... < end (group q: token q / groups_per_token, features 4 (q % groups_per_token)
+// ..). The thread stride (a multiple of 32) is a multiple of a token's 32 (or 16) groups,
+// so a thread's features - and their bias - stay the same while its tokens advance by
+// kThreads / groups_per_token.
 struct ReduceShare {
   int begin, end;
-  int feature;  // first of the thread's four weight rows in the tile
-  int64_t col;  // first of its four output columns
+  int feature;      // first of the thread's four weight rows in the tile
+  int64_t col;      // first of its four output columns
+  bool active;      // it has groups, inside D's columns
+  ColumnBias bias;  // its columns' bias (zeros without one)
 };
+
+// Works out a thread of CTA `rank`'s share of the rank-th of `splits` slices of the tile's
+// outputs, and loads its column bias. Nothing here reads the partials, so the kernels run
+// it between arriving at the cluster barrier that publishes them and waiting there: its
+// integer divisions, dependent parameter loads and the bias's trip to memory (~0.45 us of
+// one warp's serial latency at 64 tokens) overlap the wait for the peers.
+template <int kTokenTile, int kThreads = 256>
+__device__ __forceinline__ ReduceShare plan_reduce_share(const EpilogueParams& p, DecodeTileOrigin origin, int rank,
+                                                         int splits, int thread) {
+  static_assert(kThreads % 32 == 0, "a thread's features must not change between its tokens");
+  const bool swiglu = p.activation == Activation::kSwiGLU;
+  // A SwiGLU tile's 128 weight rows are 64 gate rows then their 64 up rows: 64 outputs.
+  const int groups_per_token = swiglu ? 16 : 32;
+  const int groups = kTokenTile * groups_per_token;
+  ReduceShare share;
+  share.begin = rank * groups / splits + thread;
+  share.end = (rank + 1) * groups / splits;
+  share.feature = (share.begin & (groups_per_token - 1)) * 4;
+  share.col = (swiglu ? origin.feature0 / 2 : origin.feature0) + share.feature;
+  share.active = share.begin < share.end && share.col < p.n_out;
+  if (share.active) {
+    share.bias = load_column_bias(p, swiglu, origin.feature0 + share.feature, swiglu ? 2 * p.n_out : p.n_out);
+  }
+  return share;
+}
 
 // The common case, run when D is row-major and four-aligned and nothing but alpha, a
 // column bias and the activation stands between the sum and D (no C, no per-row bias),
@@ -79,30 +132,45 @@ struct ReduceShare {
 // activation and the output type are template arguments because this loop is the decode
 // kernel's whole tail: with the activation chosen per output at run time (an indexed jump
 // over every activation's code, four per group) it cost 1.7 of the 2.8 us that finishing
-// took at 64 tokens (H200, 2026-11-30, docs/worklog.md session 13).
+// took at 64 tokens (H200, 2026-11-30, docs/worklog.md session 13). Two groups per step,
+// both summed at once (sum_over_cluster); a thread's last odd group re-reads the first's
+// addresses and skips its store.
 template <int kTokenTile, int kThreads, Activation kAct, class Out>
 __device__ __forceinline__ void reduce_rows_as(const EpilogueParams& p, const float* partial, DecodeTileOrigin origin,
-                                               ReduceShare share, const ColumnBias& bias, int splits, int parts,
-                                               int part_floats) {
+                                               const ReduceShare& share, int splits, int parts, int part_floats) {
   constexpr bool kSwiGLU = kAct == Activation::kSwiGLU;
   constexpr int kGroupsPerToken = kSwiGLU ? 16 : 32;
   constexpr int kTokenStep = kThreads / kGroupsPerToken;
-  int token = share.begin / kGroupsPerToken;
+  constexpr int kPartialStep = kTokenStep * kPartialPitch;
+  const int first_token = share.begin / kGroupsPerToken;
   const int tokens = static_cast<int>(p.m - origin.token0 < kTokenTile ? p.m - origin.token0 : kTokenTile);
+  const int by_groups = (share.end - share.begin + kThreads - 1) / kThreads;
+  const int by_tokens = tokens > first_token ? (tokens - first_token + kTokenStep - 1) / kTokenStep : 0;
+  const int count = by_groups < by_tokens ? by_groups : by_tokens;
   Out* out = static_cast<Out*>(const_cast<void*>(p.d.ptr)) + origin.batch * p.d.batch_stride +
-             (origin.token0 + token) * p.d.row_stride + share.col;
+             (origin.token0 + first_token) * p.d.row_stride + share.col;
   const int64_t out_step = int64_t{kTokenStep} * p.d.row_stride;
-  const float* at = partial + token * kPartialPitch + share.feature;
-  // Two groups per iteration: their DSMEM reads (one per peer) are in flight together.
-#pragma unroll 2
-  for (int q = share.begin; q < share.end && token < tokens;
-       q += kThreads, token += kTokenStep, out += out_step, at += kTokenStep * kPartialPitch) {
-    const float4 gate = sum_over_cluster(at, splits, parts, part_floats);
-    float4 up = gate;
-    if constexpr (kSwiGLU) up = sum_over_cluster(at + kSwiGLUBlock, splits, parts, part_floats);
+  const float* at = partial + first_token * kPartialPitch + share.feature;
+#pragma unroll 1
+  for (int i = 0; i < count; i += 2, out += 2 * out_step, at += 2 * kPartialStep) {
+    const bool two = i + 1 < count;
+    const float* second = two ? at + kPartialStep : at;
+    float4 gate[2], up[2];
+    const float* const gate_at[2] = {at, second};
+    sum_over_cluster<2>(gate_at, splits, parts, part_floats, gate);
+    if constexpr (kSwiGLU) {
+      const float* const up_at[2] = {at + kSwiGLUBlock, second + kSwiGLUBlock};
+      sum_over_cluster<2>(up_at, splits, parts, part_floats, up);
+    } else {
+      up[0] = gate[0], up[1] = gate[1];
+    }
     float y[4];
-    activate_four<kAct>(p, bias, gate, up, y);
+    activate_four<kAct>(p, share.bias, gate[0], up[0], y);
     store_four_as<Out, true>(out, y);
+    if (two) {
+      activate_four<kAct>(p, share.bias, gate[1], up[1], y);
+      store_four_as<Out, true>(out + out_step, y);
+    }
   }
 }
 
@@ -111,22 +179,20 @@ __device__ __forceinline__ void reduce_rows_as(const EpilogueParams& p, const fl
 // last columns of D).
 template <int kTokenTile, int kThreads, Activation kAct>
 __device__ __forceinline__ void reduce_and_finish_as(const EpilogueParams& p, const float* partial,
-                                                     DecodeTileOrigin origin, ReduceShare share, int splits, int parts,
-                                                     int part_floats) {
+                                                     DecodeTileOrigin origin, const ReduceShare& share, int splits,
+                                                     int parts, int part_floats) {
   constexpr bool kSwiGLU = kAct == Activation::kSwiGLU;
   constexpr int kGroupsPerToken = kSwiGLU ? 16 : 32;
-  const int64_t gemm_cols = kSwiGLU ? 2 * p.n_out : p.n_out;
-  const ColumnBias bias = load_column_bias(p, kSwiGLU, origin.feature0 + share.feature, gemm_cols);
   if (p.row_major_simple && p.four_wide && share.col + 4 <= p.n_out) {
     switch (p.d.dtype) {
       case DataType::kBF16:
-        return reduce_rows_as<kTokenTile, kThreads, kAct, __nv_bfloat16>(p, partial, origin, share, bias, splits, parts,
+        return reduce_rows_as<kTokenTile, kThreads, kAct, __nv_bfloat16>(p, partial, origin, share, splits, parts,
                                                                          part_floats);
       case DataType::kF16:
-        return reduce_rows_as<kTokenTile, kThreads, kAct, __half>(p, partial, origin, share, bias, splits, parts,
+        return reduce_rows_as<kTokenTile, kThreads, kAct, __half>(p, partial, origin, share, splits, parts,
                                                                   part_floats);
       default:
-        return reduce_rows_as<kTokenTile, kThreads, kAct, float>(p, partial, origin, share, bias, splits, parts,
+        return reduce_rows_as<kTokenTile, kThreads, kAct, float>(p, partial, origin, share, splits, parts,
                                                                  part_floats);
     }
   }
@@ -136,30 +202,26 @@ __device__ __forceinline__ void reduce_and_finish_as(const EpilogueParams& p, co
     const int64_t row = origin.token0 + token;
     if (row >= p.m) break;
     const float* at = partial + token * kPartialPitch + share.feature;
-    const float4 gate = sum_over_cluster(at, splits, parts, part_floats);
-    const float4 up = kSwiGLU ? sum_over_cluster(at + kSwiGLUBlock, splits, parts, part_floats) : gate;
-    finish_four<kAct>(p, origin.batch, row, share.col, bias, gate, up);
+    float4 gate[1];
+    const float* const gate_at[1] = {at};
+    sum_over_cluster<1>(gate_at, splits, parts, part_floats, gate);
+    float4 up[1] = {gate[0]};
+    if constexpr (kSwiGLU) {
+      const float* const up_at[1] = {at + kSwiGLUBlock};
+      sum_over_cluster<1>(up_at, splits, parts, part_floats, up);
+    }
+    finish_four<kAct>(p, origin.batch, row, share.col, share.bias, gate[0], up[0]);
   }
 }
 
 // Run by kThreads threads of CTA `rank` after the cluster barrier that follows
-// park_partial: finishes the rank-th of `splits` slices of the tile's outputs. The
-// activation is chosen here, once, not per output.
+// park_partial, with their shares from plan_reduce_share: finishes the rank-th of
+// `splits` slices of the tile's outputs. The activation is chosen here, once, not per
+// output.
 template <int kTokenTile, int kThreads = 256>
 __device__ void reduce_and_finish(const EpilogueParams& p, const float* partial, DecodeTileOrigin origin,
-                                  int rank, int splits, int thread, int parts = 1, int part_floats = 0) {
-  static_assert(kThreads % 32 == 0, "a thread's features must not change between its tokens");
-  const bool swiglu = p.activation == Activation::kSwiGLU;
-  // A SwiGLU tile's 128 weight rows are 64 gate rows then their 64 up rows: 64 outputs.
-  const int groups_per_token = swiglu ? 16 : 32;
-  const int groups = kTokenTile * groups_per_token;
-  ReduceShare share;
-  share.begin = rank * groups / splits + thread;
-  share.end = (rank + 1) * groups / splits;
-  if (share.begin >= share.end) return;
-  share.feature = (share.begin % groups_per_token) * 4;
-  share.col = (swiglu ? origin.feature0 / 2 : origin.feature0) + share.feature;
-  if (share.col >= p.n_out) return;
+                                  const ReduceShare& share, int splits, int parts = 1, int part_floats = 0) {
+  if (!share.active) return;
   visit_activation(p.activation, [&](auto act) {
     reduce_and_finish_as<kTokenTile, kThreads, decltype(act)::value>(p, partial, origin, share, splits, parts,
                                                                      part_floats);
