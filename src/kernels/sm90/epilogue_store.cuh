@@ -357,18 +357,13 @@ __device__ __forceinline__ void store_tile(const Sm90Params& params, const TileC
                                            float (&acc)[Config::kSlabs][Config::kBlockN / 2], uint8_t* epilogue_smem) {
   const EpilogueParams& p = params.epilogue;
   if (params.tma_store || params.pair_store) return store_plain<Config>(params, tile, consumer, acc, epilogue_smem);
-  switch (p.activation) {
-    case Activation::kReLU: return store_staged<Config, Activation::kReLU>(p, tile, consumer, acc, epilogue_smem);
-    case Activation::kGeluErf: return store_staged<Config, Activation::kGeluErf>(p, tile, consumer, acc, epilogue_smem);
-    case Activation::kGeluTanh: return store_staged<Config, Activation::kGeluTanh>(p, tile, consumer, acc, epilogue_smem);
-    case Activation::kSiLU: return store_staged<Config, Activation::kSiLU>(p, tile, consumer, acc, epilogue_smem);
-    case Activation::kSwiGLU:
-      if constexpr (Config::kBlockN % 128 == 0) {
-        return store_staged<Config, Activation::kSwiGLU>(p, tile, consumer, acc, epilogue_smem);
-      }
-      return;  // refused on the host: SwiGLU needs 128-column tiles
-    default: return store_staged<Config, Activation::kIdentity>(p, tile, consumer, acc, epilogue_smem);
-  }
+  visit_activation(p.activation, [&](auto act) {
+    constexpr Activation kAct = decltype(act)::value;
+    // SwiGLU needs 128-column gate/up pairs; the host refuses it for other tile widths.
+    if constexpr (kAct != Activation::kSwiGLU || Config::kBlockN % 128 == 0) {
+      store_staged<Config, kAct>(p, tile, consumer, acc, epilogue_smem);
+    }
+  });
 }
 
 // Outstanding TMA stores must complete before the CTA's shared memory goes away.

@@ -149,12 +149,25 @@ Status build_sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& 
 template <class Config>
 Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   // Keyed by the configuration as well as the kernel name: one name launches several.
-  char plan_name[2 * PlanKey::kMaxKernelName];
-  std::snprintf(plan_name, sizeof(plan_name), "%s/%dx%dx%d/c%dx%d/s%d/p%d/%s", name, Config::kBlockM, Config::kBlockN,
-                Config::kStages, Config::kClusterM, Config::kClusterN, int(Config::kTmaStore) * Config::kStoreRounds,
-                int(policy.persistent) * policy.band, Config::kStreamK ? "sk" : Config::kPingPong ? "pp" : "coop");
+  // Formatted when this thread's name or policy for the configuration changes, not on
+  // every call (registry names are string literals, so the pointer identifies the name).
+  struct PlanName {
+    const char* name = nullptr;
+    LaunchPolicy policy{};
+    char text[2 * PlanKey::kMaxKernelName] = {};
+  };
+  thread_local PlanName plan_name;
+  if (plan_name.name != name || plan_name.policy.persistent != policy.persistent ||
+      plan_name.policy.band != policy.band) {
+    std::snprintf(plan_name.text, sizeof(plan_name.text), "%s/%dx%dx%d/c%dx%d/s%d/p%d/%s", name, Config::kBlockM,
+                  Config::kBlockN, Config::kStages, Config::kClusterM, Config::kClusterN,
+                  int(Config::kTmaStore) * Config::kStoreRounds, int(policy.persistent) * policy.band,
+                  Config::kStreamK ? "sk" : Config::kPingPong ? "pp" : "coop");
+    plan_name.name = name;
+    plan_name.policy = policy;
+  }
   Sm90Launch launch;
-  const Status s = find_or_build_plan(plan_name, desc, args, &launch, diag, [&](Sm90Launch* plan) {
+  const Status s = find_or_build_plan(plan_name.text, desc, args, &launch, diag, [&](Sm90Launch* plan) {
     return build_sm90_launch<Config>(name, policy, desc, args, plan, diag);
   });
   if (s != Status::kSuccess) return s;
