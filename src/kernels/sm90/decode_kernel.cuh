@@ -53,6 +53,11 @@ struct DecodeConfig {
   static constexpr int kProducerRegisters = 40;
   static constexpr int kConsumerRegisters = 232;
 
+  // The reduction's reads in flight (split_k_reduce.cuh): two groups of a thread, two
+  // terms each (the common split is 2). Four groups at 64 tokens, one round trip less,
+  // measured no faster (docs/worklog.md, session 14).
+  using ReduceWidth = detail::ReduceWidth<2, 2>;
+
   static_assert(kTokenTile % 8 == 0 && kTokenTile <= 256, "wgmma N, and whole 8-row swizzle atoms of X");
   static_assert(kStages >= 2, "a ring needs two stages to overlap load and math");
 };
@@ -169,7 +174,8 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
     const int rank = static_cast<int>(sm90::cluster_cta_rank()), splits = static_cast<int>(sm90::cluster_size());
     const ReduceShare share = plan_reduce_share<Config::kTokenTile>(p.epilogue, origin, rank, splits, threadIdx.x - 128);
     sm90::cluster_wait();
-    reduce_and_finish<Config::kTokenTile>(p.epilogue, partial, origin, share, splits);
+    reduce_and_finish<Config::kTokenTile, 256, typename Config::ReduceWidth>(p.epilogue, partial, origin, share,
+                                                                            splits);
     // ... and must stay alive until every peer has read them. Relaxed: each thread has
     // used every value it read (its stores are issued), and waiting for those stores to
     // be performed, which is what the release would add, protects nothing.

@@ -54,25 +54,24 @@ __device__ __forceinline__ float4 read_term(const float* local, int term, int pa
 
 // Sums kGroups groups of four consecutive features over the cluster: term 0 + term 1 +
 // ..., rank by rank and part by part within a rank, so the order never depends on which
-// CTA finishes first. Two consecutive terms of every group are read before any is added
-// (a term that does not exist is read again from the one before and not added). A read
-// from a peer is a round trip over the SM-to-SM network, 0.2-0.4 us on the H200; issued
-// one after another, as a loop over a run-time split count compiles, they cost every
-// group a round trip per term (2026-11-30, docs/worklog.md session 14).
-template <int kGroups>
+// CTA finishes first. kTerms consecutive terms of every group are read before any is
+// added (a term past the last is read again from the first of the step and not added). A
+// read from a peer is a round trip over the SM-to-SM network, 0.2-0.4 us on the H200;
+// issued one after another, as a loop over a run-time split count compiles, they cost
+// every group a round trip per term (2026-11-30, docs/worklog.md session 14).
+template <int kGroups, int kTerms>
 __device__ __forceinline__ void sum_over_cluster(const float* const (&local)[kGroups], int splits, int parts,
                                                  int part_floats, float4 (&sum)[kGroups]) {
   const int terms = splits * parts;
-  // Rolled: each step already has 2 kGroups reads in flight, and unrolled copies would
-  // hold more in registers than the two-CTAs-per-SM kernels have (ptxas spilled).
+  // Rolled: each step already has kGroups x kTerms reads in flight, and unrolled copies
+  // would hold more in registers than the two-CTAs-per-SM kernels have (ptxas spilled).
 #pragma unroll 1
-  for (int t = 0; t < terms; t += 2) {
-    const int next = t + 1 < terms ? t + 1 : t;
-    float4 v[kGroups][2];
+  for (int t = 0; t < terms; t += kTerms) {
+    float4 v[kGroups][kTerms];
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) {
-      v[g][0] = read_term(local[g], t, parts, part_floats);
-      v[g][1] = read_term(local[g], next, parts, part_floats);
+#pragma unroll
+      for (int j = 0; j < kTerms; ++j) v[g][j] = read_term(local[g], t + j < terms ? t + j : t, parts, part_floats);
     }
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) {
@@ -81,12 +80,24 @@ __device__ __forceinline__ void sum_over_cluster(const float* const (&local)[kGr
       } else {
         sum[g].x += v[g][0].x, sum[g].y += v[g][0].y, sum[g].z += v[g][0].z, sum[g].w += v[g][0].w;
       }
-      if (t + 1 < terms) {
-        sum[g].x += v[g][1].x, sum[g].y += v[g][1].y, sum[g].z += v[g][1].z, sum[g].w += v[g][1].w;
+#pragma unroll
+      for (int j = 1; j < kTerms; ++j) {
+        if (t + j < terms) {
+          sum[g].x += v[g][j].x, sum[g].y += v[g][j].y, sum[g].z += v[g][j].z, sum[g].w += v[g][j].w;
+        }
       }
     }
   }
 }
+
+// How many reads the reduction keeps in flight: kGroups groups of a thread at a time (its
+// last ones re-reading the step's first when it has fewer), kTerms terms of each. A
+// kernel sizes both to what its threads own and its registers hold.
+template <int kGroups_, int kTerms_>
+struct ReduceWidth {
+  static constexpr int kGroups = kGroups_;
+  static constexpr int kTerms = kTerms_;
+};
 
 // A thread's share of finishing the tile: the groups of four features q = begin, begin +
 // kThreads, ... < end (group q: token q / groups_per_token, features 4 (q % groups_per_token)
@@ -132,16 +143,18 @@ __device__ __forceinline__ ReduceShare plan_reduce_share(const EpilogueParams& p
 // activation and the output type are template arguments because this loop is the decode
 // kernel's whole tail: with the activation chosen per output at run time (an indexed jump
 // over every activation's code, four per group) it cost 1.7 of the 2.8 us that finishing
-// took at 64 tokens (H200, 2026-11-30, docs/worklog.md session 13). Two groups per step,
-// both summed at once (sum_over_cluster); a thread's last odd group re-reads the first's
-// addresses and skips its store.
-template <int kTokenTile, int kThreads, Activation kAct, class Out>
+// took at 64 tokens (H200, 2026-11-30, docs/worklog.md session 13). Width::kGroups groups
+// per step, summed together (sum_over_cluster); a thread's last groups past its count
+// re-read the step's first and skip their stores.
+template <int kTokenTile, int kThreads, class Width, Activation kAct, class Out>
 __device__ __forceinline__ void reduce_rows_as(const EpilogueParams& p, const float* partial, DecodeTileOrigin origin,
                                                const ReduceShare& share, int splits, int parts, int part_floats) {
   constexpr bool kSwiGLU = kAct == Activation::kSwiGLU;
   constexpr int kGroupsPerToken = kSwiGLU ? 16 : 32;
   constexpr int kTokenStep = kThreads / kGroupsPerToken;
   constexpr int kPartialStep = kTokenStep * kPartialPitch;
+  // SwiGLU sums two groups' gate and up values per output: half as many groups per step.
+  constexpr int kStep = kSwiGLU && Width::kGroups > 2 ? 2 : Width::kGroups;
   const int first_token = share.begin / kGroupsPerToken;
   const int tokens = static_cast<int>(p.m - origin.token0 < kTokenTile ? p.m - origin.token0 : kTokenTile);
   const int by_groups = (share.end - share.begin + kThreads - 1) / kThreads;
@@ -152,24 +165,28 @@ __device__ __forceinline__ void reduce_rows_as(const EpilogueParams& p, const fl
   const int64_t out_step = int64_t{kTokenStep} * p.d.row_stride;
   const float* at = partial + first_token * kPartialPitch + share.feature;
 #pragma unroll 1
-  for (int i = 0; i < count; i += 2, out += 2 * out_step, at += 2 * kPartialStep) {
-    const bool two = i + 1 < count;
-    const float* second = two ? at + kPartialStep : at;
-    float4 gate[2], up[2];
-    const float* const gate_at[2] = {at, second};
-    sum_over_cluster<2>(gate_at, splits, parts, part_floats, gate);
+  for (int i = 0; i < count; i += kStep, out += kStep * out_step, at += kStep * kPartialStep) {
+    const float* gate_at[kStep];
+#pragma unroll
+    for (int j = 0; j < kStep; ++j) gate_at[j] = i + j < count ? at + j * kPartialStep : at;
+    float4 gate[kStep], up[kStep];
+    sum_over_cluster<kStep, Width::kTerms>(gate_at, splits, parts, part_floats, gate);
     if constexpr (kSwiGLU) {
-      const float* const up_at[2] = {at + kSwiGLUBlock, second + kSwiGLUBlock};
-      sum_over_cluster<2>(up_at, splits, parts, part_floats, up);
+      const float* up_at[kStep];
+#pragma unroll
+      for (int j = 0; j < kStep; ++j) up_at[j] = gate_at[j] + kSwiGLUBlock;
+      sum_over_cluster<kStep, Width::kTerms>(up_at, splits, parts, part_floats, up);
     } else {
-      up[0] = gate[0], up[1] = gate[1];
+#pragma unroll
+      for (int j = 0; j < kStep; ++j) up[j] = gate[j];
     }
-    float y[4];
-    activate_four<kAct>(p, share.bias, gate[0], up[0], y);
-    store_four_as<Out, true>(out, y);
-    if (two) {
-      activate_four<kAct>(p, share.bias, gate[1], up[1], y);
-      store_four_as<Out, true>(out + out_step, y);
+#pragma unroll
+    for (int j = 0; j < kStep; ++j) {
+      if (j == 0 || i + j < count) {  // the step's first group exists: i < count
+        float y[4];
+        activate_four<kAct>(p, share.bias, gate[j], up[j], y);
+        store_four_as<Out, true>(out + j * out_step, y);
+      }
     }
   }
 }
@@ -177,7 +194,7 @@ __device__ __forceinline__ void reduce_rows_as(const EpilogueParams& p, const fl
 // reduce_and_finish for one activation: the short loop above for D's dtype when it
 // applies, else finish_four per group (C, per-row bias, a strided or unaligned D, the
 // last columns of D).
-template <int kTokenTile, int kThreads, Activation kAct>
+template <int kTokenTile, int kThreads, class Width, Activation kAct>
 __device__ __forceinline__ void reduce_and_finish_as(const EpilogueParams& p, const float* partial,
                                                      DecodeTileOrigin origin, const ReduceShare& share, int splits,
                                                      int parts, int part_floats) {
@@ -186,13 +203,13 @@ __device__ __forceinline__ void reduce_and_finish_as(const EpilogueParams& p, co
   if (p.row_major_simple && p.four_wide && share.col + 4 <= p.n_out) {
     switch (p.d.dtype) {
       case DataType::kBF16:
-        return reduce_rows_as<kTokenTile, kThreads, kAct, __nv_bfloat16>(p, partial, origin, share, splits, parts,
+        return reduce_rows_as<kTokenTile, kThreads, Width, kAct, __nv_bfloat16>(p, partial, origin, share, splits, parts,
                                                                          part_floats);
       case DataType::kF16:
-        return reduce_rows_as<kTokenTile, kThreads, kAct, __half>(p, partial, origin, share, splits, parts,
+        return reduce_rows_as<kTokenTile, kThreads, Width, kAct, __half>(p, partial, origin, share, splits, parts,
                                                                   part_floats);
       default:
-        return reduce_rows_as<kTokenTile, kThreads, kAct, float>(p, partial, origin, share, splits, parts,
+        return reduce_rows_as<kTokenTile, kThreads, Width, kAct, float>(p, partial, origin, share, splits, parts,
                                                                  part_floats);
     }
   }
@@ -204,11 +221,11 @@ __device__ __forceinline__ void reduce_and_finish_as(const EpilogueParams& p, co
     const float* at = partial + token * kPartialPitch + share.feature;
     float4 gate[1];
     const float* const gate_at[1] = {at};
-    sum_over_cluster<1>(gate_at, splits, parts, part_floats, gate);
+    sum_over_cluster<1, Width::kTerms>(gate_at, splits, parts, part_floats, gate);
     float4 up[1] = {gate[0]};
     if constexpr (kSwiGLU) {
       const float* const up_at[1] = {at + kSwiGLUBlock};
-      sum_over_cluster<1>(up_at, splits, parts, part_floats, up);
+      sum_over_cluster<1, Width::kTerms>(up_at, splits, parts, part_floats, up);
     }
     finish_four<kAct>(p, origin.batch, row, share.col, share.bias, gate[0], up[0]);
   }
@@ -218,12 +235,12 @@ __device__ __forceinline__ void reduce_and_finish_as(const EpilogueParams& p, co
 // park_partial, with their shares from plan_reduce_share: finishes the rank-th of
 // `splits` slices of the tile's outputs. The activation is chosen here, once, not per
 // output.
-template <int kTokenTile, int kThreads = 256>
+template <int kTokenTile, int kThreads, class Width>
 __device__ void reduce_and_finish(const EpilogueParams& p, const float* partial, DecodeTileOrigin origin,
                                   const ReduceShare& share, int splits, int parts = 1, int part_floats = 0) {
   if (!share.active) return;
   visit_activation(p.activation, [&](auto act) {
-    reduce_and_finish_as<kTokenTile, kThreads, decltype(act)::value>(p, partial, origin, share, splits, parts,
+    reduce_and_finish_as<kTokenTile, kThreads, Width, decltype(act)::value>(p, partial, origin, share, splits, parts,
                                                                      part_floats);
   });
 }
