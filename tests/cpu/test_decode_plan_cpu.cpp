@@ -130,9 +130,37 @@ TEST(DecodeDispatch, FewTokensGoToTheDecodeKernel) {
   EXPECT_STREQ(dispatch_name(linear_desc(8, 10240, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg");
   EXPECT_STREQ(dispatch_name(linear_desc(16, 10240, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
   EXPECT_STREQ(dispatch_name(linear_desc(16, 28672, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
-  EXPECT_STREQ(dispatch_name(linear_desc(17, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
+  EXPECT_STREQ(dispatch_name(linear_desc(17, 10240, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
   EXPECT_STREQ(dispatch_name(linear_desc(64, 28672, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
   EXPECT_STREQ(dispatch_name(linear_desc(256, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-gemm");
+}
+
+// 64-row tiles without a split where they fill one wave of 132 SMs (119-132 tiles): the
+// 8192-feature weight at 17-64 tokens; not 16 tokens, not 10240 features (160 tiles), not
+// 4096 (64 tiles), not SwiGLU, not batch invariance.
+TEST(DecodeDispatch, SixtyFourRowTilesWhereTheyFillOneWave) {
+  EXPECT_TRUE(prefers_decode_r64(17, 8192, 1, 132));
+  EXPECT_TRUE(prefers_decode_r64(64, 8192, 1, 132));
+  EXPECT_TRUE(prefers_decode_r64(64, 7616, 1, 132));   // 119 tiles
+  EXPECT_FALSE(prefers_decode_r64(64, 7552, 1, 132));  // 118 tiles: 89%
+  EXPECT_FALSE(prefers_decode_r64(64, 8512, 1, 132));  // 133 tiles: a second wave
+  EXPECT_FALSE(prefers_decode_r64(16, 8192, 1, 132));
+  EXPECT_FALSE(prefers_decode_r64(65, 8192, 1, 132));
+  EXPECT_FALSE(prefers_decode_r64(64, 4096, 1, 132));
+  EXPECT_FALSE(prefers_decode_r64(64, 4096, 4, 132));  // 256 tiles
+  EXPECT_TRUE(prefers_decode_r64(32, 4096, 2, 132));  // 128 tiles over two batches
+
+  EXPECT_STREQ(dispatch_name(linear_desc(17, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-r64");
+  EXPECT_STREQ(dispatch_name(linear_desc(64, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-r64");
+  EXPECT_STREQ(dispatch_name(linear_desc(64, 8192, 8192, DataType::kF16, DataType::kF16)), "sm90-decode-r64");
+  EXPECT_STREQ(dispatch_name(linear_desc(16, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
+  EXPECT_STREQ(dispatch_name(linear_desc(64, 10240, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
+  GemmDesc swiglu = linear_desc(64, 8192, 8192, DataType::kBF16, DataType::kBF16);
+  swiglu.epilogue.activation = Activation::kSwiGLU;
+  EXPECT_STREQ(dispatch_name(swiglu), "sm90-decode");
+  GemmDesc invariant = linear_desc(64, 8192, 8192, DataType::kBF16, DataType::kBF16);
+  invariant.batch_invariant = true;
+  EXPECT_STREQ(dispatch_name(invariant), "sm90-decode");
 }
 
 TEST(DecodeDispatch, LayoutsTheDecodeKernelCannotReadGoToTheRepackingKernel) {

@@ -120,6 +120,14 @@ std::vector<DecodeCase> decode_cases() {
     ldg.desc.kernel = "sm90-decode-ldg";
     cases.push_back(ldg);
   }
+  // And on sm90-decode-r64 (64-row tiles, four K boxes per stage), which takes no SwiGLU.
+  for (size_t i = 0; i < tma_cases; ++i) {
+    if (cases[i].desc.epilogue.activation == Activation::kSwiGLU) continue;
+    DecodeCase rows64 = cases[i];
+    rows64.name = "r64_" + rows64.name;
+    rows64.desc.kernel = "sm90-decode-r64";
+    cases.push_back(rows64);
+  }
   return cases;
 }
 

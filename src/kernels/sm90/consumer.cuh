@@ -38,13 +38,18 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
     sm90::wgmma_fence();
     const uint8_t* a = tiles_a[ring.stage] + consumer_row_offset<Config>(consumer) * 128;
     const uint8_t* b = tiles_b[ring.stage];
+    // A stage wider than 64 along K holds one 128-byte-swizzled box per 64 K (a box is
+    // 64 bf16 wide), box after box: kBlockM (A) or kBlockN (B) rows each.
+    constexpr int kBoxBytesA = Config::kBlockM * 128, kBoxBytesB = Config::kBlockN * 128;
 #pragma unroll
     for (int kk = 0; kk < Config::kBlockK / 16; ++kk) {
+      const int box = kk / 4, step = kk % 4;
 #pragma unroll
       for (int slab = 0; slab < Config::kSlabs; ++slab) {
         // 64 rows x 128 bytes per slab; a k16 step is 32 bytes along each swizzled row.
-        Mma::template mma<0, 0>(acc[slab], sm90::make_kmajor_sw128_desc(a + slab * 64 * 128 + kk * 32),
-                                sm90::make_kmajor_sw128_desc(b + kk * 32), kt > 0 || kk > 0);
+        Mma::template mma<0, 0>(
+            acc[slab], sm90::make_kmajor_sw128_desc(a + box * kBoxBytesA + slab * 64 * 128 + step * 32),
+            sm90::make_kmajor_sw128_desc(b + box * kBoxBytesB + step * 32), kt > 0 || kk > 0);
       }
     }
     sm90::wgmma_commit_group();

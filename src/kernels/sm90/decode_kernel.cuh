@@ -30,34 +30,42 @@ namespace anvil::detail {
 // Memory-bound tiles (up to 64 tokens) get ~108 KiB of stages so two CTAs share an SM:
 // one streams while the other starts up or reduces. Compute-bound tiles (128, 256 tokens)
 // take the whole SM, with setmaxnreg moving registers to the accumulators.
-template <int kTokenTile_>
+// kRows weight rows per CTA, 64 per consumer warpgroup: 128, or 64 for the unsplit
+// configuration (sm90-decode-r64: twice the CTAs, so 33-64 tokens on an 8192-row weight
+// fill the GPU without splitting K). kKBlocks 64-wide K boxes per stage: a CTA fed by TMA
+// completes about one stage per ~0.55 us (docs/decode.md, session 6), so a 64-row CTA
+// needs four boxes per stage to stream as much weight per stage as a 128-row one.
+template <int kTokenTile_, int kRows = 128, int kKBlocks_ = 1>
 struct DecodeConfig {
   static constexpr int kTokenTile = kTokenTile_;
+  static constexpr int kKBlocks = kKBlocks_;
   // Names the shared consumer mainloop reads (consumer.cuh): weights are its "A"
   // (M side), tokens its "B" (N side).
-  static constexpr int kBlockK = 64;
+  static constexpr int kBlockK = 64 * kKBlocks;
   static constexpr int kBlockN = kTokenTile;
-  static constexpr int kConsumers = 2;
+  static constexpr int kConsumers = kRows / 64;
   static constexpr int kSlabs = 1;
-  static constexpr int kBlockM = 128;
+  static constexpr int kBlockM = kRows;
   static constexpr int kMulticastCtas = 1;
   static constexpr int kReleaseCtas = 1;
   static constexpr bool kPingPong = false;  // both consumer warpgroups split every tile
   static constexpr int kStageBytesA = kBlockM * kBlockK * 2;
   static constexpr int kStageBytesB = kTokenTile * kBlockK * 2;
-  static constexpr bool kTwoPerSm = decode_bandwidth_bound(kTokenTile);
+  static constexpr bool kTwoPerSm = decode_bandwidth_bound(kTokenTile) && kKBlocks == 1;
   // 2 x (108 KiB + slack + the 1 KiB the system reserves per CTA) stays under 228 KiB.
   static constexpr int kRingBytes = kTwoPerSm ? 108 * 1024 : 192 * 1024;
   static constexpr int kStages = kRingBytes / (kStageBytesA + kStageBytesB);
-  static constexpr int kThreads = 384;
+  static constexpr int kConsumerThreads = 128 * kConsumers;
+  static constexpr int kThreads = 128 + kConsumerThreads;
   static constexpr int kProducerRegisters = 40;
   static constexpr int kConsumerRegisters = 232;
 
   // The reduction's reads in flight (split_k_reduce.cuh): two groups of a thread, two
   // terms each (the common split is 2). Four groups at 64 tokens, one round trip less,
   // measured no faster (docs/worklog.md, session 14).
-  using ReduceWidth = detail::ReduceWidth<2, 2>;
+  using ReduceShape = detail::ReduceShape<2, 2, kRows>;
 
+  static_assert(kRows == 64 || kRows == 128, "one or two consumer warpgroups of m64");
   static_assert(kTokenTile % 8 == 0 && kTokenTile <= 256, "wgmma N, and whole 8-row swizzle atoms of X");
   static_assert(kStages >= 2, "a ring needs two stages to overlap load and math");
 };
@@ -100,13 +108,19 @@ __device__ void run_split_producer(const DecodeParams& p, KRange range, int feat
     sm90::mbarrier_wait(&barriers.empty[ring.stage], ring.phase ^ 1);
     uint64_t* full = &barriers.full[ring.stage];
     sm90::mbarrier_arrive_expect_tx(full, Config::kStageBytesA + Config::kStageBytesB);
-    const int k = kt * Config::kBlockK;
-    if (p.batched) {
-      sm90::tma_load_3d(tiles_w[ring.stage], &p.map_w, full, k, feature0, batch);
-      sm90::tma_load_3d(tiles_x[ring.stage], &p.map_x, full, k, token0, batch);
-    } else {
-      sm90::tma_load_2d(tiles_w[ring.stage], &p.map_w, full, k, feature0);
-      sm90::tma_load_2d(tiles_x[ring.stage], &p.map_x, full, k, token0);
+    // One 64-wide box of W and of X per K block, box after box (consumer.cuh's layout).
+#pragma unroll
+    for (int box = 0; box < Config::kKBlocks; ++box) {
+      const int k = kt * Config::kBlockK + box * 64;
+      uint8_t* w = tiles_w[ring.stage] + box * Config::kBlockM * 128;
+      uint8_t* x = tiles_x[ring.stage] + box * Config::kTokenTile * 128;
+      if (p.batched) {
+        sm90::tma_load_3d(w, &p.map_w, full, k, feature0, batch);
+        sm90::tma_load_3d(x, &p.map_x, full, k, token0, batch);
+      } else {
+        sm90::tma_load_2d(w, &p.map_w, full, k, feature0);
+        sm90::tma_load_2d(x, &p.map_x, full, k, token0);
+      }
     }
     ring.advance();
   }
@@ -120,8 +134,11 @@ __device__ __forceinline__ DecodeTileOrigin tile_origin(const DecodeParams& p) {
           int64_t{blockIdx.y} * Config::kBlockM};
 }
 
-// Named barrier over the two consumer warpgroups (256 threads; id 0 is __syncthreads).
-__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+// Named barrier over the consumer warpgroups (id 0 is __syncthreads).
+template <class Config>
+__device__ __forceinline__ void consumers_sync() {
+  asm volatile("bar.sync 1, %0;\n" ::"n"(Config::kConsumerThreads) : "memory");
+}
 
 // Grid: (splits, feature tiles, token tiles x batch), clusters of (splits, 1, 1).
 template <class Config, sm90::Input kInput>
@@ -165,17 +182,18 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
     float acc[Config::kSlabs][Config::kBlockN / 2];
     run_consumer_mainloop<Config, kInput>(acc, consumer, range.end - range.begin, ring, shared.a, shared.b,
                                           shared.barriers);
-    consumers_sync();  // the other warpgroup's last wgmma may still read the ring
+    consumers_sync<Config>();  // the other warpgroup's last wgmma may still read the ring
     park_partial<Config::kTokenTile>(partial, acc[0], consumer);
     // Partials are visible cluster-wide once every CTA has arrived (release) and this one
     // has waited (acquire); the thread's share of the finishing is worked out in between ...
     sm90::cluster_arrive();
     const DecodeTileOrigin origin = tile_origin<Config>(p);
     const int rank = static_cast<int>(sm90::cluster_cta_rank()), splits = static_cast<int>(sm90::cluster_size());
-    const ReduceShare share = plan_reduce_share<Config::kTokenTile>(p.epilogue, origin, rank, splits, threadIdx.x - 128);
+    using Shape = typename Config::ReduceShape;
+    const ReduceShare share = plan_reduce_share<Config::kTokenTile, Config::kConsumerThreads, Shape>(
+        p.epilogue, origin, rank, splits, threadIdx.x - 128);
     sm90::cluster_wait();
-    reduce_and_finish<Config::kTokenTile, 256, typename Config::ReduceWidth>(p.epilogue, partial, origin, share,
-                                                                            splits);
+    reduce_and_finish<Config::kTokenTile, Config::kConsumerThreads, Shape>(p.epilogue, partial, origin, share, splits);
     // ... and must stay alive until every peer has read them. Relaxed: each thread has
     // used every value it read (its stores are issued), and waiting for those stores to
     // be performed, which is what the release would add, protects nothing.

@@ -211,13 +211,15 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kCtasPerSm)
   // Partials are visible cluster-wide once every CTA has arrived (release) and this one
   // has waited (acquire); the thread's share of the finishing is worked out in between ...
   sm90::cluster_arrive();
-  const ReduceShare share =
-      plan_reduce_share<Config::kTokenTile, Config::kThreads>(p.epilogue, origin, rank, splits, threadIdx.x);
-  sm90::cluster_wait();
   // One group per thread at most (up to 16 tokens x 32 groups over 512 threads), and every
   // warpgroup part of two ranks read at once: the common split is 2.
-  reduce_and_finish<Config::kTokenTile, Config::kThreads, ReduceWidth<1, 2 * Config::kSubslices>>(
-      p.epilogue, shared.partial[0], origin, share, splits, Config::kSubslices, kPartialBytes<Config::kTokenTile> / 4);
+  using Shape = ReduceShape<1, 2 * Config::kSubslices>;
+  const ReduceShare share =
+      plan_reduce_share<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, origin, rank, splits, threadIdx.x);
+  sm90::cluster_wait();
+  reduce_and_finish<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, shared.partial[0], origin, share, splits,
+                                                                 Config::kSubslices,
+                                                                 kPartialBytes<Config::kTokenTile> / 4);
   // ... and must stay alive until every peer has read them (relaxed: see decode_kernel.cuh).
   sm90::cluster_sync_relaxed();
 }

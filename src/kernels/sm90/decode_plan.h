@@ -49,6 +49,22 @@ inline constexpr int64_t kDecodeLdgMaxTokens = 8;
 
 inline bool prefers_decode_ldg(int64_t m) { return m <= kDecodeLdgMaxTokens; }
 
+// Where sm90-decode-r64 (64 weight rows per CTA, no K split) replaces sm90-decode: 17-64
+// tokens (its 32- and 64-token tiles) on weights whose 64-row tiles fill one wave of the
+// GPU by themselves, 90-100% of the SMs. Measured there (8192 x 8192, H200, 2026-11-30,
+// docs/decode.md session 14): 32 tokens 35.6 against 36.2 us, 64 tokens 37.75 against
+// 38.4. Where its tiles make more than one wave it is slower (10240 features: 51.2 against
+// 46.1 us at 32 tokens, 61.4 against 46.5 at 64; 28672: 2-13% slower), and with fewer
+// tiles it would need the split it was built to avoid, which has not been measured.
+inline constexpr int64_t kDecodeRows64MinTokens = 17;
+inline constexpr double kDecodeRows64MinFill = 0.9;
+
+inline bool prefers_decode_r64(int64_t m, int64_t n, int64_t batch, int sm_count) {
+  if (m < kDecodeRows64MinTokens || m > kDecodeAlwaysTokens) return false;
+  const int64_t tiles = (n + 63) / 64 * batch;  // one token tile: m <= 64
+  return tiles <= sm_count && static_cast<double>(tiles) >= kDecodeRows64MinFill * sm_count;
+}
+
 inline bool prefers_decode(int64_t m, int64_t n, int64_t batch, int sm_count) {
   if (m <= kDecodeAlwaysTokens) return true;
   if (m > kDecodeMaxTokens) return false;
@@ -175,15 +191,18 @@ struct DecodeLaunchPlan {
 // clusters of `splits`. smallest_tile is the kernel's narrowest token tile, the one a
 // batch-invariant split is planned for. single_wave: the kernel runs one CTA per SM and
 // picks its split with choose_single_wave_split, else with choose_decode_split.
+// tile_rows and k_block: weight rows per CTA and K per stage of the kernel (128 and 64
+// for both decode kernels; 64 and 256 for sm90-decode-r64); the split is chosen in those
+// k-tiles, and never exceeds their count.
 template <class ResidentCtas>
 DecodeLaunchPlan plan_decode(const GemmDesc& desc, int token_tile, int smallest_tile, ResidentCtas resident_ctas,
-                             bool single_wave = false) {
+                             bool single_wave = false, int tile_rows = 128, int k_block = 64) {
   DecodeLaunchPlan plan;
   plan.token_tile = token_tile;
   plan.batch = static_cast<int>(desc.batch);
   plan.token_tiles = static_cast<int>((desc.m + token_tile - 1) / token_tile);
-  plan.feature_tiles = static_cast<int>((desc.n + 127) / 128);
-  plan.k_tiles = static_cast<int>((desc.k + 63) / 64);
+  plan.feature_tiles = static_cast<int>((desc.n + tile_rows - 1) / tile_rows);
+  plan.k_tiles = static_cast<int>((desc.k + k_block - 1) / k_block);
   const int64_t tiles = int64_t{plan.feature_tiles} * plan.token_tiles * desc.batch;
   const bool bandwidth_bound = decode_bandwidth_bound(token_tile);
   const auto choose = [&](int64_t output_tiles, int tile, double headroom) {

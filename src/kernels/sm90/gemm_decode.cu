@@ -55,17 +55,17 @@ struct DecodeLaunch {
   DecodeLaunchPlan plan;
 };
 
-template <int kTokenTile>
+template <class Config>
 Status build_decode_launch(const GemmDesc& desc, const GemmArgs& args, const DecodeLaunchPlan& plan, DecodeLaunch* out,
                            Diagnostic* diag) {
-  using Config = DecodeConfig<kTokenTile>;
+  constexpr int kTokenTile = Config::kTokenTile;
   DecodeParams params{};
   params.epilogue = make_epilogue_params(desc, args);
   params.k_tiles = plan.k_tiles;
   params.token_tiles = plan.token_tiles;
   params.batched = desc.batch > 1;
 
-  static_assert(Config::kBlockK == 64, "one 128-byte swizzle row of K per box");
+  static_assert(Config::kBlockK % 64 == 0, "whole 64-wide boxes: one 128-byte swizzle row of K each");
   // GEMM B (column-major: row j of W is K-contiguous) is wgmma's A side.
   Status s = encode_kmajor_sw128(&params.map_w, args.b, desc.b, desc.k, desc.n, Config::kBlockM, diag, desc.batch);
   if (s != Status::kSuccess) return s;
@@ -94,7 +94,7 @@ Status plan_and_launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* d
   // work: done once, then cached.
   const Status s = find_or_build_plan(plan_name.c_str(), desc, args, &launch, diag, [&](DecodeLaunch* out) {
     const DecodeLaunchPlan plan = plan_decode(desc, kTokenTile, kDecodeTokenTiles[0], resident_ctas_for);
-    const Status built = build_decode_launch<kTokenTile>(desc, args, plan, out, diag);
+    const Status built = build_decode_launch<Config>(desc, args, plan, out, diag);
     return built != Status::kSuccess ? built : set_dynamic_smem(kernel, kSmem, kName, diag);
   });
   if (s != Status::kSuccess) return s;
@@ -113,7 +113,70 @@ Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   }
 }
 
+// ---- sm90-decode-r64: 64 weight rows per CTA, four K boxes per stage ----
+//
+// Twice the CTAs of sm90-decode for the same weight, so 17-64 tokens on 8192 rows make
+// 128 tiles and need no K split - and none of its tail (docs/decode.md, session 14). The
+// dispatcher picks it where its tiles fill one wave unsplit (prefers_decode_r64). No
+// SwiGLU: a 64-row tile cannot hold a 64-row gate block and its up block.
+
+constexpr const char* kRows64Name = "sm90-decode-r64";
+template <int kTokenTile>
+using Rows64 = DecodeConfig<kTokenTile, 64, 4>;
+constexpr int kRows64TokenTiles[] = {32, 64};
+
+template <int kTokenTile, sm90::Input kInput>
+constexpr auto rows64_kernel() {
+  return sm90_decode_kernel<Rows64<kTokenTile>, kInput>;
+}
+
+int rows64_resident_ctas_for(int token_tile, int splits) {
+  const auto resident = [&](auto kernel, int smem) {
+    return decode_resident_ctas(kRows64Name, kernel, Rows64<64>::kThreads, smem, splits);
+  };
+  return token_tile <= 32 ? resident(rows64_kernel<32, sm90::Input::kBF16>(), decode_smem_bytes<Rows64<32>>())
+                          : resident(rows64_kernel<64, sm90::Input::kBF16>(), decode_smem_bytes<Rows64<64>>());
+}
+
+Status check_rows64(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
+  const Status s = check_warp_specialized(kRows64Name, desc, args, false, diag);
+  if (s != Status::kSuccess) return s;
+  if ((desc.n + 63) / 64 > 65535 || (desc.m + 63) / 64 * desc.batch > 65535) {
+    return fail(diag, Status::kNotSupported, "%s: too many tiles for the grid (features / 64 and tokens / 64 x batch must stay below 65536)", kRows64Name);
+  }
+  return Status::kSuccess;
+}
+
+template <int kTokenTile>
+Status plan_and_launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  using Config = Rows64<kTokenTile>;
+  constexpr int kSmem = decode_smem_bytes<Config>();
+  auto kernel = desc.a.dtype == DataType::kBF16 ? rows64_kernel<kTokenTile, sm90::Input::kBF16>()
+                                                : rows64_kernel<kTokenTile, sm90::Input::kF16>();
+  static const std::string plan_name = std::string(kRows64Name) + "/t" + std::to_string(kTokenTile);
+  DecodeLaunch launch;
+  const Status s = find_or_build_plan(plan_name.c_str(), desc, args, &launch, diag, [&](DecodeLaunch* out) {
+    const DecodeLaunchPlan plan = plan_decode(desc, kTokenTile, kRows64TokenTiles[0], rows64_resident_ctas_for,
+                                              false, Config::kBlockM, Config::kBlockK);
+    const Status built = build_decode_launch<Config>(desc, args, plan, out, diag);
+    return built != Status::kSuccess ? built : set_dynamic_smem(kernel, kSmem, kRows64Name, diag);
+  });
+  if (s != Status::kSuccess) return s;
+  return launch_decode_grid(kRows64Name, kernel, launch.params, launch.plan, Config::kThreads, kSmem, args.stream,
+                            diag);
+}
+
+Status launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return desc.m <= 32 ? plan_and_launch_rows64<32>(desc, args, diag) : plan_and_launch_rows64<64>(desc, args, diag);
+}
+
 }  // namespace
+
+extern const KernelInfo kSm90DecodeR64{kRows64Name,
+                                       "decode with 64 weight rows per CTA and four 64-wide K boxes per stage: "
+                                       "twice sm90-decode's CTAs, so 17-64 tokens need no K split where the weight's "
+                                       "64-row tiles fill one wave (no SwiGLU)",
+                                       check_rows64, launch_rows64, nullptr};
 
 extern const KernelInfo kSm90Decode{kName,
                                     "decode: swap-AB (weights on wgmma M, tokens on N = 8..256), K split across a "

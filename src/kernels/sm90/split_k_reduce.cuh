@@ -90,20 +90,25 @@ __device__ __forceinline__ void sum_over_cluster(const float* const (&local)[kGr
   }
 }
 
-// How many reads the reduction keeps in flight: kGroups groups of a thread at a time (its
-// last ones re-reading the step's first when it has fewer), kTerms terms of each. A
-// kernel sizes both to what its threads own and its registers hold.
-template <int kGroups_, int kTerms_>
-struct ReduceWidth {
+// A kernel's reduction: how many reads it keeps in flight - kGroups groups of a thread at
+// a time (its last ones re-reading the step's first when it has fewer), kTerms terms of
+// each, sized to what its threads own and its registers hold - and how many weight rows
+// (features) its tiles have: 128, or 64 for tiles that take no SwiGLU.
+template <int kGroups_, int kTerms_, int kTileFeatures_ = 128>
+struct ReduceShape {
   static constexpr int kGroups = kGroups_;
   static constexpr int kTerms = kTerms_;
+  static constexpr int kTileFeatures = kTileFeatures_;
+  // Groups of four outputs per token: a SwiGLU tile's 128 rows are 64 gate rows then
+  // their 64 up rows, 64 outputs.
+  static constexpr int groups_per_token(bool swiglu) { return swiglu ? kTileFeatures / 8 : kTileFeatures / 4; }
 };
 
 // A thread's share of finishing the tile: the groups of four features q = begin, begin +
 // kThreads, ... < end (group q: token q / groups_per_token, features 4 (q % groups_per_token)
-// ..). The thread stride (a multiple of 32) is a multiple of a token's 32 (or 16) groups,
-// so a thread's features - and their bias - stay the same while its tokens advance by
-// kThreads / groups_per_token.
+// ..). The thread stride is a multiple of a token's groups (32, 16 or 8), so a thread's
+// features - and their bias - stay the same while its tokens advance by kThreads /
+// groups_per_token.
 struct ReduceShare {
   int begin, end;
   int feature;      // first of the thread's four weight rows in the tile
@@ -117,13 +122,13 @@ struct ReduceShare {
 // it between arriving at the cluster barrier that publishes them and waiting there: its
 // integer divisions, dependent parameter loads and the bias's trip to memory (~0.45 us of
 // one warp's serial latency at 64 tokens) overlap the wait for the peers.
-template <int kTokenTile, int kThreads = 256>
+template <int kTokenTile, int kThreads, class Shape>
 __device__ __forceinline__ ReduceShare plan_reduce_share(const EpilogueParams& p, DecodeTileOrigin origin, int rank,
                                                          int splits, int thread) {
-  static_assert(kThreads % 32 == 0, "a thread's features must not change between its tokens");
+  static_assert(kThreads % Shape::groups_per_token(false) == 0,
+                "a thread's features must not change between its tokens");
   const bool swiglu = p.activation == Activation::kSwiGLU;
-  // A SwiGLU tile's 128 weight rows are 64 gate rows then their 64 up rows: 64 outputs.
-  const int groups_per_token = swiglu ? 16 : 32;
+  const int groups_per_token = Shape::groups_per_token(swiglu);
   const int groups = kTokenTile * groups_per_token;
   ReduceShare share;
   share.begin = rank * groups / splits + thread;
@@ -143,18 +148,18 @@ __device__ __forceinline__ ReduceShare plan_reduce_share(const EpilogueParams& p
 // activation and the output type are template arguments because this loop is the decode
 // kernel's whole tail: with the activation chosen per output at run time (an indexed jump
 // over every activation's code, four per group) it cost 1.7 of the 2.8 us that finishing
-// took at 64 tokens (H200, 2026-11-30, docs/worklog.md session 13). Width::kGroups groups
+// took at 64 tokens (H200, 2026-11-30, docs/worklog.md session 13). Shape::kGroups groups
 // per step, summed together (sum_over_cluster); a thread's last groups past its count
 // re-read the step's first and skip their stores.
-template <int kTokenTile, int kThreads, class Width, Activation kAct, class Out>
+template <int kTokenTile, int kThreads, class Shape, Activation kAct, class Out>
 __device__ __forceinline__ void reduce_rows_as(const EpilogueParams& p, const float* partial, DecodeTileOrigin origin,
                                                const ReduceShare& share, int splits, int parts, int part_floats) {
   constexpr bool kSwiGLU = kAct == Activation::kSwiGLU;
-  constexpr int kGroupsPerToken = kSwiGLU ? 16 : 32;
+  constexpr int kGroupsPerToken = Shape::groups_per_token(kSwiGLU);
   constexpr int kTokenStep = kThreads / kGroupsPerToken;
   constexpr int kPartialStep = kTokenStep * kPartialPitch;
   // SwiGLU sums two groups' gate and up values per output: half as many groups per step.
-  constexpr int kStep = kSwiGLU && Width::kGroups > 2 ? 2 : Width::kGroups;
+  constexpr int kStep = kSwiGLU && Shape::kGroups > 2 ? 2 : Shape::kGroups;
   const int first_token = share.begin / kGroupsPerToken;
   const int tokens = static_cast<int>(p.m - origin.token0 < kTokenTile ? p.m - origin.token0 : kTokenTile);
   const int by_groups = (share.end - share.begin + kThreads - 1) / kThreads;
@@ -170,12 +175,12 @@ __device__ __forceinline__ void reduce_rows_as(const EpilogueParams& p, const fl
 #pragma unroll
     for (int j = 0; j < kStep; ++j) gate_at[j] = i + j < count ? at + j * kPartialStep : at;
     float4 gate[kStep], up[kStep];
-    sum_over_cluster<kStep, Width::kTerms>(gate_at, splits, parts, part_floats, gate);
+    sum_over_cluster<kStep, Shape::kTerms>(gate_at, splits, parts, part_floats, gate);
     if constexpr (kSwiGLU) {
       const float* up_at[kStep];
 #pragma unroll
       for (int j = 0; j < kStep; ++j) up_at[j] = gate_at[j] + kSwiGLUBlock;
-      sum_over_cluster<kStep, Width::kTerms>(up_at, splits, parts, part_floats, up);
+      sum_over_cluster<kStep, Shape::kTerms>(up_at, splits, parts, part_floats, up);
     } else {
 #pragma unroll
       for (int j = 0; j < kStep; ++j) up[j] = gate[j];
@@ -194,22 +199,22 @@ __device__ __forceinline__ void reduce_rows_as(const EpilogueParams& p, const fl
 // reduce_and_finish for one activation: the short loop above for D's dtype when it
 // applies, else finish_four per group (C, per-row bias, a strided or unaligned D, the
 // last columns of D).
-template <int kTokenTile, int kThreads, class Width, Activation kAct>
+template <int kTokenTile, int kThreads, class Shape, Activation kAct>
 __device__ __forceinline__ void reduce_and_finish_as(const EpilogueParams& p, const float* partial,
                                                      DecodeTileOrigin origin, const ReduceShare& share, int splits,
                                                      int parts, int part_floats) {
   constexpr bool kSwiGLU = kAct == Activation::kSwiGLU;
-  constexpr int kGroupsPerToken = kSwiGLU ? 16 : 32;
+  constexpr int kGroupsPerToken = Shape::groups_per_token(kSwiGLU);
   if (p.row_major_simple && p.four_wide && share.col + 4 <= p.n_out) {
     switch (p.d.dtype) {
       case DataType::kBF16:
-        return reduce_rows_as<kTokenTile, kThreads, Width, kAct, __nv_bfloat16>(p, partial, origin, share, splits, parts,
+        return reduce_rows_as<kTokenTile, kThreads, Shape, kAct, __nv_bfloat16>(p, partial, origin, share, splits, parts,
                                                                          part_floats);
       case DataType::kF16:
-        return reduce_rows_as<kTokenTile, kThreads, Width, kAct, __half>(p, partial, origin, share, splits, parts,
+        return reduce_rows_as<kTokenTile, kThreads, Shape, kAct, __half>(p, partial, origin, share, splits, parts,
                                                                   part_floats);
       default:
-        return reduce_rows_as<kTokenTile, kThreads, Width, kAct, float>(p, partial, origin, share, splits, parts,
+        return reduce_rows_as<kTokenTile, kThreads, Shape, kAct, float>(p, partial, origin, share, splits, parts,
                                                                  part_floats);
     }
   }
@@ -221,11 +226,11 @@ __device__ __forceinline__ void reduce_and_finish_as(const EpilogueParams& p, co
     const float* at = partial + token * kPartialPitch + share.feature;
     float4 gate[1];
     const float* const gate_at[1] = {at};
-    sum_over_cluster<1, Width::kTerms>(gate_at, splits, parts, part_floats, gate);
+    sum_over_cluster<1, Shape::kTerms>(gate_at, splits, parts, part_floats, gate);
     float4 up[1] = {gate[0]};
     if constexpr (kSwiGLU) {
       const float* const up_at[1] = {at + kSwiGLUBlock};
-      sum_over_cluster<1, Width::kTerms>(up_at, splits, parts, part_floats, up);
+      sum_over_cluster<1, Shape::kTerms>(up_at, splits, parts, part_floats, up);
     }
     finish_four<kAct>(p, origin.batch, row, share.col, share.bias, gate[0], up[0]);
   }
@@ -235,13 +240,17 @@ __device__ __forceinline__ void reduce_and_finish_as(const EpilogueParams& p, co
 // park_partial, with their shares from plan_reduce_share: finishes the rank-th of
 // `splits` slices of the tile's outputs. The activation is chosen here, once, not per
 // output.
-template <int kTokenTile, int kThreads, class Width>
+template <int kTokenTile, int kThreads, class Shape>
 __device__ void reduce_and_finish(const EpilogueParams& p, const float* partial, DecodeTileOrigin origin,
                                   const ReduceShare& share, int splits, int parts = 1, int part_floats = 0) {
   if (!share.active) return;
   visit_activation(p.activation, [&](auto act) {
-    reduce_and_finish_as<kTokenTile, kThreads, Width, decltype(act)::value>(p, partial, origin, share, splits, parts,
-                                                                     part_floats);
+    constexpr Activation kAct = decltype(act)::value;
+    // SwiGLU pairs 64 gate rows with 64 up rows: 128-row tiles only (the host refuses it
+    // for the others).
+    if constexpr (kAct != Activation::kSwiGLU || Shape::kTileFeatures == 128) {
+      reduce_and_finish_as<kTokenTile, kThreads, Shape, kAct>(p, partial, origin, share, splits, parts, part_floats);
+    }
   });
 }
 
