@@ -16,15 +16,17 @@ namespace {
 
 constexpr const char* kName = "sm90-decode";
 
-template <int kTokenTile, sm90::Input kInput>
-constexpr auto decode_kernel() {
-  return sm90_decode_kernel<DecodeConfig<kTokenTile>, kInput>;
+// One configuration's kernel for the input dtype.
+template <class Config>
+auto decode_kernel_for(DataType input) {
+  return input == DataType::kBF16 ? sm90_decode_kernel<Config, sm90::Input::kBF16>
+                                  : sm90_decode_kernel<Config, sm90::Input::kF16>;
 }
 
 template <int kTokenTile>
 int resident_ctas(int splits) {
   using Config = DecodeConfig<kTokenTile>;
-  return decode_resident_ctas(kName, decode_kernel<kTokenTile, sm90::Input::kBF16>(), Config::kThreads,
+  return decode_resident_ctas(kName, decode_kernel_for<Config>(DataType::kBF16), Config::kThreads,
                               decode_smem_bytes<Config>(), splits);
 }
 
@@ -39,13 +41,22 @@ int resident_ctas_for(int token_tile, int splits) {
   }
 }
 
-Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
-  const Status s = check_warp_specialized(kName, desc, args, true, diag);
+// The warp-specialized kernels' operand rules, and a grid that fits: features / rows and
+// tokens / the widest token tile (x batch) below 65536.
+Status check_decode(const char* name, const GemmDesc& desc, const GemmArgs* args, bool swiglu, int rows,
+                    int widest_token_tile, Diagnostic* diag) {
+  const Status s = check_warp_specialized(name, desc, args, swiglu, diag);
   if (s != Status::kSuccess) return s;
-  if ((desc.n + 127) / 128 > 65535 || (desc.m + 255) / 256 * desc.batch > 65535) {
-    return fail(diag, Status::kNotSupported, "%s: too many tiles for the grid (features / 128 and tokens / 256 x batch must stay below 65536)", kName);
+  if ((desc.n + rows - 1) / rows > 65535 || (desc.m + widest_token_tile - 1) / widest_token_tile * desc.batch > 65535) {
+    return fail(diag, Status::kNotSupported,
+                "%s: too many tiles for the grid (features / %d and tokens / %d x batch must stay below 65536)", name,
+                rows, widest_token_tile);
   }
   return Status::kSuccess;
+}
+
+Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
+  return check_decode(kName, desc, args, true, 128, 256, diag);
 }
 
 // What one decode launch needs besides the kernel: the parameter block (tensor maps
@@ -76,40 +87,43 @@ Status build_decode_launch(const GemmDesc& desc, const GemmArgs& args, const Dec
   return Status::kSuccess;
 }
 
-template <int kTokenTile>
-auto decode_kernel_for(DataType input) {
-  return input == DataType::kBF16 ? decode_kernel<kTokenTile, sm90::Input::kBF16>()
-                                  : decode_kernel<kTokenTile, sm90::Input::kF16>();
-}
-
-template <int kTokenTile>
-Status plan_and_launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  using Config = DecodeConfig<kTokenTile>;
+// One configuration's launch under kernel `name`: smallest_tile and resident_ctas feed the
+// split planning (decode_plan.h).
+template <class Config, class ResidentCtas>
+Status plan_and_launch(const char* name, int smallest_tile, ResidentCtas resident_ctas, const GemmDesc& desc,
+                       const GemmArgs& args, Diagnostic* diag) {
   constexpr int kSmem = decode_smem_bytes<Config>();
-  auto kernel = decode_kernel_for<kTokenTile>(desc.a.dtype);
-  // The plan cache keys on the configuration too; formatted once, not on every call.
-  static const std::string plan_name = std::string(kName) + "/t" + std::to_string(kTokenTile);
+  auto kernel = decode_kernel_for<Config>(desc.a.dtype);
+  // The plan cache keys on the configuration too; formatted once, not on every call (a
+  // configuration serves one kernel name).
+  static const std::string plan_name = std::string(name) + "/t" + std::to_string(Config::kTokenTile);
   DecodeLaunch launch;
   // The split planning, tensor maps and the kernel's shared-memory limit are per-problem
   // work: done once, then cached.
   const Status s = find_or_build_plan(plan_name.c_str(), desc, args, &launch, diag, [&](DecodeLaunch* out) {
-    const DecodeLaunchPlan plan = plan_decode(desc, kTokenTile, kDecodeTokenTiles[0], resident_ctas_for);
+    const DecodeLaunchPlan plan = plan_decode(desc, Config::kTokenTile, smallest_tile, resident_ctas, false,
+                                              Config::kBlockM, Config::kBlockK);
     const Status built = build_decode_launch<Config>(desc, args, plan, out, diag);
-    return built != Status::kSuccess ? built : set_dynamic_smem(kernel, kSmem, kName, diag);
+    return built != Status::kSuccess ? built : set_dynamic_smem(kernel, kSmem, name, diag);
   });
   if (s != Status::kSuccess) return s;
 
-  return launch_decode_grid(kName, kernel, launch.params, launch.plan, Config::kThreads, kSmem, args.stream, diag);
+  return launch_decode_grid(name, kernel, launch.params, launch.plan, Config::kThreads, kSmem, args.stream, diag);
+}
+
+template <int kTokenTile>
+Status launch_tile(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return plan_and_launch<DecodeConfig<kTokenTile>>(kName, kDecodeTokenTiles[0], resident_ctas_for, desc, args, diag);
 }
 
 Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   switch (decode_token_tile(desc.m)) {
-    case 8: return plan_and_launch<8>(desc, args, diag);
-    case 16: return plan_and_launch<16>(desc, args, diag);
-    case 32: return plan_and_launch<32>(desc, args, diag);
-    case 64: return plan_and_launch<64>(desc, args, diag);
-    case 128: return plan_and_launch<128>(desc, args, diag);
-    default: return plan_and_launch<256>(desc, args, diag);
+    case 8: return launch_tile<8>(desc, args, diag);
+    case 16: return launch_tile<16>(desc, args, diag);
+    case 32: return launch_tile<32>(desc, args, diag);
+    case 64: return launch_tile<64>(desc, args, diag);
+    case 128: return launch_tile<128>(desc, args, diag);
+    default: return launch_tile<256>(desc, args, diag);
   }
 }
 
@@ -125,49 +139,23 @@ template <int kTokenTile>
 using Rows64 = DecodeConfig<kTokenTile, 64, 4>;
 constexpr int kRows64TokenTiles[] = {32, 64};
 
-template <int kTokenTile, sm90::Input kInput>
-constexpr auto rows64_kernel() {
-  return sm90_decode_kernel<Rows64<kTokenTile>, kInput>;
-}
-
 int rows64_resident_ctas_for(int token_tile, int splits) {
   const auto resident = [&](auto kernel, int smem) {
     return decode_resident_ctas(kRows64Name, kernel, Rows64<64>::kThreads, smem, splits);
   };
-  return token_tile <= 32 ? resident(rows64_kernel<32, sm90::Input::kBF16>(), decode_smem_bytes<Rows64<32>>())
-                          : resident(rows64_kernel<64, sm90::Input::kBF16>(), decode_smem_bytes<Rows64<64>>());
+  return token_tile <= 32 ? resident(decode_kernel_for<Rows64<32>>(DataType::kBF16), decode_smem_bytes<Rows64<32>>())
+                          : resident(decode_kernel_for<Rows64<64>>(DataType::kBF16), decode_smem_bytes<Rows64<64>>());
 }
 
 Status check_rows64(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
-  const Status s = check_warp_specialized(kRows64Name, desc, args, false, diag);
-  if (s != Status::kSuccess) return s;
-  if ((desc.n + 63) / 64 > 65535 || (desc.m + 63) / 64 * desc.batch > 65535) {
-    return fail(diag, Status::kNotSupported, "%s: too many tiles for the grid (features / 64 and tokens / 64 x batch must stay below 65536)", kRows64Name);
-  }
-  return Status::kSuccess;
-}
-
-template <int kTokenTile>
-Status plan_and_launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  using Config = Rows64<kTokenTile>;
-  constexpr int kSmem = decode_smem_bytes<Config>();
-  auto kernel = desc.a.dtype == DataType::kBF16 ? rows64_kernel<kTokenTile, sm90::Input::kBF16>()
-                                                : rows64_kernel<kTokenTile, sm90::Input::kF16>();
-  static const std::string plan_name = std::string(kRows64Name) + "/t" + std::to_string(kTokenTile);
-  DecodeLaunch launch;
-  const Status s = find_or_build_plan(plan_name.c_str(), desc, args, &launch, diag, [&](DecodeLaunch* out) {
-    const DecodeLaunchPlan plan = plan_decode(desc, kTokenTile, kRows64TokenTiles[0], rows64_resident_ctas_for,
-                                              false, Config::kBlockM, Config::kBlockK);
-    const Status built = build_decode_launch<Config>(desc, args, plan, out, diag);
-    return built != Status::kSuccess ? built : set_dynamic_smem(kernel, kSmem, kRows64Name, diag);
-  });
-  if (s != Status::kSuccess) return s;
-  return launch_decode_grid(kRows64Name, kernel, launch.params, launch.plan, Config::kThreads, kSmem, args.stream,
-                            diag);
+  return check_decode(kRows64Name, desc, args, false, 64, 64, diag);
 }
 
 Status launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return desc.m <= 32 ? plan_and_launch_rows64<32>(desc, args, diag) : plan_and_launch_rows64<64>(desc, args, diag);
+  return desc.m <= 32 ? plan_and_launch<Rows64<32>>(kRows64Name, kRows64TokenTiles[0], rows64_resident_ctas_for, desc,
+                                                    args, diag)
+                      : plan_and_launch<Rows64<64>>(kRows64Name, kRows64TokenTiles[0], rows64_resident_ctas_for, desc,
+                                                    args, diag);
 }
 
 }  // namespace
