@@ -2,11 +2,11 @@
 //
 //   D[tokens, features] = X[tokens, K] W[features, K]^T   is computed as   D^T = W X^T,
 //
-// so 128 weight rows fill wgmma's M side (two consumer warpgroups, m64 each) and the
-// tokens sit on its N side, as narrow as 8: no token padding to 64 or 128, no wasted
-// tensor-core work. When features / 128 tiles cannot fill the GPU, the CTAs of a cluster
-// each stream 1/splits of K for the same tile and add their partials through distributed
-// shared memory (split_k_reduce.cuh). Parts:
+// so 128 weight rows fill wgmma's M side (two consumer warpgroups, m64 each; 64 rows and
+// one warpgroup in sm90-decode-r64's configuration) and the tokens sit on its N side, as
+// narrow as 8: no token padding to 64 or 128, no wasted tensor-core work. When the tiles
+// cannot fill the GPU, the CTAs of a cluster each stream 1/splits of K for the same tile
+// and add their partials through distributed shared memory (split_k_reduce.cuh). Parts:
 //   producer  - one thread streams this CTA's K range of W and X into the stage ring;
 //   consumers - the production kernel's wgmma mainloop (consumer.cuh), unchanged;
 //   reduction - park the partial tile, cluster barrier, sum slices in rank order, epilogue.
@@ -28,13 +28,14 @@
 namespace anvil::detail {
 
 // Memory-bound tiles (up to 64 tokens) get ~108 KiB of stages so two CTAs share an SM:
-// one streams while the other starts up or reduces. Compute-bound tiles (128, 256 tokens)
-// take the whole SM, with setmaxnreg moving registers to the accumulators.
+// one streams while the other starts up or reduces. Compute-bound tiles (128, 256 tokens),
+// and stages of several K boxes, take the whole SM, with setmaxnreg moving registers to
+// the accumulators.
 // kRows weight rows per CTA, 64 per consumer warpgroup: 128, or 64 for the unsplit
-// configuration (sm90-decode-r64: twice the CTAs, so 33-64 tokens on an 8192-row weight
+// configuration (sm90-decode-r64: twice the CTAs, so 17-64 tokens on an 8192-row weight
 // fill the GPU without splitting K). kKBlocks 64-wide K boxes per stage: a CTA fed by TMA
 // completes about one stage per ~0.55 us (docs/decode.md, session 6), so a 64-row CTA
-// needs four boxes per stage to stream as much weight per stage as a 128-row one.
+// needs four boxes per stage to stream per stage twice what a 128-row one does with one.
 template <int kTokenTile_, int kRows = 128, int kKBlocks_ = 1>
 struct DecodeConfig {
   static constexpr int kTokenTile = kTokenTile_;

@@ -158,7 +158,8 @@ __device__ __forceinline__ void reduce_rows_as(const EpilogueParams& p, const fl
   constexpr int kGroupsPerToken = Shape::groups_per_token(kSwiGLU);
   constexpr int kTokenStep = kThreads / kGroupsPerToken;
   constexpr int kPartialStep = kTokenStep * kPartialPitch;
-  // SwiGLU sums two groups' gate and up values per output: half as many groups per step.
+  // SwiGLU reads a gate and an up sum per group, twice the registers: at most two groups
+  // per step (four spilled at two CTAs per SM).
   constexpr int kStep = kSwiGLU && Shape::kGroups > 2 ? 2 : Shape::kGroups;
   const int first_token = share.begin / kGroupsPerToken;
   const int tokens = static_cast<int>(p.m - origin.token0 < kTokenTile ? p.m - origin.token0 : kTokenTile);
