@@ -208,18 +208,28 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kCtasPerSm)
   float acc[Config::kTokenTile / 2];
   run_ldg_mainloop<Config, kInput>(acc, src, step_begin, step_end, shared.stages[warpgroup], warpgroup);
   park_partial<Config::kTokenTile>(shared.partial[subslice], acc, half);
-  // Partials are visible cluster-wide once every CTA has arrived (release) and this one
-  // has waited (acquire); the thread's share of the finishing is worked out in between ...
-  sm90::cluster_arrive();
   // One group per thread at most (up to 16 tokens x 32 groups over 512 threads), and every
   // warpgroup part of two ranks read at once: the common split is 2.
   using Shape = ReduceShape<1, 2 * Config::kSubslices>;
+  constexpr int kPartFloats = kPartialBytes<Config::kTokenTile> / 4;
+  if (splits == 1) {
+    // No peer reads this CTA's partials (the tiles fill the GPU): a CTA barrier publishes
+    // them, without the cluster barriers (see decode_kernel.cuh).
+    const ReduceShare share =
+        plan_reduce_share<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, origin, rank, 1, threadIdx.x);
+    __syncthreads();
+    reduce_and_finish<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, shared.partial[0], origin, share, 1,
+                                                                   Config::kSubslices, kPartFloats);
+    return;
+  }
+  // Partials are visible cluster-wide once every CTA has arrived (release) and this one
+  // has waited (acquire); the thread's share of the finishing is worked out in between ...
+  sm90::cluster_arrive();
   const ReduceShare share =
       plan_reduce_share<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, origin, rank, splits, threadIdx.x);
   sm90::cluster_wait();
   reduce_and_finish<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, shared.partial[0], origin, share, splits,
-                                                                 Config::kSubslices,
-                                                                 kPartialBytes<Config::kTokenTile> / 4);
+                                                                 Config::kSubslices, kPartFloats);
   // ... and must stay alive until every peer has read them (relaxed: see decode_kernel.cuh).
   sm90::cluster_sync_relaxed();
 }

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "arch/sm90/cluster.cuh"
+#include "arch/sm90/ld_st_shared.cuh"
 #include "kernels/common/epilogue.cuh"
 #include "kernels/sm90/fragment_epilogue.cuh"
 
@@ -47,8 +48,11 @@ struct DecodeTileOrigin {
 // One term of a group's sum: the four features at `local` in the partial tile that CTA
 // rank t / parts parked as part t % parts (a CTA whose warpgroups split its K range
 // further parks `parts` tiles `part_floats` apart).
-__device__ __forceinline__ float4 read_term(const float* local, int term, int parts, int part_floats) {
+// Without a split (own_only) every term is this CTA's own, read from its shared memory
+// directly: a DSMEM read of itself still costs an SM-to-SM round trip.
+__device__ __forceinline__ float4 read_term(const float* local, int term, int parts, int part_floats, bool own_only) {
   const int rank = term / parts, part = term - rank * parts;
+  if (own_only) return sm90::ld_shared_v4(sm90::smem_addr(local + part * part_floats));
   return sm90::ld_shared_cluster_v4(sm90::map_shared_rank(local + part * part_floats, static_cast<uint32_t>(rank)));
 }
 
@@ -63,6 +67,7 @@ template <int kGroups, int kTerms>
 __device__ __forceinline__ void sum_over_cluster(const float* const (&local)[kGroups], int splits, int parts,
                                                  int part_floats, float4 (&sum)[kGroups]) {
   const int terms = splits * parts;
+  const bool own_only = splits == 1;
   // Rolled: each step already has kGroups x kTerms reads in flight, and unrolled copies
   // would hold more in registers than the two-CTAs-per-SM kernels have (ptxas spilled).
 #pragma unroll 1
@@ -71,7 +76,7 @@ __device__ __forceinline__ void sum_over_cluster(const float* const (&local)[kGr
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) {
 #pragma unroll
-      for (int j = 0; j < kTerms; ++j) v[g][j] = read_term(local[g], t + j < terms ? t + j : t, parts, part_floats);
+      for (int j = 0; j < kTerms; ++j) v[g][j] = read_term(local[g], t + j < terms ? t + j : t, parts, part_floats, own_only);
     }
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) {
