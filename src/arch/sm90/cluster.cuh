@@ -36,12 +36,6 @@ __device__ __forceinline__ int grid_dim_x() {
   return static_cast<int>(count);
 }
 
-// Full cluster barrier: every thread of every CTA in the cluster arrives and waits.
-// Release/acquire so that barrier initialisation and smem writes are visible to peers.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-
 // cluster_sync's two halves, for work that touches nothing the barrier publishes and so
 // can run while the peers are still arriving.
 __device__ __forceinline__ void cluster_arrive() {
@@ -49,13 +43,21 @@ __device__ __forceinline__ void cluster_arrive() {
 }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
 
+// Full cluster barrier: every thread of every CTA in the cluster arrives and waits.
+// Release/acquire so that barrier initialisation and smem writes are visible to peers.
+__device__ __forceinline__ void cluster_sync() {
+  cluster_arrive();
+  cluster_wait();
+}
+
 // Cluster barrier without the release: arriving does not wait for this thread's earlier
 // memory operations to be performed (the release arrive compiles to MEMBAR.ALL.GPU, which
 // waits for every outstanding global store). For a last barrier that only keeps shared
 // memory alive while peers read it, when each thread has consumed every value it read
 // before arriving.
 __device__ __forceinline__ void cluster_sync_relaxed() {
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+  cluster_wait();
 }
 
 // The shared::cluster address of `local`'s counterpart in CTA `cta_rank`: every CTA of a

@@ -23,21 +23,21 @@ auto decode_kernel_for(DataType input) {
                                   : sm90_decode_kernel<Config, sm90::Input::kF16>;
 }
 
-template <int kTokenTile>
-int resident_ctas(int splits) {
-  using Config = DecodeConfig<kTokenTile>;
-  return decode_resident_ctas(kName, decode_kernel_for<Config>(DataType::kBF16), Config::kThreads,
+// CTAs of one configuration that fit on the GPU at once in clusters of `splits`.
+template <class Config>
+int resident_ctas(const char* name, int splits) {
+  return decode_resident_ctas(name, decode_kernel_for<Config>(DataType::kBF16), Config::kThreads,
                               decode_smem_bytes<Config>(), splits);
 }
 
 int resident_ctas_for(int token_tile, int splits) {
   switch (token_tile) {
-    case 8: return resident_ctas<8>(splits);
-    case 16: return resident_ctas<16>(splits);
-    case 32: return resident_ctas<32>(splits);
-    case 64: return resident_ctas<64>(splits);
-    case 128: return resident_ctas<128>(splits);
-    default: return resident_ctas<256>(splits);
+    case 8: return resident_ctas<DecodeConfig<8>>(kName, splits);
+    case 16: return resident_ctas<DecodeConfig<16>>(kName, splits);
+    case 32: return resident_ctas<DecodeConfig<32>>(kName, splits);
+    case 64: return resident_ctas<DecodeConfig<64>>(kName, splits);
+    case 128: return resident_ctas<DecodeConfig<128>>(kName, splits);
+    default: return resident_ctas<DecodeConfig<256>>(kName, splits);
   }
 }
 
@@ -140,11 +140,7 @@ using Rows64 = DecodeConfig<kTokenTile, 64, 4>;
 constexpr int kRows64TokenTiles[] = {32, 64};
 
 int rows64_resident_ctas_for(int token_tile, int splits) {
-  const auto resident = [&](auto kernel, int smem) {
-    return decode_resident_ctas(kRows64Name, kernel, Rows64<64>::kThreads, smem, splits);
-  };
-  return token_tile <= 32 ? resident(decode_kernel_for<Rows64<32>>(DataType::kBF16), decode_smem_bytes<Rows64<32>>())
-                          : resident(decode_kernel_for<Rows64<64>>(DataType::kBF16), decode_smem_bytes<Rows64<64>>());
+  return token_tile <= 32 ? resident_ctas<Rows64<32>>(kRows64Name, splits) : resident_ctas<Rows64<64>>(kRows64Name, splits);
 }
 
 Status check_rows64(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {

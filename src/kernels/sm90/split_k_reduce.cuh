@@ -242,10 +242,10 @@ __device__ __forceinline__ void reduce_and_finish_as(const EpilogueParams& p, co
   }
 }
 
-// Run by kThreads threads of CTA `rank` after the cluster barrier that follows
-// park_partial, with their shares from plan_reduce_share: finishes the rank-th of
-// `splits` slices of the tile's outputs. The activation is chosen here, once, not per
-// output.
+// Run by kThreads threads of CTA `rank` after the barrier that follows park_partial (the
+// cluster's, or the CTA's own without a split), with their shares from plan_reduce_share:
+// finishes the rank-th of `splits` slices of the tile's outputs. The activation is chosen
+// here, once, not per output.
 template <int kTokenTile, int kThreads, class Shape>
 __device__ void reduce_and_finish(const EpilogueParams& p, const float* partial, DecodeTileOrigin origin,
                                   const ReduceShare& share, int splits, int parts = 1, int part_floats = 0) {
