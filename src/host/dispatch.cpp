@@ -14,8 +14,9 @@ using detail::KernelInfo;
 bool wants_auto(const GemmDesc& desc) { return desc.kernel == nullptr || std::strcmp(desc.kernel, "auto") == 0; }
 
 // The dispatcher's preference: a decode kernel for few tokens (the load-path one for the
-// fewest, prefers_decode_ldg; the 64-row one where its tiles fill a wave unsplit,
-// prefers_decode_r64; always sm90-decode for batch invariance), the production
+// fewest, prefers_decode_ldg; the 64-row ones where their tiles fill a wave unsplit,
+// prefers_decode_ldg_r64 and prefers_decode_r64; always sm90-decode for batch
+// invariance), the production
 // Hopper kernel, then the CUDA-core naive kernel, which accepts every valid problem (K = 0,
 // odd strides, any layout). The decode kernels take K-major operands in place only; other
 // layouts go to sm90-gemm, which repacks them.
@@ -64,9 +65,12 @@ namespace detail {
 
 const KernelInfo* pick_decode_kernel(const GemmDesc& desc, const GemmArgs* args) {
   const bool load_path = !desc.batch_invariant && prefers_decode_ldg(desc.m);
-  // sm90-decode-r64 refuses SwiGLU itself; the next candidate takes it.
+  // The 64-row kernels refuse SwiGLU themselves; the next candidate takes it.
+  const bool load_path_rows64 =
+      !desc.batch_invariant && prefers_decode_ldg_r64(desc.m, desc.n, desc.k, desc.batch, device_sm_count());
   const bool rows64 = !desc.batch_invariant && prefers_decode_r64(desc.m, desc.n, desc.batch, device_sm_count());
-  for (const char* name : {load_path ? "sm90-decode-ldg" : "", rows64 ? "sm90-decode-r64" : "", "sm90-decode"}) {
+  for (const char* name : {load_path_rows64 ? "sm90-decode-ldg-r64" : "", load_path ? "sm90-decode-ldg" : "",
+                           rows64 ? "sm90-decode-r64" : "", "sm90-decode"}) {
     if (*name == '\0') continue;
     const KernelInfo* k = find_kernel(name);
     if (k != nullptr && k->check(desc, args, nullptr) == Status::kSuccess) return k;

@@ -126,8 +126,9 @@ TEST(DecodeDispatch, LoadPathKernelUpToEightTokens) {
 // The dispatcher's routing needs no GPU: dispatch_name runs the description checks only
 // (and assumes an H200's 132 SMs when no device can be asked).
 TEST(DecodeDispatch, FewTokensGoToTheDecodeKernel) {
-  EXPECT_STREQ(dispatch_name(linear_desc(1, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg");
+  EXPECT_STREQ(dispatch_name(linear_desc(1, 10240, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg");
   EXPECT_STREQ(dispatch_name(linear_desc(8, 10240, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg");
+  EXPECT_STREQ(dispatch_name(linear_desc(1, 28672, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg");
   EXPECT_STREQ(dispatch_name(linear_desc(16, 10240, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
   EXPECT_STREQ(dispatch_name(linear_desc(16, 28672, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
   EXPECT_STREQ(dispatch_name(linear_desc(17, 10240, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
@@ -159,6 +160,33 @@ TEST(DecodeDispatch, SixtyFourRowTilesWhereTheyFillOneWave) {
   swiglu.epilogue.activation = Activation::kSwiGLU;
   EXPECT_STREQ(dispatch_name(swiglu), "sm90-decode");
   GemmDesc invariant = linear_desc(64, 8192, 8192, DataType::kBF16, DataType::kBF16);
+  invariant.batch_invariant = true;
+  EXPECT_STREQ(dispatch_name(invariant), "sm90-decode");
+}
+
+// The load path's 64-row tiles where they fill one wave and K is at most 16384: 1-8 tokens
+// on the 8192-feature weight; not 9 tokens, not 10240 or 28672 features, not K = 28672 or
+// 16385, not SwiGLU (the 128-row load-path kernel takes it), not batch invariance.
+TEST(DecodeDispatch, LoadPathSixtyFourRowTilesWhereTheyFillOneWave) {
+  EXPECT_TRUE(prefers_decode_ldg_r64(1, 8192, 8192, 1, 132));
+  EXPECT_TRUE(prefers_decode_ldg_r64(8, 8192, 8192, 1, 132));
+  EXPECT_TRUE(prefers_decode_ldg_r64(1, 8192, 16384, 1, 132));
+  EXPECT_FALSE(prefers_decode_ldg_r64(1, 8192, 16385, 1, 132));
+  EXPECT_TRUE(prefers_decode_ldg_r64(1, 7616, 8192, 1, 132));   // 119 tiles
+  EXPECT_FALSE(prefers_decode_ldg_r64(1, 7552, 8192, 1, 132));  // 118 tiles: 89%
+  EXPECT_FALSE(prefers_decode_ldg_r64(1, 8512, 8192, 1, 132));  // 133 tiles: a second wave
+  EXPECT_FALSE(prefers_decode_ldg_r64(9, 8192, 8192, 1, 132));
+  EXPECT_FALSE(prefers_decode_ldg_r64(1, 10240, 8192, 1, 132));
+  EXPECT_TRUE(prefers_decode_ldg_r64(4, 4096, 4096, 2, 132));  // 128 tiles over two batches
+
+  EXPECT_STREQ(dispatch_name(linear_desc(1, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg-r64");
+  EXPECT_STREQ(dispatch_name(linear_desc(8, 8192, 8192, DataType::kF16, DataType::kF16)), "sm90-decode-ldg-r64");
+  EXPECT_STREQ(dispatch_name(linear_desc(1, 8192, 28672, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg");
+  EXPECT_STREQ(dispatch_name(linear_desc(9, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
+  GemmDesc swiglu = linear_desc(1, 8192, 8192, DataType::kBF16, DataType::kBF16);
+  swiglu.epilogue.activation = Activation::kSwiGLU;
+  EXPECT_STREQ(dispatch_name(swiglu), "sm90-decode-ldg");
+  GemmDesc invariant = linear_desc(1, 8192, 8192, DataType::kBF16, DataType::kBF16);
   invariant.batch_invariant = true;
   EXPECT_STREQ(dispatch_name(invariant), "sm90-decode");
 }

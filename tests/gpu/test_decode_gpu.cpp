@@ -1,7 +1,7 @@
-// The decode kernels (sm90-decode, and sm90-decode-ldg on every same case) against the
-// reference: token counts from 1 to past one 256-wide tile, feature and K tails, splits of
-// K from 1 to 8 (uneven ones included), every epilogue, output layouts that defeat the
-// vector store; and batch invariance.
+// The decode kernels (sm90-decode, and sm90-decode-ldg and the 64-row kernels on the same
+// cases) against the reference: token counts from 1 to past one 256-wide tile, feature and
+// K tails, splits of K from 1 to 8 (uneven ones included), every epilogue, output layouts
+// that defeat the vector store; and batch invariance.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -120,13 +120,21 @@ std::vector<DecodeCase> decode_cases() {
     ldg.desc.kernel = "sm90-decode-ldg";
     cases.push_back(ldg);
   }
-  // And on sm90-decode-r64 (64-row tiles, four K boxes per stage), which takes no SwiGLU.
-  for (size_t i = 0; i < tma_cases; ++i) {
-    if (cases[i].desc.epilogue.activation == Activation::kSwiGLU) continue;
-    DecodeCase rows64 = cases[i];
-    rows64.name = "r64_" + rows64.name;
-    rows64.desc.kernel = "sm90-decode-r64";
-    cases.push_back(rows64);
+  // And on the 64-row kernels, which take no SwiGLU: sm90-decode-r64 (four K boxes per
+  // stage) and sm90-decode-ldg-r64 (four warpgroups along K; more than 8 tokens: several
+  // token tiles).
+  const struct {
+    const char* prefix;
+    const char* kernel;
+  } rows64_kernels[] = {{"r64_", "sm90-decode-r64"}, {"ldgr64_", "sm90-decode-ldg-r64"}};
+  for (const auto& rows64_kernel : rows64_kernels) {
+    for (size_t i = 0; i < tma_cases; ++i) {
+      if (cases[i].desc.epilogue.activation == Activation::kSwiGLU) continue;
+      DecodeCase rows64 = cases[i];
+      rows64.name = rows64_kernel.prefix + rows64.name;
+      rows64.desc.kernel = rows64_kernel.kernel;
+      cases.push_back(rows64);
+    }
   }
   return cases;
 }

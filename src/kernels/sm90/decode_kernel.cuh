@@ -190,6 +190,9 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
     const DecodeTileOrigin origin = tile_origin<Config>(p);
     const int rank = static_cast<int>(sm90::cluster_cta_rank()), splits = static_cast<int>(sm90::cluster_size());
     using Shape = typename Config::ReduceShape;
+    // Two branches, not one path with its barriers under `if (split)`: the unsplit one
+    // compiles for one split, its reads local and its loop bounds known. Merged, sm90-decode
+    // and sm90-decode-r64 ran 0.15-0.3 us slower (docs/worklog.md, session 15).
     if (splits == 1) {
       // No peer reads this CTA's partial (sm90-decode-r64 in its one wave, or tiles that
       // fill the GPU): a barrier over the consumer warpgroups publishes it. The cluster

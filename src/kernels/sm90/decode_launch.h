@@ -1,11 +1,12 @@
 // Host pieces both decode kernels share (gemm_decode.cu, gemm_decode_ldg.cu): how many CTAs
-// fit at once, and the launch of a plan's grid.
+// fit at once, the operand and grid checks, and the launch of a plan's grid.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include "host/registry.h"
 #include "kernels/sm90/decode_plan.h"
+#include "kernels/sm90/tma_operands.h"
 
 namespace anvil::detail {
 
@@ -21,6 +22,20 @@ int decode_resident_ctas(const char* name, Kernel kernel, int threads, int smem_
   }
   cudaGetLastError();  // a failed query must not surface as the caller's launch error
   return found > 0 ? found * splits : 132 / splits * splits;
+}
+
+// The warp-specialized kernels' operand rules, and a grid that fits: features / rows and
+// tokens / the widest token tile (x batch) below 65536.
+inline Status check_decode(const char* name, const GemmDesc& desc, const GemmArgs* args, bool swiglu, int rows,
+                           int widest_token_tile, Diagnostic* diag) {
+  const Status s = check_warp_specialized(name, desc, args, swiglu, diag);
+  if (s != Status::kSuccess) return s;
+  if ((desc.n + rows - 1) / rows > 65535 || (desc.m + widest_token_tile - 1) / widest_token_tile * desc.batch > 65535) {
+    return fail(diag, Status::kNotSupported,
+                "%s: too many tiles for the grid (features / %d and tokens / %d x batch must stay below 65536)", name,
+                rows, widest_token_tile);
+  }
+  return Status::kSuccess;
 }
 
 // Grid (splits, feature tiles, token tiles x batch) in clusters of (splits, 1, 1).

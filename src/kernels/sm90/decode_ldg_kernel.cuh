@@ -8,9 +8,10 @@
 // ring depth, which holds the TMA decode kernel to ~3.75 TB/s, while 16-byte loads from
 // 1024 threads per SM read 4.04-4.11 TB/s (anvil-stream-probe, docs/decode.md).
 //
-// A CTA covers 128 weight rows - two row halves of 64 - and its cluster's share of K, which
-// kSubslices warpgroups per half split further. Each warpgroup runs its own ring of stages:
-// its threads keep kStages - 1 stages of copies in flight, so the slowest of a stage's
+// A CTA covers 128 weight rows - two row blocks of 64, one m64 wgmma each - or 64 in the
+// unsplit configuration (sm90-decode-ldg-r64), and its cluster's share of K, which
+// kSubslices warpgroups per row block split further. Each warpgroup runs its own ring of
+// stages: its threads keep kStages - 1 stages of copies in flight, so the slowest of a stage's
 // requests (a warpgroup waits for all of them) is hidden behind the stages after it. The
 // partial tiles are parked in shared memory and summed in a fixed order (rank, then
 // warpgroup) through distributed shared memory (split_k_reduce.cuh), so results are
@@ -18,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "arch/sm90/cluster.cuh"
 #include "arch/sm90/cp_async.cuh"
@@ -28,12 +30,15 @@
 
 namespace anvil::detail {
 
-template <int kTokenTile_, int kStepK_, int kSubslices_>
+// kRows weight rows per CTA: 128, or 64 for sm90-decode-ldg-r64, whose twice as many tiles
+// fill the GPU without a K split where the 128-row ones need one (8192 features).
+template <int kTokenTile_, int kStepK_, int kSubslices_, int kRows = 128>
 struct LdgDecodeConfig {
   static constexpr int kTokenTile = kTokenTile_;
-  static constexpr int kBlockM = 128;             // weight rows per CTA: two row halves of m64
-  static constexpr int kSubslices = kSubslices_;  // warpgroups per row half, each a share of K
-  static constexpr int kWarpgroups = 2 * kSubslices;
+  static constexpr int kBlockM = kRows;
+  static constexpr int kRowBlocks = kRows / 64;   // one m64 wgmma each
+  static constexpr int kSubslices = kSubslices_;  // warpgroups per row block, each a share of K
+  static constexpr int kWarpgroups = kRowBlocks * kSubslices;
   static constexpr int kThreads = 128 * kWarpgroups;
   static constexpr int kCtasPerSm = 1;
   static constexpr int kStepK = kStepK_;  // K per stage: kKBlocks 128-byte swizzled blocks
@@ -43,17 +48,35 @@ struct LdgDecodeConfig {
   static constexpr int kWeightStageBytes = kKBlocks * kWeightBlockBytes;
   static constexpr int kTokenStageBytes = kKBlocks * kTokenBlockBytes;
   static constexpr int kStageBytes = kWeightStageBytes + kTokenStageBytes;
-  static constexpr int kPartialsBytes = kSubslices * kPartialBytes<kTokenTile>;
+  // Where the partial tiles park. A subslice's two row blocks share one tile, so with 128
+  // rows a warpgroup may finish while the other still multiplies: the tiles sit beside the
+  // rings. A 64-row tile has one owner, which parks over its own ring once its last wgmma
+  // has retired - room beside the rings would leave the four warpgroups two stages each.
+  static constexpr bool kParksOverRing = kRowBlocks == 1;
+  static constexpr int kPartialsBytes = kParksOverRing ? 0 : kSubslices * kPartialBytes<kTokenTile>;
   // As many stages as fit: the whole ring but the stage being multiplied is in flight.
   static constexpr int kSmemBudget = 225 * 1024;
   static constexpr int kStages = (kSmemBudget - kPartialsBytes) / (kWarpgroups * kStageBytes);
   static constexpr int kChunksPerRow = kStepK / 8;  // 16-byte pieces
   static constexpr int kWeightPieces = 64 * kChunksPerRow / 128;  // per thread per stage
   static constexpr int kTokenPieces = kTokenTile * kChunksPerRow;  // per warpgroup per stage
+  // The reduction's reads in flight per group: as many as the CTA has warpgroups - every
+  // part of two ranks with 128 rows (the common split is 2), all four parts of the unsplit
+  // 64-row tile.
+  using ReduceShape = detail::ReduceShape<1, kWarpgroups, kRows>;
 
+  static_assert(kRows == 64 || kRows == 128, "one or two row blocks of m64");
   static_assert(kStepK % 64 == 0 && kTokenTile % 8 == 0, "whole swizzle blocks and 8-row atoms");
   static_assert(kStages >= 3, "two stages in flight while one is multiplied");
+  static_assert(!kParksOverRing || kPartialBytes<kTokenTile> <= kStages * kStageBytes,
+                "a partial tile fits over its warpgroup's ring");
 };
+
+template <int kTiles, int kTileFloats>
+struct PartialTiles {
+  alignas(16) float tile[kTiles][kTileFloats];
+};
+struct NoPartialTiles {};
 
 template <class Config>
 struct LdgDecodeShared {
@@ -62,8 +85,25 @@ struct LdgDecodeShared {
     alignas(1024) uint8_t tokens[Config::kTokenStageBytes];
   };
   Stage stages[Config::kWarpgroups][Config::kStages];
-  alignas(16) float partial[Config::kSubslices][kPartialBytes<Config::kTokenTile> / 4];
+  std::conditional_t<Config::kParksOverRing, NoPartialTiles,
+                     PartialTiles<Config::kSubslices, kPartialBytes<Config::kTokenTile> / 4>>
+      partials;
 };
+
+// Subslice s's partial tile: beside the rings, or over the ring of its one warpgroup. The
+// tiles are kLdgPartFloats apart (the reduction's part stride).
+template <class Config>
+inline constexpr int kLdgPartFloats =
+    Config::kParksOverRing ? Config::kStages * static_cast<int>(sizeof(typename LdgDecodeShared<Config>::Stage)) / 4
+                           : kPartialBytes<Config::kTokenTile> / 4;
+template <class Config>
+__device__ __forceinline__ float* ldg_partial_tile(LdgDecodeShared<Config>& shared, int subslice) {
+  if constexpr (Config::kParksOverRing) {
+    return reinterpret_cast<float*>(shared.stages[subslice][0].weight);
+  } else {
+    return shared.partials.tile[subslice];
+  }
+}
 
 template <class Config>
 constexpr int ldg_decode_smem_bytes() {
@@ -188,7 +228,7 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kCtasPerSm)
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
 
   const int warpgroup = threadIdx.x / 128;
-  const int half = warpgroup % 2, subslice = warpgroup / 2;
+  const int row_block = warpgroup % Config::kRowBlocks, subslice = warpgroup / Config::kRowBlocks;
   const int rank = static_cast<int>(sm90::cluster_cta_rank()), splits = static_cast<int>(sm90::cluster_size());
   const DecodeTileOrigin origin{blockIdx.z / p.token_tiles, int64_t{blockIdx.z % p.token_tiles} * Config::kTokenTile,
                                 int64_t{blockIdx.y} * Config::kBlockM};
@@ -197,7 +237,7 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kCtasPerSm)
   const int step_begin = part * p.steps / parts;  // < 2^28: steps < 2^24, parts <= 16
   const int step_end = (part + 1) * p.steps / parts;
 
-  const int64_t row0 = origin.feature0 + half * 64;
+  const int64_t row0 = origin.feature0 + row_block * 64;
   const StepSource src{p.w + origin.batch * p.batch_w + row0 * p.ld_w,
                        p.x + origin.batch * p.batch_x + origin.token0 * p.ld_x,
                        p.ld_w,
@@ -207,18 +247,24 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kCtasPerSm)
                        p.k};
   float acc[Config::kTokenTile / 2];
   run_ldg_mainloop<Config, kInput>(acc, src, step_begin, step_end, shared.stages[warpgroup], warpgroup);
-  park_partial<Config::kTokenTile>(shared.partial[subslice], acc, half);
-  // One group per thread at most (up to 16 tokens x 32 groups over 512 threads), and every
-  // warpgroup part of two ranks read at once: the common split is 2.
-  using Shape = ReduceShape<1, 2 * Config::kSubslices>;
-  constexpr int kPartFloats = kPartialBytes<Config::kTokenTile> / 4;
+  // A warpgroup that parks over its own ring waits until all its warps have retired their
+  // last wgmma and copies.
+  if constexpr (Config::kParksOverRing) warpgroup_sync(warpgroup);
+  park_partial<Config::kTokenTile>(ldg_partial_tile(shared, subslice), acc, row_block);
+  const float* const partials = ldg_partial_tile(shared, 0);
+  constexpr int kPartFloats = kLdgPartFloats<Config>;
+  // One group per thread at most (up to 16 tokens x 32 groups over 512 threads).
+  using Shape = typename Config::ReduceShape;
+  // Two branches, not one path with its barriers under `if (splits > 1)`: the unsplit one
+  // compiles for one split, its reads local and its loop bounds known (see
+  // decode_kernel.cuh).
   if (splits == 1) {
     // No peer reads this CTA's partials (the tiles fill the GPU): a CTA barrier publishes
     // them, without the cluster barriers (see decode_kernel.cuh).
     const ReduceShare share =
         plan_reduce_share<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, origin, rank, 1, threadIdx.x);
     __syncthreads();
-    reduce_and_finish<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, shared.partial[0], origin, share, 1,
+    reduce_and_finish<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, partials, origin, share, 1,
                                                                    Config::kSubslices, kPartFloats);
     return;
   }
@@ -228,7 +274,7 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kCtasPerSm)
   const ReduceShare share =
       plan_reduce_share<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, origin, rank, splits, threadIdx.x);
   sm90::cluster_wait();
-  reduce_and_finish<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, shared.partial[0], origin, share, splits,
+  reduce_and_finish<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, partials, origin, share, splits,
                                                                  Config::kSubslices, kPartFloats);
   // ... and must stay alive until every peer has read them (relaxed: see decode_kernel.cuh).
   sm90::cluster_sync_relaxed();

@@ -49,20 +49,41 @@ inline constexpr int64_t kDecodeLdgMaxTokens = 8;
 
 inline bool prefers_decode_ldg(int64_t m) { return m <= kDecodeLdgMaxTokens; }
 
-// Where sm90-decode-r64 (64 weight rows per CTA, no K split) replaces sm90-decode: 17-64
-// tokens (its 32- and 64-token tiles) on weights whose 64-row tiles fill one wave of the
-// GPU by themselves, 90-100% of the SMs. Measured there (8192 x 8192, H200, 2026-11-30,
-// docs/decode.md session 14): 32 tokens 35.6 against 36.2 us, 64 tokens 37.75 against
-// 38.4. Where its tiles make more than one wave it is slower (10240 features: 51.2 against
-// 46.1 us at 32 tokens, 61.4 against 46.5 at 64; 28672: 2-13% slower), and with fewer
-// tiles it would need the split it was built to avoid, which has not been measured.
-inline constexpr int64_t kDecodeRows64MinTokens = 17;
+// Whether a weight of n features (x batch) in 64-row tiles fills one wave of the GPU by
+// itself, 90-100% of the SMs: where the 64-row kernels, sm90-decode-r64 and
+// sm90-decode-ldg-r64, run unsplit and leave few SMs idle.
 inline constexpr double kDecodeRows64MinFill = 0.9;
 
-inline bool prefers_decode_r64(int64_t m, int64_t n, int64_t batch, int sm_count) {
-  if (m < kDecodeRows64MinTokens || m > kDecodeAlwaysTokens) return false;
-  const int64_t tiles = (n + 63) / 64 * batch;  // one token tile: m <= 64
+inline bool decode_rows64_fill_one_wave(int64_t n, int64_t batch, int sm_count) {
+  const int64_t tiles = (n + 63) / 64 * batch;
   return tiles <= sm_count && static_cast<double>(tiles) >= kDecodeRows64MinFill * sm_count;
+}
+
+// Where sm90-decode-r64 (64 weight rows per CTA, no K split) replaces sm90-decode: 17-64
+// tokens (its 32- and 64-token tiles: one token tile) on weights whose 64-row tiles fill one
+// wave. Measured there (8192 x 8192, H200, 2026-11-30, docs/decode.md session 14): 32
+// tokens 35.6 against 36.2 us, 64 tokens 37.75 against 38.4. Where its tiles make more than
+// one wave it is slower (10240 features: 51.2 against 46.1 us at 32 tokens, 61.4 against
+// 46.5 at 64; 28672: 2-13% slower), and with fewer tiles it would need the split it was
+// built to avoid, which has not been measured.
+inline constexpr int64_t kDecodeRows64MinTokens = 17;
+
+inline bool prefers_decode_r64(int64_t m, int64_t n, int64_t batch, int sm_count) {
+  return m >= kDecodeRows64MinTokens && m <= kDecodeAlwaysTokens && decode_rows64_fill_one_wave(n, batch, sm_count);
+}
+
+// Where sm90-decode-ldg-r64 (the load-path kernel with 64-row tiles, no K split) replaces
+// sm90-decode-ldg: the load path's token counts (prefers_decode_ldg) on weights whose 64-row
+// tiles fill one wave, up to K = 16384. The 128-row tiles of such a weight fill half the
+// GPU and take a K split across a cluster, whose tail the 64-row tiles do without; but
+// they stream a little slower. Measured in one process (8192 features, H200, 2026-11-30,
+// docs/decode.md session 15): K = 8192 0.24-0.46 us faster at 1-8 tokens (1 token: 33.15
+// against 33.45 us), K = 28672 0.1-0.3 us slower. As a fixed saving less a cost growing
+// with K, the two cross near K = 16K.
+inline constexpr int64_t kDecodeLdgRows64MaxK = 16384;
+
+inline bool prefers_decode_ldg_r64(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count) {
+  return prefers_decode_ldg(m) && k <= kDecodeLdgRows64MaxK && decode_rows64_fill_one_wave(n, batch, sm_count);
 }
 
 inline bool prefers_decode(int64_t m, int64_t n, int64_t batch, int sm_count) {

@@ -41,20 +41,6 @@ int resident_ctas_for(int token_tile, int splits) {
   }
 }
 
-// The warp-specialized kernels' operand rules, and a grid that fits: features / rows and
-// tokens / the widest token tile (x batch) below 65536.
-Status check_decode(const char* name, const GemmDesc& desc, const GemmArgs* args, bool swiglu, int rows,
-                    int widest_token_tile, Diagnostic* diag) {
-  const Status s = check_warp_specialized(name, desc, args, swiglu, diag);
-  if (s != Status::kSuccess) return s;
-  if ((desc.n + rows - 1) / rows > 65535 || (desc.m + widest_token_tile - 1) / widest_token_tile * desc.batch > 65535) {
-    return fail(diag, Status::kNotSupported,
-                "%s: too many tiles for the grid (features / %d and tokens / %d x batch must stay below 65536)", name,
-                rows, widest_token_tile);
-  }
-  return Status::kSuccess;
-}
-
 Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
   return check_decode(kName, desc, args, true, 128, 256, diag);
 }

@@ -1,5 +1,5 @@
-// Host side of "sm90-decode-ldg" (decode_ldg_kernel.cuh): the decode kernel that reads its
-// weight through the load path. Same grid as sm90-decode (decode_plan.h), one CTA per SM,
+// Host side of "sm90-decode-ldg" and "sm90-decode-ldg-r64" (decode_ldg_kernel.cuh): the
+// decode kernel that reads its weight through the load path. Same grid as sm90-decode (decode_plan.h), one CTA per SM,
 // so its K split fills one wave (choose_single_wave_split); no tensor maps, so a plan is
 // only the split and the parameter block.
 #include <cuda_runtime.h>
@@ -35,26 +35,21 @@ constexpr auto ldg_kernel() {
   return sm90_decode_ldg_kernel<Config, kInput>;
 }
 
+// CTAs of one configuration that fit on the GPU at once in clusters of `splits`.
 template <class Config>
-int resident_ctas(int splits) {
-  return decode_resident_ctas(kName, ldg_kernel<Config, sm90::Input::kBF16>(), Config::kThreads,
+int resident_ctas(const char* name, int splits) {
+  return decode_resident_ctas(name, ldg_kernel<Config, sm90::Input::kBF16>(), Config::kThreads,
                               ldg_decode_smem_bytes<Config>(), splits);
 }
 
 int resident_ctas_for(int token_tile, int splits) {
-  return token_tile <= Ldg8::kTokenTile ? resident_ctas<Ldg8>(splits) : resident_ctas<Ldg16>(splits);
+  return token_tile <= Ldg8::kTokenTile ? resident_ctas<Ldg8>(kName, splits) : resident_ctas<Ldg16>(kName, splits);
 }
 
 // The same operand limits as sm90-decode (K-major operands, 16-byte aligned bases and
 // pitches, so every 16-byte cp.async source is aligned), whose checks are TMA's.
 Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
-  const Status s = check_warp_specialized(kName, desc, args, true, diag);
-  if (s != Status::kSuccess) return s;
-  if ((desc.n + 127) / 128 > 65535 || (desc.m + 15) / 16 * desc.batch > 65535) {
-    return fail(diag, Status::kNotSupported,
-                "%s: too many tiles for the grid (features / 128 and tokens / 16 x batch must stay below 65536)", kName);
-  }
-  return Status::kSuccess;
+  return check_decode(kName, desc, args, true, 128, Ldg16::kTokenTile, diag);
 }
 
 struct LdgDecodeLaunch {
@@ -86,28 +81,64 @@ auto kernel_for(DataType input) {
   return input == DataType::kBF16 ? ldg_kernel<Config, sm90::Input::kBF16>() : ldg_kernel<Config, sm90::Input::kF16>();
 }
 
-template <class Config>
-Status plan_and_launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+// One configuration's launch under kernel `name`: smallest_tile and resident_ctas feed the
+// split planning (decode_plan.h), in tiles of the configuration's rows.
+template <class Config, class ResidentCtas>
+Status plan_and_launch(const char* name, int smallest_tile, ResidentCtas resident_ctas, const GemmDesc& desc,
+                       const GemmArgs& args, Diagnostic* diag) {
   constexpr int kTokenTile = Config::kTokenTile;
   constexpr int kSmem = ldg_decode_smem_bytes<Config>();
   auto kernel = kernel_for<Config>(desc.a.dtype);
-  // The plan cache keys on the configuration too; formatted once, not on every call.
-  static const std::string plan_name = std::string(kName) + "/t" + std::to_string(kTokenTile) + "/k" +
+  // The plan cache keys on the configuration too; formatted once, not on every call (a
+  // configuration serves one kernel name).
+  static const std::string plan_name = std::string(name) + "/t" + std::to_string(kTokenTile) + "/k" +
                                        std::to_string(Config::kStepK) + "/s" + std::to_string(Config::kSubslices);
   LdgDecodeLaunch launch;
   const Status s = find_or_build_plan(plan_name.c_str(), desc, args, &launch, diag, [&](LdgDecodeLaunch* out) {
-    *out = build_launch<Config>(desc, args, plan_decode(desc, kTokenTile, kSmallestTokenTile, resident_ctas_for, true));
-    return set_dynamic_smem(kernel, kSmem, kName, diag);
+    *out = build_launch<Config>(desc, args,
+                                plan_decode(desc, kTokenTile, smallest_tile, resident_ctas, true, Config::kBlockM));
+    return set_dynamic_smem(kernel, kSmem, name, diag);
   });
   if (s != Status::kSuccess) return s;
-  return launch_decode_grid(kName, kernel, launch.params, launch.plan, Config::kThreads, kSmem, args.stream, diag);
+  return launch_decode_grid(name, kernel, launch.params, launch.plan, Config::kThreads, kSmem, args.stream, diag);
 }
 
 Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return ldg_token_tile(desc.m) == 8 ? plan_and_launch<Ldg8>(desc, args, diag) : plan_and_launch<Ldg16>(desc, args, diag);
+  return ldg_token_tile(desc.m) == 8
+             ? plan_and_launch<Ldg8>(kName, kSmallestTokenTile, resident_ctas_for, desc, args, diag)
+             : plan_and_launch<Ldg16>(kName, kSmallestTokenTile, resident_ctas_for, desc, args, diag);
+}
+
+// ---- sm90-decode-ldg-r64: 64 weight rows per CTA, four warpgroups along K ----
+//
+// Twice the load-path kernel's CTAs for the same weight, so 1-8 tokens on 8192 rows make
+// 128 tiles and need no K split - and none of its cluster tail (docs/decode.md, session
+// 15). Each warpgroup streams what it streams in Ldg8 (64 rows, a quarter of the tile's K
+// in 128-wide steps, three stages). The dispatcher picks it where its tiles fill one wave
+// (prefers_decode_ldg_r64). One token tile: more than 8 tokens take several 8-wide tiles,
+// each re-reading the weight (correct, but the dispatcher never sends them here). No
+// SwiGLU: a 64-row tile cannot hold a 64-row gate block and its up block.
+
+constexpr const char* kRows64Name = "sm90-decode-ldg-r64";
+using LdgRows64 = LdgDecodeConfig<8, 128, 4, 64>;
+
+int rows64_resident_ctas_for(int, int splits) { return resident_ctas<LdgRows64>(kRows64Name, splits); }
+
+Status check_rows64(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
+  return check_decode(kRows64Name, desc, args, false, 64, LdgRows64::kTokenTile, diag);
+}
+
+Status launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return plan_and_launch<LdgRows64>(kRows64Name, LdgRows64::kTokenTile, rows64_resident_ctas_for, desc, args, diag);
 }
 
 }  // namespace
+
+extern const KernelInfo kSm90DecodeLdgR64{kRows64Name,
+                                          "decode through the load path with 64 weight rows per CTA and four "
+                                          "warpgroups along K: twice sm90-decode-ldg's CTAs, so up to 8 tokens need no "
+                                          "K split where the weight's 64-row tiles fill one wave (no SwiGLU)",
+                                          check_rows64, launch_rows64, nullptr};
 
 extern const KernelInfo kSm90DecodeLdg{kName,
                                        "decode through the load path: every thread cp.asyncs weight and token pieces "
