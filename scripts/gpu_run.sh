@@ -88,12 +88,13 @@ if want decode; then
     --json "$OUT/decode-sweep-$DTYPE-$stamp.json" 2>"$OUT/decode.err" | tee "$OUT/decode.txt" || status=1
   "$bench" --shapes suites/llm.json --only llama70b-decode256-attn_out,llama70b-decode256-qkv,llama70b-decode256-mlp_up,llama70b-decode256-mlp_down,llama70b-decode64-attn_out,llama70b-decode16-qkv,llama70b-decode1-attn_out,llama70b-decode1-mlp_up,llama70b-decode1-mlp_down \
     --dtype fp16 --kernels anvil,cublas --json "$OUT/decode-llm-fp16-$stamp.json" 2>>"$OUT/decode.err" | tee -a "$OUT/decode.txt" || status=1
-  # The two decode kernels side by side where the dispatcher chooses between them (up to 16
-  # tokens; prefers_decode_ldg in decode_plan.h).
+  # The decode kernels side by side where the dispatcher chooses between them (up to 24
+  # tokens; prefers_decode_ldg, prefers_decode_ldg_r64 and prefers_decode_r64 in
+  # decode_plan.h).
   "$bench" --shapes suites/llm.json --only llama70b-decode16-qkv,llama70b-decode1-attn_out,llama70b-decode1-mlp_up,llama70b-decode1-mlp_down \
-    --dtype "$DTYPE" --kernels anvil,sm90-decode,sm90-decode-ldg,cublas \
+    --dtype "$DTYPE" --kernels anvil,sm90-decode,sm90-decode-ldg,sm90-decode-ldg-r64,cublas \
     --json "$OUT/decode-kernels-llm-$DTYPE-$stamp.json" 2>>"$OUT/decode.err" | tee -a "$OUT/decode.txt" || status=1
-  "$bench" --m 2,4,8,12,16,24 --n 8192 --k 8192 --dtype "$DTYPE" --kernels anvil,sm90-decode,sm90-decode-ldg,cublas \
+  "$bench" --m 2,4,8,12,16,24 --n 8192 --k 8192 --dtype "$DTYPE" --kernels anvil,sm90-decode,sm90-decode-ldg,sm90-decode-ldg-r64,sm90-decode-r64,cublas \
     --json "$OUT/decode-kernels-sweep-$DTYPE-$stamp.json" 2>>"$OUT/decode.err" | tee -a "$OUT/decode.txt" || status=1
 fi
 

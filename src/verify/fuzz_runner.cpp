@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 namespace anvil::verify {
 namespace {
@@ -12,8 +13,9 @@ namespace {
 // Elements after D that a kernel must not write: catches stores past the last batch.
 constexpr int64_t kGuardElements = 256;
 // D allocations up to this size are copied to the host to check every padding element;
-// larger ones before their base, in the guard band after their last element and, when it
-// fits this size too, in the padding between their lines and batches.
+// larger ones before their base, in the guard band after their last element and in the
+// padding between their lines and batches, which is snapshotted on the device and
+// compared this many bytes at a time.
 constexpr size_t kMaxHostCheckedBytes = size_t{32} << 20;
 
 // Allocation sizes are rounded up so that slightly growing problems reuse the buffer.
@@ -23,6 +25,35 @@ bool wants_dispatcher(const char* kernel) { return kernel == nullptr || std::str
 
 unsigned char* at_element(void* base, DataType dtype, int64_t offset) {
   return static_cast<unsigned char*>(base) + offset * static_cast<int64_t>(dtype_bytes(dtype));
+}
+
+// Whether the CUDA context survived an error. One that is not sticky (an allocation that
+// did not fit, an invalid launch configuration) is cleared by reading it, and the device
+// then synchronizes cleanly; a sticky one (an illegal address, a kernel fault) comes back
+// from every later call.
+bool context_survives() {
+  cudaGetLastError();
+  return cudaDeviceSynchronize() == cudaSuccess && cudaGetLastError() == cudaSuccess;
+}
+
+// Counts the bytes that differ between two device buffers, copying them to the host a
+// bounded chunk at a time.
+cudaError_t count_differing_bytes(const void* a, const void* b, size_t bytes, cudaStream_t stream, int64_t* differing) {
+  *differing = 0;
+  std::vector<unsigned char> host_a(std::min(bytes, kMaxHostCheckedBytes)), host_b(host_a.size());
+  for (size_t done = 0; done < bytes; done += host_a.size()) {
+    const size_t chunk = std::min(host_a.size(), bytes - done);
+    cudaError_t e = cudaMemcpyAsync(host_a.data(), static_cast<const unsigned char*>(a) + done, chunk,
+                                    cudaMemcpyDeviceToHost, stream);
+    if (e == cudaSuccess) {
+      e = cudaMemcpyAsync(host_b.data(), static_cast<const unsigned char*>(b) + done, chunk, cudaMemcpyDeviceToHost,
+                          stream);
+    }
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess) return e;
+    for (size_t i = 0; i < chunk; ++i) *differing += host_a[i] != host_b[i];
+  }
+  return cudaSuccess;
 }
 
 }  // namespace
@@ -62,9 +93,7 @@ FuzzOutcome FuzzRunner::outcome(FuzzResult result, std::string message) const {
 FuzzOutcome FuzzRunner::cuda_failure(const char* what, cudaError_t error) const {
   FuzzOutcome o = outcome(FuzzResult::kFailed, std::string(what) + ": " + cudaGetErrorName(error) + " (" +
                                                    cudaGetErrorString(error) + ")");
-  // Running out of memory leaves the context usable; anything else may not.
-  o.context_lost = error != cudaErrorMemoryAllocation;
-  if (!o.context_lost) cudaGetLastError();
+  o.context_lost = !context_survives();
   return o;
 }
 
@@ -90,7 +119,7 @@ std::optional<FuzzOutcome> FuzzRunner::prepare(const FuzzProblem& problem, const
   }
   d_before_.clear();
   d_ends_before_.clear();
-  d_gaps_before_.clear();
+  d_gap_bytes_ = 0;
 
   const int64_t n_out = output_cols(desc_);
   const int64_t a_count = storage_elements(desc_.a, desc_.m, desc_.k, desc_.batch);
@@ -163,11 +192,11 @@ std::optional<FuzzOutcome> FuzzRunner::prepare(const FuzzProblem& problem, const
     FUZZ_CUDA(cudaMemcpyAsync(d_ends_before_.data(), d_.ptr, head, cudaMemcpyDeviceToHost, stream_));
     FUZZ_CUDA(cudaMemcpyAsync(d_ends_before_.data() + head, static_cast<unsigned char*>(d_.ptr) + tail,
                               d_allocation_bytes_ - tail, cudaMemcpyDeviceToHost, stream_));
-    size_t gap_bytes = 0;
-    for (const Gap& g : d_gaps()) gap_bytes += g.width * g.height;
-    if (gap_bytes <= kMaxHostCheckedBytes) {
-      d_gaps_before_.resize(gap_bytes);
-      FUZZ_CUDA(copy_gaps(d_gaps_before_.data()));
+    d_gap_bytes_ = 0;
+    for (const Gap& g : d_gaps()) d_gap_bytes_ += g.width * g.height;
+    if (d_gap_bytes_ > 0) {
+      FUZZ_CUDA(gaps_before_.reserve(d_gap_bytes_));
+      FUZZ_CUDA(copy_gaps(gaps_before_.ptr, cudaMemcpyDeviceToDevice));
     }
   }
   FUZZ_CUDA(cudaStreamSynchronize(stream_));
@@ -200,11 +229,11 @@ std::vector<FuzzRunner::Gap> FuzzRunner::d_gaps() const {
   return gaps;
 }
 
-cudaError_t FuzzRunner::copy_gaps(unsigned char* out) const {
+cudaError_t FuzzRunner::copy_gaps(void* dst, cudaMemcpyKind kind) const {
+  auto* out = static_cast<unsigned char*>(dst);
   for (const Gap& g : d_gaps()) {
     const cudaError_t e = cudaMemcpy2DAsync(out, g.width, static_cast<const unsigned char*>(d_.ptr) + g.offset,
-                                            g.height > 1 ? g.pitch : g.width, g.width, g.height,
-                                            cudaMemcpyDeviceToHost, stream_);
+                                            g.height > 1 ? g.pitch : g.width, g.width, g.height, kind, stream_);
     if (e != cudaSuccess) return e;
     out += g.width * g.height;
   }
@@ -254,14 +283,16 @@ std::optional<FuzzOutcome> FuzzRunner::check_ends() {
   FUZZ_CUDA(cudaMemcpyAsync(after.data(), d_.ptr, head, cudaMemcpyDeviceToHost, stream_));
   FUZZ_CUDA(cudaMemcpyAsync(after.data() + head, static_cast<unsigned char*>(d_.ptr) + tail, d_allocation_bytes_ - tail,
                             cudaMemcpyDeviceToHost, stream_));
-  std::vector<unsigned char> gaps_after(d_gaps_before_.size());
-  if (!gaps_after.empty()) FUZZ_CUDA(copy_gaps(gaps_after.data()));
   FUZZ_CUDA(cudaStreamSynchronize(stream_));
   int64_t before_base = 0, past_end = 0, in_padding = 0;
   for (size_t i = 0; i < after.size(); ++i) {
     if (after[i] != d_ends_before_[i]) ++(i < head ? before_base : past_end);
   }
-  for (size_t i = 0; i < gaps_after.size(); ++i) in_padding += gaps_after[i] != d_gaps_before_[i];
+  if (d_gap_bytes_ > 0) {
+    FUZZ_CUDA(gaps_after_.reserve(d_gap_bytes_));
+    FUZZ_CUDA(copy_gaps(gaps_after_.ptr, cudaMemcpyDeviceToDevice));
+    FUZZ_CUDA(count_differing_bytes(gaps_before_.ptr, gaps_after_.ptr, d_gap_bytes_, stream_, &in_padding));
+  }
   if (before_base == 0 && past_end == 0 && in_padding == 0) return std::nullopt;
   char buf[240];
   std::snprintf(buf, sizeof(buf),
@@ -310,7 +341,7 @@ FuzzOutcome FuzzRunner::run(const FuzzProblem& problem, const char* kernel) {
   if (s != Status::kSuccess) {
     FuzzOutcome o = outcome(FuzzResult::kFailed, std::string("gemm() after can_implement succeeded: ") +
                                                      anvil::to_string(s) + ": " + diag.message);
-    o.context_lost = s == Status::kCudaError;
+    o.context_lost = s == Status::kCudaError && !context_survives();
     return o;
   }
   return check();

@@ -74,7 +74,7 @@ class FuzzRunner {
   FuzzOutcome cuda_failure(const char* what, cudaError_t error) const;
   std::optional<FuzzOutcome> check_padding();
   // check_padding for allocations past the host-checked size: D's two ends, and the
-  // padding inside its storage (d_gaps) when that is small enough to copy.
+  // padding inside its storage (d_gaps).
   std::optional<FuzzOutcome> check_ends();
   // Bytes of D's allocation before its base, and the offset of the first byte after its
   // last element.
@@ -87,8 +87,9 @@ class FuzzRunner {
     size_t offset, pitch, width, height;
   };
   std::vector<Gap> d_gaps() const;
-  // Copies those regions, one after another, to `out` (sized by the caller).
-  cudaError_t copy_gaps(unsigned char* out) const;
+  // Copies those regions, one after another, to `dst` (sized by the caller; host or
+  // device memory as `kind` says).
+  cudaError_t copy_gaps(void* dst, cudaMemcpyKind kind) const;
 
   cudaStream_t stream_;
   FuzzProblem problem_;
@@ -97,16 +98,17 @@ class FuzzRunner {
   std::string kernel_name_;
   std::string kernel_label_;
   Buffer a_, b_, c_, d_, bias_, ref_, workspace_;
+  // For D allocations past the host-checked size: the padding between its lines and
+  // batches (d_gap_bytes_ of it) as the GEMM found it and as it left it, on the device.
+  Buffer gaps_before_, gaps_after_;
+  size_t d_gap_bytes_ = 0;
   int64_t d_storage_elements_ = 0;
   size_t d_allocation_bytes_ = 0;
   // D's whole allocation as the GEMM found it; empty when too large to check on the host.
   std::vector<unsigned char> d_before_;
   // For allocations too large for that: the bytes before D's base and after its last
-  // element (the guard band), as the GEMM found them ...
+  // element (the guard band), as the GEMM found them.
   std::vector<unsigned char> d_ends_before_;
-  // ... and its padding between lines and batches, when that alone fits the host-checked
-  // size; empty when larger (not checked) or when there is none.
-  std::vector<unsigned char> d_gaps_before_;
 };
 
 }  // namespace anvil::verify

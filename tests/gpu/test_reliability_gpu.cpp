@@ -53,7 +53,8 @@ TEST(FuzzSubset, FixedSeedSmallProblemsMatchTheReference) {
 // base, just past its last element or in the padding after a row is reported, both where
 // the whole allocation is compared (64 x 256) and where only the ends and the padding are
 // (4096 x 4352 and 4096 x 4096 with rows 4104 apart, bf16: 34 and 32.1 MiB, past the
-// host-checked limit).
+// host-checked limit), including padding that is itself past that limit (4096 x 256 with
+// rows 4608 apart: 34 MiB of padding, compared in chunks).
 TEST(FuzzPaddingCheck, StoresOutsideTheOutputAreReported) {
   REQUIRE_SM90();
   Stream stream;
@@ -62,7 +63,7 @@ TEST(FuzzPaddingCheck, StoresOutsideTheOutputAreReported) {
   struct Case {
     int64_t m, n, ld;
   };
-  for (const Case c : {Case{64, 256, 264}, Case{4096, 4352, 4352}, Case{4096, 4096, 4104}}) {
+  for (const Case c : {Case{64, 256, 264}, Case{4096, 4352, 4352}, Case{4096, 4096, 4104}, Case{4096, 256, 4608}}) {
     verify::FuzzProblem problem;
     problem.desc = anvil::linear_desc(c.m, c.n, 64, DataType::kBF16, DataType::kBF16);
     problem.desc.d.ld = c.ld;
