@@ -129,32 +129,47 @@ TEST(DecodeDispatch, FewTokensGoToTheDecodeKernel) {
   EXPECT_STREQ(dispatch_name(linear_desc(1, 10240, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg");
   EXPECT_STREQ(dispatch_name(linear_desc(8, 10240, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg");
   EXPECT_STREQ(dispatch_name(linear_desc(1, 28672, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg");
-  EXPECT_STREQ(dispatch_name(linear_desc(16, 10240, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
+  EXPECT_STREQ(dispatch_name(linear_desc(16, 10240, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-r64");
   EXPECT_STREQ(dispatch_name(linear_desc(16, 28672, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
   EXPECT_STREQ(dispatch_name(linear_desc(17, 10240, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
   EXPECT_STREQ(dispatch_name(linear_desc(64, 28672, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
   EXPECT_STREQ(dispatch_name(linear_desc(256, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-gemm");
 }
 
-// 64-row tiles without a split where they fill one wave of 132 SMs (119-132 tiles): the
-// 8192-feature weight at 17-64 tokens; not 16 tokens, not 10240 features (160 tiles), not
-// 4096 (64 tiles), not SwiGLU, not batch invariance.
+// 64-row tiles without a split where they are all resident at once: at 17-64 tokens (one
+// CTA per SM) where they fill one wave of 132 SMs (119-132 tiles), the 8192-feature weight;
+// at 9-16 tokens (two per SM) from 84% of the SMs to two per SM (111-264 tiles), the 7168-,
+// 8192- and 10240-feature weights. Not 8 tokens (the load path's), not 28672 features,
+// not 4096 (64 tiles), not SwiGLU, not batch invariance.
 TEST(DecodeDispatch, SixtyFourRowTilesWhereTheyFillOneWave) {
   EXPECT_TRUE(prefers_decode_r64(17, 8192, 1, 132));
   EXPECT_TRUE(prefers_decode_r64(64, 8192, 1, 132));
   EXPECT_TRUE(prefers_decode_r64(64, 7616, 1, 132));   // 119 tiles
   EXPECT_FALSE(prefers_decode_r64(64, 7552, 1, 132));  // 118 tiles: 89%
   EXPECT_FALSE(prefers_decode_r64(64, 8512, 1, 132));  // 133 tiles: a second wave
-  EXPECT_FALSE(prefers_decode_r64(16, 8192, 1, 132));
+  EXPECT_FALSE(prefers_decode_r64(17, 10240, 1, 132));
   EXPECT_FALSE(prefers_decode_r64(65, 8192, 1, 132));
   EXPECT_FALSE(prefers_decode_r64(64, 4096, 1, 132));
   EXPECT_FALSE(prefers_decode_r64(64, 4096, 4, 132));  // 256 tiles
   EXPECT_TRUE(prefers_decode_r64(32, 4096, 2, 132));  // 128 tiles over two batches
 
+  EXPECT_TRUE(prefers_decode_r64(9, 8192, 1, 132));
+  EXPECT_TRUE(prefers_decode_r64(16, 10240, 1, 132));   // 160 tiles, two per SM
+  EXPECT_TRUE(prefers_decode_r64(16, 7168, 1, 132));   // 112 tiles (measured)
+  EXPECT_TRUE(prefers_decode_r64(16, 7104, 1, 132));   // 111 tiles: 84.1%
+  EXPECT_FALSE(prefers_decode_r64(16, 7040, 1, 132));  // 110 tiles: 83.3%
+  EXPECT_TRUE(prefers_decode_r64(16, 16896, 1, 132));   // 264 tiles
+  EXPECT_FALSE(prefers_decode_r64(16, 16960, 1, 132));  // 265 tiles: more than two per SM
+  EXPECT_FALSE(prefers_decode_r64(16, 28672, 1, 132));
+  EXPECT_FALSE(prefers_decode_r64(8, 8192, 1, 132));
+
+  EXPECT_STREQ(dispatch_name(linear_desc(9, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-r64");
+  EXPECT_STREQ(dispatch_name(linear_desc(16, 10240, 8192, DataType::kF16, DataType::kF16)), "sm90-decode-r64");
+
   EXPECT_STREQ(dispatch_name(linear_desc(17, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-r64");
   EXPECT_STREQ(dispatch_name(linear_desc(64, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-r64");
   EXPECT_STREQ(dispatch_name(linear_desc(64, 8192, 8192, DataType::kF16, DataType::kF16)), "sm90-decode-r64");
-  EXPECT_STREQ(dispatch_name(linear_desc(16, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
+  EXPECT_STREQ(dispatch_name(linear_desc(16, 28672, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
   EXPECT_STREQ(dispatch_name(linear_desc(64, 10240, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
   GemmDesc swiglu = linear_desc(64, 8192, 8192, DataType::kBF16, DataType::kBF16);
   swiglu.epilogue.activation = Activation::kSwiGLU;
@@ -182,7 +197,7 @@ TEST(DecodeDispatch, LoadPathSixtyFourRowTilesWhereTheyFillOneWave) {
   EXPECT_STREQ(dispatch_name(linear_desc(1, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg-r64");
   EXPECT_STREQ(dispatch_name(linear_desc(8, 8192, 8192, DataType::kF16, DataType::kF16)), "sm90-decode-ldg-r64");
   EXPECT_STREQ(dispatch_name(linear_desc(1, 8192, 28672, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg");
-  EXPECT_STREQ(dispatch_name(linear_desc(9, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
+  EXPECT_STREQ(dispatch_name(linear_desc(9, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-r64");
   GemmDesc swiglu = linear_desc(1, 8192, 8192, DataType::kBF16, DataType::kBF16);
   swiglu.epilogue.activation = Activation::kSwiGLU;
   EXPECT_STREQ(dispatch_name(swiglu), "sm90-decode-ldg");

@@ -36,7 +36,10 @@ namespace anvil::detail {
 // fill the GPU without splitting K). kKBlocks 64-wide K boxes per stage: a CTA fed by TMA
 // completes about one stage per ~0.55 us (docs/decode.md, session 6), so a 64-row CTA
 // needs four boxes per stage to stream per stage twice what a 128-row one does with one.
-template <int kTokenTile_, int kRows = 128, int kKBlocks_ = 1>
+// kTwoPerSm_: two CTAs share an SM (a ring of ~108 KiB each); by default the memory-bound
+// one-box configurations.
+template <int kTokenTile_, int kRows = 128, int kKBlocks_ = 1,
+          bool kTwoPerSm_ = decode_bandwidth_bound(kTokenTile_) && kKBlocks_ == 1>
 struct DecodeConfig {
   static constexpr int kTokenTile = kTokenTile_;
   static constexpr int kKBlocks = kKBlocks_;
@@ -52,7 +55,7 @@ struct DecodeConfig {
   static constexpr bool kPingPong = false;  // both consumer warpgroups split every tile
   static constexpr int kStageBytesA = kBlockM * kBlockK * 2;
   static constexpr int kStageBytesB = kTokenTile * kBlockK * 2;
-  static constexpr bool kTwoPerSm = decode_bandwidth_bound(kTokenTile) && kKBlocks == 1;
+  static constexpr bool kTwoPerSm = kTwoPerSm_;
   // 2 x (108 KiB + slack + the 1 KiB the system reserves per CTA) stays under 228 KiB.
   static constexpr int kRingBytes = kTwoPerSm ? 108 * 1024 : 192 * 1024;
   static constexpr int kStages = kRingBytes / (kStageBytesA + kStageBytesB);

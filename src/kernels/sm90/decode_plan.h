@@ -50,26 +50,38 @@ inline constexpr int64_t kDecodeLdgMaxTokens = 8;
 inline bool prefers_decode_ldg(int64_t m) { return m <= kDecodeLdgMaxTokens; }
 
 // Whether a weight of n features (x batch) in 64-row tiles fills one wave of the GPU by
-// itself, 90-100% of the SMs: where the 64-row kernels, sm90-decode-r64 and
-// sm90-decode-ldg-r64, run unsplit and leave few SMs idle.
+// itself, 90-100% of the SMs: where the one-CTA-per-SM 64-row kernels, sm90-decode-r64 at
+// 17-64 tokens and sm90-decode-ldg-r64, run unsplit and leave few SMs idle.
 inline constexpr double kDecodeRows64MinFill = 0.9;
 
+inline int64_t decode_rows64_tiles(int64_t n, int64_t batch) { return (n + 63) / 64 * batch; }
+
 inline bool decode_rows64_fill_one_wave(int64_t n, int64_t batch, int sm_count) {
-  const int64_t tiles = (n + 63) / 64 * batch;
+  const int64_t tiles = decode_rows64_tiles(n, batch);
   return tiles <= sm_count && static_cast<double>(tiles) >= kDecodeRows64MinFill * sm_count;
 }
 
-// Where sm90-decode-r64 (64 weight rows per CTA, no K split) replaces sm90-decode: 17-64
-// tokens (its 32- and 64-token tiles: one token tile) on weights whose 64-row tiles fill one
-// wave. Measured there (8192 x 8192, H200, 2026-11-30, docs/decode.md session 14): 32
-// tokens 35.6 against 36.2 us, 64 tokens 37.75 against 38.4. Where its tiles make more than
-// one wave it is slower (10240 features: 51.2 against 46.1 us at 32 tokens, 61.4 against
-// 46.5 at 64; 28672: 2-13% slower), and with fewer tiles it would need the split it was
-// built to avoid, which has not been measured.
-inline constexpr int64_t kDecodeRows64MinTokens = 17;
+// Where sm90-decode-r64 (64 weight rows per CTA, no K split) replaces sm90-decode.
+// 17-64 tokens (its 32- and 64-token tiles, one CTA per SM) on weights whose 64-row tiles
+// fill one wave. Measured there (8192 x 8192, H200, 2026-11-30, docs/decode.md session
+// 14): 32 tokens 35.6 against 36.2 us, 64 tokens 37.75 against 38.4. Where its tiles make
+// more than one wave it is slower (10240 features: 51.2 against 46.1 us at 32 tokens, 61.4
+// against 46.5 at 64; 28672: 2-13% slower), and with fewer tiles it would need the split
+// it was built to avoid, which has not been measured.
+// 9-16 tokens (its 16-token tile, two CTAs per SM) where all its tiles are resident at
+// once - up to two per SM - and fill at least 84% of the SMs. Measured there (session 15,
+// in one process against sm90-decode): 16 x 7168 / 8192 / 10240 x 8192 (112, 128, 160
+// tiles) 0.6-1.0 us faster (decode16-qkv 44.6 -> 43.7 us); 16 x 28672 (448 tiles, more
+// than a wave) 115.7 -> 120.5, slower.
+inline constexpr int64_t kDecodeRows64MinTokens = 9;
+inline constexpr int64_t kDecodeRows64OnePerSmMinTokens = 17;
+inline constexpr double kDecodeRows64TwoPerSmMinFill = 0.84;
 
 inline bool prefers_decode_r64(int64_t m, int64_t n, int64_t batch, int sm_count) {
-  return m >= kDecodeRows64MinTokens && m <= kDecodeAlwaysTokens && decode_rows64_fill_one_wave(n, batch, sm_count);
+  if (m < kDecodeRows64MinTokens || m > kDecodeAlwaysTokens) return false;
+  if (m >= kDecodeRows64OnePerSmMinTokens) return decode_rows64_fill_one_wave(n, batch, sm_count);
+  const int64_t tiles = decode_rows64_tiles(n, batch);
+  return tiles <= 2 * int64_t{sm_count} && static_cast<double>(tiles) >= kDecodeRows64TwoPerSmMinFill * sm_count;
 }
 
 // Where sm90-decode-ldg-r64 (the load-path kernel with 64-row tiles, no K split) replaces

@@ -113,19 +113,27 @@ Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   }
 }
 
-// ---- sm90-decode-r64: 64 weight rows per CTA, four K boxes per stage ----
+// ---- sm90-decode-r64: 64 weight rows per CTA ----
 //
 // Twice the CTAs of sm90-decode for the same weight, so 17-64 tokens on 8192 rows make
-// 128 tiles and need no K split - and none of its tail (docs/decode.md, session 14). The
-// dispatcher picks it where its tiles fill one wave unsplit (prefers_decode_r64). No
-// SwiGLU: a 64-row tile cannot hold a 64-row gate block and its up block.
+// 128 tiles and need no K split - and none of its tail (docs/decode.md, session 14). Up
+// to 16 tokens two CTAs share an SM, so 10240 rows' 160 tiles all run at once, unsplit
+// (session 15). The dispatcher picks it where its tiles are all resident unsplit
+// (prefers_decode_r64). No SwiGLU: a 64-row tile cannot hold a 64-row gate block and its
+// up block.
 
 constexpr const char* kRows64Name = "sm90-decode-r64";
+// 32-64 tokens: one CTA per SM, four 64-wide K boxes per stage (a TMA-fed CTA completes
+// about one stage per ~0.55 us, so 64 rows need four boxes to stream what 128 rows do
+// with one).
 template <int kTokenTile>
 using Rows64 = DecodeConfig<kTokenTile, 64, 4>;
-constexpr int kRows64TokenTiles[] = {32, 64};
+// Up to 16 tokens: two CTAs per SM, two boxes per stage (five stages of 20 KiB each).
+using Rows64TwoPerSm = DecodeConfig<16, 64, 2, true>;
+constexpr int kRows64TokenTiles[] = {16, 32, 64};
 
 int rows64_resident_ctas_for(int token_tile, int splits) {
+  if (token_tile <= 16) return resident_ctas<Rows64TwoPerSm>(kRows64Name, splits);
   return token_tile <= 32 ? resident_ctas<Rows64<32>>(kRows64Name, splits) : resident_ctas<Rows64<64>>(kRows64Name, splits);
 }
 
@@ -134,6 +142,9 @@ Status check_rows64(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag
 }
 
 Status launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  if (desc.m <= 16) {
+    return plan_and_launch<Rows64TwoPerSm>(kRows64Name, kRows64TokenTiles[0], rows64_resident_ctas_for, desc, args, diag);
+  }
   return desc.m <= 32 ? plan_and_launch<Rows64<32>>(kRows64Name, kRows64TokenTiles[0], rows64_resident_ctas_for, desc,
                                                     args, diag)
                       : plan_and_launch<Rows64<64>>(kRows64Name, kRows64TokenTiles[0], rows64_resident_ctas_for, desc,
@@ -143,9 +154,9 @@ Status launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* dia
 }  // namespace
 
 extern const KernelInfo kSm90DecodeR64{kRows64Name,
-                                       "decode with 64 weight rows per CTA and four 64-wide K boxes per stage: "
-                                       "twice sm90-decode's CTAs, so 17-64 tokens need no K split where the weight's "
-                                       "64-row tiles fill one wave (no SwiGLU)",
+                                       "decode with 64 weight rows per CTA (two CTAs per SM up to 16 tokens, four "
+                                       "64-wide K boxes per stage from 17): twice sm90-decode's CTAs, so no K split "
+                                       "where the weight's 64-row tiles are all resident at once (no SwiGLU)",
                                        check_rows64, launch_rows64, nullptr};
 
 extern const KernelInfo kSm90Decode{kName,
