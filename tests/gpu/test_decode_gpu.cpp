@@ -94,6 +94,13 @@ std::vector<DecodeCase> decode_cases() {
     d.beta = -0.5f;
     cases.push_back({"alpha_beta_separate_c_50x512x1000", d});
   }
+  // An odd number of output columns in rows padded to a multiple of four: the unsplit
+  // tiles' direct stores (two neighbouring columns each) end with a single column.
+  {
+    GemmDesc d = linear(24, 1001, 512);
+    d.c.ld = d.d.ld = 1004;
+    cases.push_back({"odd_n_padded_24x1001x512", d});
+  }
   // Output layouts the four-wide store cannot take: an odd row pitch, column-major D.
   {
     GemmDesc d = linear(33, 500, 256);
