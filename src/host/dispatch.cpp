@@ -14,11 +14,10 @@ using detail::KernelInfo;
 bool wants_auto(const GemmDesc& desc) { return desc.kernel == nullptr || std::strcmp(desc.kernel, "auto") == 0; }
 
 // The dispatcher's preference: a decode kernel for few tokens (the load-path one for the
-// fewest, prefers_decode_ldg; the 64-row ones where their tiles fill a wave unsplit,
+// fewest, prefers_decode_ldg; the 64-row ones where their tiles all run at once unsplit,
 // prefers_decode_ldg_r64 and prefers_decode_r64; always sm90-decode for batch
-// invariance), the production
-// Hopper kernel, then the CUDA-core naive kernel, which accepts every valid problem (K = 0,
-// odd strides, any layout). The decode kernels take K-major operands in place only; other
+// invariance), the production Hopper kernel, then the CUDA-core naive kernel, which
+// accepts every valid problem (K = 0, odd strides, any layout). The decode kernels take K-major operands in place only; other
 // layouts go to sm90-gemm, which repacks them.
 const KernelInfo* pick(const GemmDesc& desc, const GemmArgs* args) {
   if (desc.batch_invariant || detail::prefers_decode(desc.m, desc.n, desc.batch, detail::device_sm_count())) {

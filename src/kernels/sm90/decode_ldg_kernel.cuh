@@ -11,10 +11,10 @@
 // A CTA covers 128 weight rows - two row blocks of 64, one m64 wgmma each - or 64 in the
 // unsplit configuration (sm90-decode-ldg-r64), and its cluster's share of K, which
 // kSubslices warpgroups per row block split further. Each warpgroup runs its own ring of
-// stages: its threads keep kStages - 1 stages of copies in flight, so the slowest of a stage's
-// requests (a warpgroup waits for all of them) is hidden behind the stages after it. The
-// partial tiles are parked in shared memory and summed in a fixed order (rank, then
-// warpgroup) through distributed shared memory (split_k_reduce.cuh), so results are
+// stages: its threads keep kStages - 1 stages of copies in flight, so the slowest of a
+// stage's requests (a warpgroup waits for all of them) is hidden behind the stages after
+// it. The partial tiles are parked in shared memory and summed in a fixed order (rank,
+// then warpgroup) through distributed shared memory (split_k_reduce.cuh), so results are
 // bitwise reproducible.
 #pragma once
 

@@ -143,7 +143,8 @@ Status check_rows64(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag
 
 Status launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   if (desc.m <= 16) {
-    return plan_and_launch<Rows64TwoPerSm>(kRows64Name, kRows64TokenTiles[0], rows64_resident_ctas_for, desc, args, diag);
+    return plan_and_launch<Rows64TwoPerSm>(kRows64Name, kRows64TokenTiles[0], rows64_resident_ctas_for, desc, args,
+                                           diag);
   }
   return desc.m <= 32 ? plan_and_launch<Rows64<32>>(kRows64Name, kRows64TokenTiles[0], rows64_resident_ctas_for, desc,
                                                     args, diag)
