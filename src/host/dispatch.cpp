@@ -17,8 +17,8 @@ bool wants_auto(const GemmDesc& desc) { return desc.kernel == nullptr || std::st
 // fewest, prefers_decode_ldg; the 64-row ones where their tiles all run at once unsplit,
 // prefers_decode_ldg_r64 and prefers_decode_r64; always sm90-decode for batch
 // invariance), the production Hopper kernel, then the CUDA-core naive kernel, which
-// accepts every valid problem (K = 0, odd strides, any layout). The decode kernels take K-major operands in place only; other
-// layouts go to sm90-gemm, which repacks them.
+// accepts every valid problem (K = 0, odd strides, any layout). The decode kernels take
+// K-major operands in place only; other layouts go to sm90-gemm, which repacks them.
 const KernelInfo* pick(const GemmDesc& desc, const GemmArgs* args) {
   if (desc.batch_invariant || detail::prefers_decode(desc.m, desc.n, desc.batch, detail::device_sm_count())) {
     if (const KernelInfo* k = detail::pick_decode_kernel(desc, args)) return k;

@@ -2,6 +2,8 @@
 // routing between decode and prefill kernels: host-only, tested without a GPU.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "anvil/gemm.h"
 #include "kernels/sm90/decode_plan.h"
 
@@ -136,12 +138,25 @@ TEST(DecodeDispatch, FewTokensGoToTheDecodeKernel) {
   EXPECT_STREQ(dispatch_name(linear_desc(256, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-gemm");
 }
 
+// At m tokens on the 8192-feature weight, the 64-row kernels' refusals: SwiGLU (a 64-row
+// tile cannot hold a gate block and its up block) goes to swiglu_kernel, batch-invariant
+// mode to sm90-decode.
+void expect_rows64_fallbacks(int64_t m, const char* swiglu_kernel) {
+  SCOPED_TRACE("m = " + std::to_string(m));
+  GemmDesc swiglu = linear_desc(m, 8192, 8192, DataType::kBF16, DataType::kBF16);
+  swiglu.epilogue.activation = Activation::kSwiGLU;
+  EXPECT_STREQ(dispatch_name(swiglu), swiglu_kernel);
+  GemmDesc invariant = linear_desc(m, 8192, 8192, DataType::kBF16, DataType::kBF16);
+  invariant.batch_invariant = true;
+  EXPECT_STREQ(dispatch_name(invariant), "sm90-decode");
+}
+
 // 64-row tiles without a split where they are all resident at once: at 17-64 tokens (one
 // CTA per SM) where they fill one wave of 132 SMs (119-132 tiles), the 8192-feature weight;
 // at 9-16 tokens (two per SM) from 84% of the SMs to two per SM (111-264 tiles), the 7168-,
 // 8192- and 10240-feature weights. Not 8 tokens (the load path's), not 28672 features,
 // not 4096 (64 tiles), not SwiGLU, not batch invariance.
-TEST(DecodeDispatch, SixtyFourRowTilesWhereTheyFillOneWave) {
+TEST(DecodeDispatch, SixtyFourRowTilesWhereTheyAllRunAtOnce) {
   EXPECT_TRUE(prefers_decode_r64(17, 8192, 1, 132));
   EXPECT_TRUE(prefers_decode_r64(64, 8192, 1, 132));
   EXPECT_TRUE(prefers_decode_r64(64, 7616, 1, 132));   // 119 tiles
@@ -171,12 +186,8 @@ TEST(DecodeDispatch, SixtyFourRowTilesWhereTheyFillOneWave) {
   EXPECT_STREQ(dispatch_name(linear_desc(64, 8192, 8192, DataType::kF16, DataType::kF16)), "sm90-decode-r64");
   EXPECT_STREQ(dispatch_name(linear_desc(16, 28672, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
   EXPECT_STREQ(dispatch_name(linear_desc(64, 10240, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
-  GemmDesc swiglu = linear_desc(64, 8192, 8192, DataType::kBF16, DataType::kBF16);
-  swiglu.epilogue.activation = Activation::kSwiGLU;
-  EXPECT_STREQ(dispatch_name(swiglu), "sm90-decode");
-  GemmDesc invariant = linear_desc(64, 8192, 8192, DataType::kBF16, DataType::kBF16);
-  invariant.batch_invariant = true;
-  EXPECT_STREQ(dispatch_name(invariant), "sm90-decode");
+  expect_rows64_fallbacks(16, "sm90-decode");
+  expect_rows64_fallbacks(64, "sm90-decode");
 }
 
 // The load path's 64-row tiles where they fill one wave and K is at most 16384: 1-8 tokens
@@ -198,12 +209,7 @@ TEST(DecodeDispatch, LoadPathSixtyFourRowTilesWhereTheyFillOneWave) {
   EXPECT_STREQ(dispatch_name(linear_desc(8, 8192, 8192, DataType::kF16, DataType::kF16)), "sm90-decode-ldg-r64");
   EXPECT_STREQ(dispatch_name(linear_desc(1, 8192, 28672, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg");
   EXPECT_STREQ(dispatch_name(linear_desc(9, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-r64");
-  GemmDesc swiglu = linear_desc(1, 8192, 8192, DataType::kBF16, DataType::kBF16);
-  swiglu.epilogue.activation = Activation::kSwiGLU;
-  EXPECT_STREQ(dispatch_name(swiglu), "sm90-decode-ldg");
-  GemmDesc invariant = linear_desc(1, 8192, 8192, DataType::kBF16, DataType::kBF16);
-  invariant.batch_invariant = true;
-  EXPECT_STREQ(dispatch_name(invariant), "sm90-decode");
+  expect_rows64_fallbacks(1, "sm90-decode-ldg");
 }
 
 TEST(DecodeDispatch, LayoutsTheDecodeKernelCannotReadGoToTheRepackingKernel) {
