@@ -73,7 +73,7 @@ inline bool decode_rows64_fill_one_wave(int64_t n, int64_t batch, int sm_count) 
 // in one process against sm90-decode): 16 x 7168 / 8192 / 10240 x 8192 (112, 128, 160
 // tiles) 0.6-1.0 us faster (decode16-qkv 44.6 -> 43.7 us); 16 x 28672 (448 tiles, more
 // than a wave) 115.7 -> 120.5, slower. Past one tile per SM its time moves between
-// processes (decode16-qkv 43.2-45.1 us against sm90-decode's 44.5-44.9): the block
+// processes (decode16-qkv 43.8-45.1 us in bf16 against sm90-decode's 44.5-44.9): the block
 // scheduler doubles up the first and last GPCs, whose CTAs finish 1.5-1.9 us later.
 inline constexpr int64_t kDecodeRows64MinTokens = 9;
 inline constexpr int64_t kDecodeRows64OnePerSmMinTokens = 17;
