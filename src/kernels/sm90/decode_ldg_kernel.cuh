@@ -117,6 +117,7 @@ struct LdgDecodeParams {
   int64_t features, tokens;
   int k;            // < 2^30 (check_warp_specialized)
   int steps;        // K / kStepK, rounded up
+  int most_steps;   // the most steps one warpgroup runs: steps / (splits x kSubslices), rounded up
   int token_tiles;  // grid.z = token_tiles * batch
   EpilogueParams epilogue;
 };
@@ -236,6 +237,7 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kCtasPerSm)
   const int part = rank * Config::kSubslices + subslice, parts = splits * Config::kSubslices;
   const int step_begin = part * p.steps / parts;  // < 2^28: steps < 2^24, parts <= 16
   const int step_end = (part + 1) * p.steps / parts;
+  const int missing_steps = p.most_steps - (step_end - step_begin);  // see the park
 
   const int64_t row0 = origin.feature0 + row_block * 64;
   const StepSource src{p.w + origin.batch * p.batch_w + row0 * p.ld_w,
@@ -251,6 +253,14 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kCtasPerSm)
   // last wgmma and copies.
   if constexpr (Config::kParksOverRing) warpgroup_sync(warpgroup);
   park_partial<Config::kTokenTile>(ldg_partial_tile(shared, subslice), acc, row_block);
+  // When the steps do not divide evenly, a warpgroup with a step fewer passes the barrier of
+  // the step it lacks. Not for the hardware, which needs no such thing, but for racecheck: it
+  // pairs a CTA barrier by how many barriers each warp has passed before it, named ones
+  // included, so with unequal counts it reports the park above as racing with the reads
+  // after the CTA barrier (anvil-racecheck-probe, docs/worklog.md session 16). The count
+  // is worked out before the mainloop, from a bound the host computed: a division here, on
+  // the CTA's last microsecond, cost 0.1 us on 1 x 8192 x 8192.
+  for (int i = 0; i < missing_steps; ++i) warpgroup_sync(warpgroup);
   const float* const partials = ldg_partial_tile(shared, 0);
   constexpr int kPartFloats = kLdgPartFloats<Config>;
   // One group per thread at most (up to 16 tokens x 32 groups over 512 threads).
