@@ -2,6 +2,7 @@
 // routing between decode and prefill kernels: host-only, tested without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "anvil/gemm.h"
@@ -103,6 +104,33 @@ TEST(DecodeSplit, SingleWaveSplitFillsOneWaveAndNoMore) {
   const auto wide_clusters_fit_less = [](int s) { return s >= 3 ? 120 : 132; };
   EXPECT_EQ(choose_single_wave_split(40, 128, wide_clusters_fit_less).splits, 3);
   EXPECT_EQ(choose_single_wave_split(44, 128, wide_clusters_fit_less).splits, 2);
+}
+
+// The load-path kernels split K over parts (a cluster's warpgroups) with k_step_range, and a
+// warpgroup with fewer steps than most_k_steps passes the missing warpgroup barriers (for
+// racecheck, decode_ldg_kernel.cuh): the parts must cover K's steps once, in order, differ
+// by at most one step, and the largest must be most_k_steps exactly.
+TEST(DecodeLdgSteps, PartsCoverKAndTheLargestIsMostSteps) {
+  for (int parts : {1, 2, 3, 4, 6, 8, 16}) {
+    for (int steps = 1; steps <= 300; ++steps) {
+      int next = 0, fewest = steps, most = 0;
+      for (int part = 0; part < parts; ++part) {
+        const KStepRange range = k_step_range(part, parts, steps);
+        EXPECT_EQ(range.begin, next) << parts << " parts, " << steps << " steps, part " << part;
+        next = range.end;
+        fewest = std::min(fewest, range.end - range.begin);
+        most = std::max(most, range.end - range.begin);
+      }
+      EXPECT_EQ(next, steps) << parts << " parts, " << steps << " steps";
+      EXPECT_LE(most - fewest, 1) << parts << " parts, " << steps << " steps";
+      EXPECT_EQ(most, most_k_steps(parts, steps)) << parts << " parts, " << steps << " steps";
+    }
+  }
+  // K = 256 in 128-wide steps over four warpgroups, the shape racecheck first flagged: two
+  // warpgroups run a step, two none.
+  EXPECT_EQ(k_step_range(0, 4, 2).end - k_step_range(0, 4, 2).begin, 0);
+  EXPECT_EQ(k_step_range(1, 4, 2).end - k_step_range(1, 4, 2).begin, 1);
+  EXPECT_EQ(most_k_steps(4, 2), 1);
 }
 
 TEST(DecodeDispatch, CrossoverFollowsTheMeasuredSweep) {

@@ -26,6 +26,7 @@
 #include "arch/sm90/fence.cuh"
 #include "arch/sm90/wgmma.cuh"
 #include "kernels/common/epilogue_params.h"
+#include "kernels/sm90/decode_plan.h"
 #include "kernels/sm90/split_k_reduce.cuh"
 
 namespace anvil::detail {
@@ -117,7 +118,7 @@ struct LdgDecodeParams {
   int64_t features, tokens;
   int k;            // < 2^30 (check_warp_specialized)
   int steps;        // K / kStepK, rounded up
-  int most_steps;   // the most steps one warpgroup runs: steps / (splits x kSubslices), rounded up
+  int most_steps;   // most_k_steps(splits x kSubslices, steps) (decode_plan.h)
   int token_tiles;  // grid.z = token_tiles * batch
   EpilogueParams epilogue;
 };
@@ -233,10 +234,11 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kCtasPerSm)
   const int rank = static_cast<int>(sm90::cluster_cta_rank()), splits = static_cast<int>(sm90::cluster_size());
   const DecodeTileOrigin origin{blockIdx.z / p.token_tiles, int64_t{blockIdx.z % p.token_tiles} * Config::kTokenTile,
                                 int64_t{blockIdx.y} * Config::kBlockM};
-  // K in rank-major parts: CTA rank r's warpgroups take parts r * kSubslices + h.
+  // K in rank-major parts: CTA rank r's warpgroups take parts r * kSubslices + h
+  // (k_step_range, decode_plan.h).
   const int part = rank * Config::kSubslices + subslice, parts = splits * Config::kSubslices;
-  const int step_begin = part * p.steps / parts;  // < 2^28: steps < 2^24, parts <= 16
-  const int step_end = (part + 1) * p.steps / parts;
+  const KStepRange step_range = k_step_range(part, parts, p.steps);
+  const int step_begin = step_range.begin, step_end = step_range.end;
   const int missing_steps = p.most_steps - (step_end - step_begin);  // see the park
 
   const int64_t row0 = origin.feature0 + row_block * 64;

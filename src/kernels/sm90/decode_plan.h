@@ -200,6 +200,18 @@ DecodeSplit choose_single_wave_split(int64_t output_tiles, int64_t k_tiles, Resi
   return decode_split_cost(output_tiles, k_tiles, splits, resident_ctas(splits), true);
 }
 
+// The load-path kernels' K partition (decode_ldg_kernel.cuh): part `part` of `parts` - CTA
+// rank r's warpgroup h is part r x warpgroups + h - runs K steps [begin, end) of `steps`.
+// Parts differ by at most one step, and the most any runs is the host's `most_steps`, from
+// which a warpgroup with fewer works out how many warpgroup barriers it still passes.
+struct KStepRange {
+  int begin, end;
+};
+ANVIL_HOST_DEVICE constexpr KStepRange k_step_range(int part, int parts, int steps) {
+  return {part * steps / parts, (part + 1) * steps / parts};  // < 2^28: steps < 2^24, parts <= 16
+}
+ANVIL_HOST_DEVICE constexpr int most_k_steps(int parts, int steps) { return (steps + parts - 1) / parts; }
+
 // A measurement override, not a setting: ANVIL_DECODE_SPLITS=s forces the K split of both
 // decode kernels (read once per process), so the split choice can be checked against
 // every alternative (docs/decode.md). Ignored when out of range.

@@ -70,8 +70,7 @@ LdgDecodeLaunch build_launch(const GemmDesc& desc, const GemmArgs& args, const D
   p.features = desc.n, p.tokens = desc.m;
   p.k = static_cast<int>(desc.k);
   p.steps = static_cast<int>((desc.k + Config::kStepK - 1) / Config::kStepK);
-  const int parts = plan.split.splits * Config::kSubslices;
-  p.most_steps = (p.steps + parts - 1) / parts;
+  p.most_steps = most_k_steps(plan.split.splits * Config::kSubslices, p.steps);
   p.token_tiles = plan.token_tiles;
   p.epilogue = make_epilogue_params(desc, args);
   out.plan = plan;
