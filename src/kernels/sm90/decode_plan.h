@@ -200,10 +200,11 @@ DecodeSplit choose_single_wave_split(int64_t output_tiles, int64_t k_tiles, Resi
   return decode_split_cost(output_tiles, k_tiles, splits, resident_ctas(splits), true);
 }
 
-// The load-path kernels' K partition (decode_ldg_kernel.cuh): part `part` of `parts` - CTA
-// rank r's warpgroup h is part r x warpgroups + h - runs K steps [begin, end) of `steps`.
-// Parts differ by at most one step, and the most any runs is the host's `most_steps`, from
-// which a warpgroup with fewer works out how many warpgroup barriers it still passes.
+// The load-path kernels' K partition (decode_ldg_kernel.cuh): part `part` of `parts` - the
+// warpgroups of subslice h in CTA rank r are part r x subslices + h - runs K steps
+// [begin, end) of `steps`. Parts differ by at most one step, and the most any runs is the
+// host's `most_steps`, from which a warpgroup with fewer works out how many warpgroup
+// barriers it still passes.
 struct KStepRange {
   int begin, end;
 };
