@@ -194,13 +194,13 @@ TEST(DecodeDispatch, SixtyFourRowTilesWhereTheyAllRunAtOnce) {
   EXPECT_FALSE(prefers_decode_r64(65, 8192, 1, 132));
   EXPECT_FALSE(prefers_decode_r64(64, 4096, 1, 132));
   EXPECT_FALSE(prefers_decode_r64(64, 4096, 4, 132));  // 256 tiles
-  EXPECT_TRUE(prefers_decode_r64(32, 4096, 2, 132));  // 128 tiles over two batches
+  EXPECT_TRUE(prefers_decode_r64(32, 4096, 2, 132));   // 128 tiles over two batches
 
   EXPECT_TRUE(prefers_decode_r64(9, 8192, 1, 132));
   EXPECT_TRUE(prefers_decode_r64(16, 10240, 1, 132));   // 160 tiles, two per SM
-  EXPECT_TRUE(prefers_decode_r64(16, 7168, 1, 132));   // 112 tiles (measured)
-  EXPECT_TRUE(prefers_decode_r64(16, 7104, 1, 132));   // 111 tiles: 84.1%
-  EXPECT_FALSE(prefers_decode_r64(16, 7040, 1, 132));  // 110 tiles: 83.3%
+  EXPECT_TRUE(prefers_decode_r64(16, 7168, 1, 132));    // 112 tiles (measured)
+  EXPECT_TRUE(prefers_decode_r64(16, 7104, 1, 132));    // 111 tiles: 84.1%
+  EXPECT_FALSE(prefers_decode_r64(16, 7040, 1, 132));   // 110 tiles: 83.3%
   EXPECT_TRUE(prefers_decode_r64(16, 16896, 1, 132));   // 264 tiles
   EXPECT_FALSE(prefers_decode_r64(16, 16960, 1, 132));  // 265 tiles: more than two per SM
   EXPECT_FALSE(prefers_decode_r64(16, 28672, 1, 132));

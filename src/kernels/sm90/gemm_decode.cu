@@ -134,7 +134,8 @@ constexpr int kRows64TokenTiles[] = {16, 32, 64};
 
 int rows64_resident_ctas_for(int token_tile, int splits) {
   if (token_tile <= 16) return resident_ctas<Rows64TwoPerSm>(kRows64Name, splits);
-  return token_tile <= 32 ? resident_ctas<Rows64<32>>(kRows64Name, splits) : resident_ctas<Rows64<64>>(kRows64Name, splits);
+  return token_tile <= 32 ? resident_ctas<Rows64<32>>(kRows64Name, splits)
+                          : resident_ctas<Rows64<64>>(kRows64Name, splits);
 }
 
 Status check_rows64(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {

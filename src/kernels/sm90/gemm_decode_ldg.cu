@@ -1,7 +1,7 @@
 // Host side of "sm90-decode-ldg" and "sm90-decode-ldg-r64" (decode_ldg_kernel.cuh): the
-// decode kernel that reads its weight through the load path. Same grid as sm90-decode (decode_plan.h), one CTA per SM,
-// so its K split fills one wave (choose_single_wave_split); no tensor maps, so a plan is
-// only the split and the parameter block.
+// decode kernel that reads its weight through the load path. Same grid as sm90-decode
+// (decode_plan.h), one CTA per SM, so its K split fills one wave (choose_single_wave_split);
+// no tensor maps, so a plan is only the split and the parameter block.
 #include <cuda_runtime.h>
 
 #include <string>

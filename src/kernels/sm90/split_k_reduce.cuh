@@ -76,7 +76,8 @@ __device__ __forceinline__ void sum_over_cluster(const float* const (&local)[kGr
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) {
 #pragma unroll
-      for (int j = 0; j < kTerms; ++j) v[g][j] = read_term(local[g], t + j < terms ? t + j : t, parts, part_floats, own_only);
+      for (int j = 0; j < kTerms; ++j)
+        v[g][j] = read_term(local[g], t + j < terms ? t + j : t, parts, part_floats, own_only);
     }
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) {
@@ -214,14 +215,14 @@ __device__ __forceinline__ void reduce_and_finish_as(const EpilogueParams& p, co
   if (p.row_major_simple && p.four_wide && share.col + 4 <= p.n_out) {
     switch (p.d.dtype) {
       case DataType::kBF16:
-        return reduce_rows_as<kTokenTile, kThreads, Shape, kAct, __nv_bfloat16>(p, partial, origin, share, splits, parts,
-                                                                         part_floats);
+        return reduce_rows_as<kTokenTile, kThreads, Shape, kAct, __nv_bfloat16>(p, partial, origin, share, splits,
+                                                                                parts, part_floats);
       case DataType::kF16:
         return reduce_rows_as<kTokenTile, kThreads, Shape, kAct, __half>(p, partial, origin, share, splits, parts,
-                                                                  part_floats);
+                                                                         part_floats);
       default:
         return reduce_rows_as<kTokenTile, kThreads, Shape, kAct, float>(p, partial, origin, share, splits, parts,
-                                                                 part_floats);
+                                                                        part_floats);
     }
   }
 #pragma unroll 1
