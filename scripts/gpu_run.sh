@@ -57,10 +57,11 @@ if want sanitize; then
   # limit). ANVIL_ROW_SPLIT=1 makes the dispatcher split every eligible problem, so its
   # 300-row cases run as sm90-gemm on 256 rows + a decode kernel on 44 (the sweep's own
   # split cases, 2049 rows, take racecheck 150 s each). Racecheck, the slowest tool, needs
-  # more than 150 s for these cases since the fitted widths. Three load-path decode cases
-  # whose K steps do not divide evenly over the warpgroups (the barrier padding in
-  # decode_ldg_kernel.cuh). Each tool's summary line lands in sanitize.txt.
-  filter='AllKernels/KernelSweep.*lin_256x512x256:AllKernels/KernelSweep.*lin_129x257x65:AllKernels/KernelSweep.*swiglu_300x768x1000:AllKernels/KernelSweep.*batch3_256x512x256:AllKernels/KernelSweep.*/auto__odd_ld_batch2_333x1001x777:AllKernels/KernelSweep.*/auto__*300x520x1000*:Decode/DecodeSweep.*/ldgr64_fp16_to_fp32_130x256x520:Decode/DecodeSweep.*/ldgr64_odd_k_padded_40x256x515:Decode/DecodeSweep.*/ldg_split_uneven_1x128x640'
+  # more than 150 s for these cases since the fitted widths. Load-path decode cases whose K
+  # steps do not divide evenly over the warpgroups (the barrier padding in
+  # decode_ldg_kernel.cuh), on each of sm90-decode-ldg-r64's token tiles (8, 16, 32). Each
+  # tool's summary line lands in sanitize.txt.
+  filter='AllKernels/KernelSweep.*lin_256x512x256:AllKernels/KernelSweep.*lin_129x257x65:AllKernels/KernelSweep.*swiglu_300x768x1000:AllKernels/KernelSweep.*batch3_256x512x256:AllKernels/KernelSweep.*/auto__odd_ld_batch2_333x1001x777:AllKernels/KernelSweep.*/auto__*300x520x1000*:Decode/DecodeSweep.*/ldgr64_fp16_to_fp32_130x256x520:Decode/DecodeSweep.*/ldgr64_odd_k_padded_40x256x515:Decode/DecodeSweep.*/ldgr64_fp16_24x512x1000:Decode/DecodeSweep.*/ldgr64_odd_k_padded_9x384x1001:Decode/DecodeSweep.*/ldg_split_uneven_1x128x640'
   for tool in memcheck racecheck synccheck initcheck; do
     limit=150
     [ "$tool" = racecheck ] && limit=330

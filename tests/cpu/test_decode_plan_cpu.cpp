@@ -183,7 +183,8 @@ void expect_rows64_fallbacks(int64_t m, const char* swiglu_kernel) {
 // CTA per SM) where they fill one wave of 132 SMs (119-132 tiles), the 8192-feature weight;
 // at 9-16 tokens (two per SM) from 84% of the SMs to two per SM (111-264 tiles), the 7168-,
 // 8192- and 10240-feature weights. Not 8 tokens (the load path's), not 28672 features,
-// not 4096 (64 tiles), not SwiGLU, not batch invariance.
+// not 4096 (64 tiles), not SwiGLU, not batch invariance. Up to 24 tokens the load path's
+// 64-row tiles take the weights that fill one wave first (the next test).
 TEST(DecodeDispatch, SixtyFourRowTilesWhereTheyAllRunAtOnce) {
   EXPECT_TRUE(prefers_decode_r64(17, 8192, 1, 132));
   EXPECT_TRUE(prefers_decode_r64(64, 8192, 1, 132));
@@ -206,10 +207,11 @@ TEST(DecodeDispatch, SixtyFourRowTilesWhereTheyAllRunAtOnce) {
   EXPECT_FALSE(prefers_decode_r64(16, 28672, 1, 132));
   EXPECT_FALSE(prefers_decode_r64(8, 8192, 1, 132));
 
-  EXPECT_STREQ(dispatch_name(linear_desc(9, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-r64");
+  EXPECT_STREQ(dispatch_name(linear_desc(16, 7168, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-r64");
   EXPECT_STREQ(dispatch_name(linear_desc(16, 10240, 8192, DataType::kF16, DataType::kF16)), "sm90-decode-r64");
+  EXPECT_STREQ(dispatch_name(linear_desc(9, 8192, 28672, DataType::kBF16, DataType::kBF16)), "sm90-decode-r64");
 
-  EXPECT_STREQ(dispatch_name(linear_desc(17, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-r64");
+  EXPECT_STREQ(dispatch_name(linear_desc(25, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-r64");
   EXPECT_STREQ(dispatch_name(linear_desc(64, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-r64");
   EXPECT_STREQ(dispatch_name(linear_desc(64, 8192, 8192, DataType::kF16, DataType::kF16)), "sm90-decode-r64");
   EXPECT_STREQ(dispatch_name(linear_desc(16, 28672, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode");
@@ -218,9 +220,10 @@ TEST(DecodeDispatch, SixtyFourRowTilesWhereTheyAllRunAtOnce) {
   expect_rows64_fallbacks(64, "sm90-decode");
 }
 
-// The load path's 64-row tiles where they fill one wave and K is at most 16384: 1-8 tokens
-// on the 8192-feature weight; not 9 tokens, not 10240 or 28672 features, not K = 28672 or
-// 16385, not SwiGLU (the 128-row load-path kernel takes it), not batch invariance.
+// The load path's 64-row tiles where they fill one wave and K is at most 16384: 1-24 tokens
+// on the 8192-feature weight; not 25 tokens, not 10240 or 28672 features, not K = 28672 or
+// 16385, not SwiGLU (the 128-row load-path kernel takes it up to 8 tokens, sm90-decode
+// from 9), not batch invariance.
 TEST(DecodeDispatch, LoadPathSixtyFourRowTilesWhereTheyFillOneWave) {
   EXPECT_TRUE(prefers_decode_ldg_r64(1, 8192, 8192, 1, 132));
   EXPECT_TRUE(prefers_decode_ldg_r64(8, 8192, 8192, 1, 132));
@@ -229,15 +232,21 @@ TEST(DecodeDispatch, LoadPathSixtyFourRowTilesWhereTheyFillOneWave) {
   EXPECT_TRUE(prefers_decode_ldg_r64(1, 7616, 8192, 1, 132));   // 119 tiles
   EXPECT_FALSE(prefers_decode_ldg_r64(1, 7552, 8192, 1, 132));  // 118 tiles: 89%
   EXPECT_FALSE(prefers_decode_ldg_r64(1, 8512, 8192, 1, 132));  // 133 tiles: a second wave
-  EXPECT_FALSE(prefers_decode_ldg_r64(9, 8192, 8192, 1, 132));
+  EXPECT_TRUE(prefers_decode_ldg_r64(9, 8192, 8192, 1, 132));
+  EXPECT_TRUE(prefers_decode_ldg_r64(24, 8192, 8192, 1, 132));
+  EXPECT_FALSE(prefers_decode_ldg_r64(25, 8192, 8192, 1, 132));
+  EXPECT_FALSE(prefers_decode_ldg_r64(16, 8192, 16385, 1, 132));
   EXPECT_FALSE(prefers_decode_ldg_r64(1, 10240, 8192, 1, 132));
   EXPECT_TRUE(prefers_decode_ldg_r64(4, 4096, 4096, 2, 132));  // 128 tiles over two batches
 
   EXPECT_STREQ(dispatch_name(linear_desc(1, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg-r64");
   EXPECT_STREQ(dispatch_name(linear_desc(8, 8192, 8192, DataType::kF16, DataType::kF16)), "sm90-decode-ldg-r64");
   EXPECT_STREQ(dispatch_name(linear_desc(1, 8192, 28672, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg");
-  EXPECT_STREQ(dispatch_name(linear_desc(9, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-r64");
+  EXPECT_STREQ(dispatch_name(linear_desc(9, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-ldg-r64");
+  EXPECT_STREQ(dispatch_name(linear_desc(24, 8192, 8192, DataType::kF16, DataType::kF16)), "sm90-decode-ldg-r64");
+  EXPECT_STREQ(dispatch_name(linear_desc(25, 8192, 8192, DataType::kBF16, DataType::kBF16)), "sm90-decode-r64");
   expect_rows64_fallbacks(1, "sm90-decode-ldg");
+  expect_rows64_fallbacks(16, "sm90-decode");
 }
 
 TEST(DecodeDispatch, LayoutsTheDecodeKernelCannotReadGoToTheRepackingKernel) {

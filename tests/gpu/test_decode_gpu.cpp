@@ -128,8 +128,8 @@ std::vector<DecodeCase> decode_cases() {
     cases.push_back(ldg);
   }
   // And on the 64-row kernels, which take no SwiGLU: sm90-decode-r64 (four K boxes per
-  // stage) and sm90-decode-ldg-r64 (four warpgroups along K; more than 8 tokens: several
-  // token tiles).
+  // stage) and sm90-decode-ldg-r64 (four warpgroups along K up to 8 tokens, three for its
+  // 16- and 32-token tiles; more than 32 tokens: several token tiles).
   const struct {
     const char* prefix;
     const char* kernel;

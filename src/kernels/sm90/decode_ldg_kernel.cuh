@@ -265,7 +265,8 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kCtasPerSm)
   for (int i = 0; i < missing_steps; ++i) warpgroup_sync(warpgroup);
   const float* const partials = ldg_partial_tile(shared, 0);
   constexpr int kPartFloats = kLdgPartFloats<Config>;
-  // One group per thread at most (up to 16 tokens x 32 groups over 512 threads).
+  // One group per thread at most (up to 16 tokens x 32 groups over 512 threads), two with
+  // sm90-decode-ldg-r64's 32-token tile (32 x 16 groups over 384 threads).
   using Shape = typename Config::ReduceShape;
   // Two branches, not one path with its barriers under `if (splits > 1)`: the unsplit one
   // compiles for one split, its reads local and its loop bounds known (see

@@ -87,17 +87,19 @@ inline bool prefers_decode_r64(int64_t m, int64_t n, int64_t batch, int sm_count
 }
 
 // Where sm90-decode-ldg-r64 (the load-path kernel with 64-row tiles, no K split) replaces
-// sm90-decode-ldg: the load path's token counts (prefers_decode_ldg) on weights whose 64-row
-// tiles fill one wave, up to K = 16384. The 128-row tiles of such a weight fill half the
-// GPU and take a K split across a cluster, whose tail the 64-row tiles do without; but
-// they stream a little slower. Measured in one process (8192 features, H200, 2026-11-30,
-// docs/decode.md session 15): K = 8192 0.24-0.46 us faster at 1-8 tokens (1 token: 33.15
-// against 33.45 us), K = 28672 0.1-0.3 us slower. As a fixed saving less a cost growing
-// with K, the two cross near K = 16K.
+// sm90-decode-ldg (1-8 tokens) and sm90-decode-r64 (9-24): on weights whose 64-row tiles
+// fill one wave, up to K = 16384. The 128-row tiles of such a weight fill half the GPU and
+// take a K split across a cluster, whose tail the 64-row tiles do without; but they stream
+// a little slower. Measured in one process (8192 features, H200, 2026-11-30, docs/decode.md
+// session 15): K = 8192 0.24-0.46 us faster at 1-8 tokens (1 token: 33.15 against 33.45
+// us), K = 28672 0.1-0.3 us slower. As a fixed saving less a cost growing with K, the two
+// cross near K = 16K. At 9-24 tokens against sm90-decode-r64's TMA-fed tiles (session 17):
+// 12-16 x 8192 x 8192 0.7-1.2 us faster, 24 tokens 0.5, 32 tokens level or slower.
 inline constexpr int64_t kDecodeLdgRows64MaxK = 16384;
+inline constexpr int64_t kDecodeLdgRows64MaxTokens = 24;
 
 inline bool prefers_decode_ldg_r64(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count) {
-  return prefers_decode_ldg(m) && k <= kDecodeLdgRows64MaxK && decode_rows64_fill_one_wave(n, batch, sm_count);
+  return m <= kDecodeLdgRows64MaxTokens && k <= kDecodeLdgRows64MaxK && decode_rows64_fill_one_wave(n, batch, sm_count);
 }
 
 inline bool prefers_decode(int64_t m, int64_t n, int64_t batch, int sm_count) {

@@ -110,34 +110,57 @@ Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
              : plan_and_launch<Ldg16>(kName, kSmallestTokenTile, resident_ctas_for, desc, args, diag);
 }
 
-// ---- sm90-decode-ldg-r64: 64 weight rows per CTA, four warpgroups along K ----
+// ---- sm90-decode-ldg-r64: 64 weight rows per CTA, three or four warpgroups along K ----
 //
-// Twice the load-path kernel's CTAs for the same weight, so 1-8 tokens on 8192 rows make
-// 128 tiles and need no K split - and none of its cluster tail (docs/decode.md, session
-// 15). Each warpgroup streams what it streams in Ldg8 (64 rows, a quarter of the tile's K
-// in 128-wide steps, three stages). The dispatcher picks it where its tiles fill one wave
-// (prefers_decode_ldg_r64). One token tile: more than 8 tokens take several 8-wide tiles,
-// each re-reading the weight (correct, but the dispatcher never sends them here). No
-// SwiGLU: a 64-row tile cannot hold a 64-row gate block and its up block.
+// Twice the load-path kernel's CTAs for the same weight, so 1-24 tokens on 8192 rows make
+// 128 tiles and need no K split - and none of its cluster tail (docs/decode.md, sessions
+// 15 and 17). Up to 8 tokens each warpgroup streams what it streams in Ldg8 (64 rows, a
+// quarter of the tile's K in 128-wide steps, three stages); 16- and 32-token tiles take
+// three warpgroups. The dispatcher picks it where its tiles fill one wave
+// (prefers_decode_ldg_r64). More than 32 tokens take several 32-wide tiles, each
+// re-reading the weight (correct, but the dispatcher never sends them here). No SwiGLU: a
+// 64-row tile cannot hold a 64-row gate block and its up block.
 
 constexpr const char* kRows64Name = "sm90-decode-ldg-r64";
 using LdgRows64 = LdgDecodeConfig<8, 128, 4, 64>;
+// 9-32 tokens: three warpgroups along K, so each keeps three 128-wide stages (four would
+// leave two). Measured against four warpgroups in 64-wide steps, which fit five stages (16
+// x 8192 x 8192, H200, docs/worklog.md session 17): 33.7 against 35.3 us - the wider steps
+// matter more than the fourth ring, as in the 128-row kernel (session 7).
+template <int kTokenTile>
+using LdgRows64ThreeRings = LdgDecodeConfig<kTokenTile, 128, 3, 64>;
+constexpr int rows64_token_tile(int64_t m) { return m <= 8 ? 8 : m <= 16 ? 16 : 32; }
 
-int rows64_resident_ctas_for(int, int splits) { return resident_ctas<LdgRows64>(kRows64Name, splits); }
+int rows64_resident_ctas_for(int token_tile, int splits) {
+  switch (token_tile) {
+    case 8: return resident_ctas<LdgRows64>(kRows64Name, splits);
+    case 16: return resident_ctas<LdgRows64ThreeRings<16>>(kRows64Name, splits);
+    default: return resident_ctas<LdgRows64ThreeRings<32>>(kRows64Name, splits);
+  }
+}
 
 Status check_rows64(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
-  return check_decode(kRows64Name, desc, args, false, 64, LdgRows64::kTokenTile, diag);
+  return check_decode(kRows64Name, desc, args, false, 64, LdgRows64ThreeRings<32>::kTokenTile, diag);
+}
+
+template <class Config>
+Status launch_rows64_config(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return plan_and_launch<Config>(kRows64Name, LdgRows64::kTokenTile, rows64_resident_ctas_for, desc, args, diag);
 }
 
 Status launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return plan_and_launch<LdgRows64>(kRows64Name, LdgRows64::kTokenTile, rows64_resident_ctas_for, desc, args, diag);
+  switch (rows64_token_tile(desc.m)) {
+    case 8: return launch_rows64_config<LdgRows64>(desc, args, diag);
+    case 16: return launch_rows64_config<LdgRows64ThreeRings<16>>(desc, args, diag);
+    default: return launch_rows64_config<LdgRows64ThreeRings<32>>(desc, args, diag);
+  }
 }
 
 }  // namespace
 
 extern const KernelInfo kSm90DecodeLdgR64{kRows64Name,
-                                          "decode through the load path with 64 weight rows per CTA and four "
-                                          "warpgroups along K: twice sm90-decode-ldg's CTAs, so up to 8 tokens need no "
+                                          "decode through the load path with 64 weight rows per CTA and three or four "
+                                          "warpgroups along K: twice sm90-decode-ldg's CTAs, so up to 24 tokens need no "
                                           "K split where the weight's 64-row tiles fill one wave (no SwiGLU)",
                                           check_rows64, launch_rows64, nullptr};
 
