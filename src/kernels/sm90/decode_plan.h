@@ -93,8 +93,9 @@ inline bool prefers_decode_r64(int64_t m, int64_t n, int64_t batch, int sm_count
 // a little slower. Measured in one process (8192 features, H200, 2026-11-30, docs/decode.md
 // session 15): K = 8192 0.24-0.46 us faster at 1-8 tokens (1 token: 33.15 against 33.45
 // us), K = 28672 0.1-0.3 us slower. As a fixed saving less a cost growing with K, the two
-// cross near K = 16K. At 9-24 tokens against sm90-decode-r64's TMA-fed tiles (session 17):
-// 12-16 x 8192 x 8192 0.7-1.2 us faster, 24 tokens 0.5, 32 tokens level or slower.
+// cross near K = 16K. At 9-24 tokens against sm90-decode-r64's TMA-fed tiles (session 17,
+// alternating processes): 9-20 x 8192 x 8192 0.6-0.9 us faster, 24 tokens 0.2-0.4; at 32
+// tokens (forced, one process) level or slower.
 inline constexpr int64_t kDecodeLdgRows64MaxK = 16384;
 inline constexpr int64_t kDecodeLdgRows64MaxTokens = 24;
 

@@ -159,9 +159,9 @@ Status launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* dia
 }  // namespace
 
 extern const KernelInfo kSm90DecodeLdgR64{kRows64Name,
-                                          "decode through the load path with 64 weight rows per CTA and three or four "
-                                          "warpgroups along K: twice sm90-decode-ldg's CTAs, so up to 24 tokens need no "
-                                          "K split where the weight's 64-row tiles fill one wave (no SwiGLU)",
+                                          "decode through the load path with 64 weight rows per CTA and three or "
+                                          "four warpgroups along K: twice sm90-decode-ldg's CTAs, so up to 24 tokens "
+                                          "need no K split where the weight's 64-row tiles fill one wave (no SwiGLU)",
                                           check_rows64, launch_rows64, nullptr};
 
 extern const KernelInfo kSm90DecodeLdg{kName,
