@@ -22,7 +22,9 @@ TEST(DecodeTokenTile, NarrowestWgmmaWidthThatHoldsTheTokens) {
   EXPECT_EQ(decode_token_tile(8), 8);
   EXPECT_EQ(decode_token_tile(9), 16);
   EXPECT_EQ(decode_token_tile(64), 64);
-  EXPECT_EQ(decode_token_tile(65), 128);
+  EXPECT_EQ(decode_token_tile(65), 96);
+  EXPECT_EQ(decode_token_tile(96), 96);
+  EXPECT_EQ(decode_token_tile(97), 128);
   EXPECT_EQ(decode_token_tile(256), 256);
   EXPECT_EQ(decode_token_tile(257), 256);  // several 256-wide tiles
 }

@@ -62,6 +62,7 @@ std::vector<DecodeCase> decode_cases() {
   // Feature and K tails.
   cases.push_back({"tails_16x1000x4104", linear(16, 1000, 4104)});
   cases.push_back({"tails_100x129x72", linear(100, 129, 72)});
+  cases.push_back({"tile96_80x1000x1000", linear(80, 1000, 1000)});  // 65-96 tokens: the 96-token tile
   // K not a multiple of 8 in padded rows (TMA-legal pitches): the last 16-byte piece of a
   // row is partial - TMA zero-fills past K, and sm90-decode-ldg's cp.async copies only the
   // bytes before K and zero-fills the rest.

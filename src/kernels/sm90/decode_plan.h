@@ -17,7 +17,7 @@ namespace anvil::detail {
 // Token-tile widths the decode kernel is instantiated for (wgmma N values). Up to 64
 // tokens the kernel streams weights (two CTAs per SM, bandwidth-bound); from 128 it is
 // limited by the tensor cores (one CTA per SM).
-inline constexpr int kDecodeTokenTiles[] = {8, 16, 32, 64, 128, 256};
+inline constexpr int kDecodeTokenTiles[] = {8, 16, 32, 64, 96, 128, 256};
 constexpr bool decode_bandwidth_bound(int token_tile) { return token_tile <= 64; }
 inline constexpr int kDecodeMaxSplit = 8;  // portable cluster size
 

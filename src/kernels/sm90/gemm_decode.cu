@@ -36,6 +36,7 @@ int resident_ctas_for(int token_tile, int splits) {
     case 16: return resident_ctas<DecodeConfig<16>>(kName, splits);
     case 32: return resident_ctas<DecodeConfig<32>>(kName, splits);
     case 64: return resident_ctas<DecodeConfig<64>>(kName, splits);
+    case 96: return resident_ctas<DecodeConfig<96>>(kName, splits);
     case 128: return resident_ctas<DecodeConfig<128>>(kName, splits);
     default: return resident_ctas<DecodeConfig<256>>(kName, splits);
   }
@@ -108,6 +109,7 @@ Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
     case 16: return launch_tile<16>(desc, args, diag);
     case 32: return launch_tile<32>(desc, args, diag);
     case 64: return launch_tile<64>(desc, args, diag);
+    case 96: return launch_tile<96>(desc, args, diag);
     case 128: return launch_tile<128>(desc, args, diag);
     default: return launch_tile<256>(desc, args, diag);
   }
