@@ -103,9 +103,25 @@ inline bool prefers_decode_ldg_r64(int64_t m, int64_t n, int64_t k, int64_t batc
   return m <= kDecodeLdgRows64MaxTokens && k <= kDecodeLdgRows64MaxK && decode_rows64_fill_one_wave(n, batch, sm_count);
 }
 
+// The share of the SMs the decode kernel's 128-row tiles fill in one wave with the best K
+// split (0 when they make more than one wave even unsplit). At 65-128 tokens a fill of 80%
+// or more sends the problem to decode whatever sm90-gemm's tiles would do: measured on
+// 14336 x 8192 (112 tiles, 85%; session 17, `-s17-crossover.json`) decode took 63.5 /
+// 62.3 / 63.8 us at 65 / 80 / 96 tokens against sm90-gemm's 82.7 / 78.4 / 74.8, and was
+// level at 112-128 - where sm90-gemm's own wave plan had counted as full.
+inline constexpr double kDecodeOneWaveMinFill = 0.8;
+
+inline double decode_one_wave_fill(int64_t n, int64_t batch, int sm_count) {
+  const int64_t tiles = (n + 127) / 128 * batch;
+  int64_t ctas = 0;
+  for (int s = 1; s <= kDecodeMaxSplit && tiles * s <= sm_count; ++s) ctas = tiles * s;
+  return static_cast<double>(ctas) / sm_count;
+}
+
 inline bool prefers_decode(int64_t m, int64_t n, int64_t batch, int sm_count) {
   if (m <= kDecodeAlwaysTokens) return true;
   if (m > kDecodeMaxTokens) return false;
+  if (decode_one_wave_fill(n, batch, sm_count) >= kDecodeOneWaveMinFill) return true;
   const Sm90Variant variant = choose_sm90_variant(m, n, batch, sm_count);
   const WavePlan plan = variant_wave_plan(variant, m, n, batch, sm_count);
   return plan.efficiency < kSm90MinWaveEfficiency;
