@@ -28,7 +28,7 @@
 namespace anvil::detail {
 
 // Memory-bound tiles (up to 64 tokens) get ~108 KiB of stages so two CTAs share an SM:
-// one streams while the other starts up or reduces. Compute-bound tiles (128, 256 tokens),
+// one streams while the other starts up or reduces. Wider tiles (96-256 tokens),
 // and stages of several K boxes, take the whole SM, with setmaxnreg moving registers to
 // the accumulators.
 // kRows weight rows per CTA, 64 per consumer warpgroup: 128, or 64 for the unsplit

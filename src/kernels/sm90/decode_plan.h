@@ -15,8 +15,10 @@
 namespace anvil::detail {
 
 // Token-tile widths the decode kernel is instantiated for (wgmma N values). Up to 64
-// tokens the kernel streams weights (two CTAs per SM, bandwidth-bound); from 128 it is
-// limited by the tensor cores (one CTA per SM).
+// tokens the kernel streams weights (two CTAs per SM, bandwidth-bound); from 96 it runs
+// one CTA per SM and its split is planned as if the tensor cores limited it - though on
+// the H200 96-128 tokens are still memory-bound, and that plan can pick a slow split
+// (docs/worklog.md, session 17: open).
 inline constexpr int kDecodeTokenTiles[] = {8, 16, 32, 64, 96, 128, 256};
 constexpr bool decode_bandwidth_bound(int token_tile) { return token_tile <= 64; }
 inline constexpr int kDecodeMaxSplit = 8;  // portable cluster size
@@ -24,9 +26,10 @@ inline constexpr int kDecodeMaxSplit = 8;  // portable cluster size
 // Which kernel takes a K-major problem with m tokens (rows of A), from the M sweeps of
 // 2026-11-29 (docs/decode.md). Up to 64 tokens the decode kernel streams the weight faster
 // than sm90-gemm's 128-row tiles can (M = 64: 40 us against 65 us on 8192 x 8192). At
-// 65-128 tokens it wins only where sm90-gemm's tiles would leave SMs idle (M = 128 x 8192,
-// 64 tiles: 46-48 against 53 us) and loses where they fill the GPU (M = 128 x 28672:
-// 159 against 129 us). From 129 tokens sm90-gemm is faster even when it under-fills:
+// 65-128 tokens it wins where its own tiles fill one wave (decode_one_wave_fill, below) or
+// where sm90-gemm's tiles would leave SMs idle (M = 128 x 8192, 64 tiles: 46-48 against 53
+// us), and loses where sm90-gemm's fill the GPU and its own do not (M = 128 x 28672: 159
+// against 129 us). From 129 tokens sm90-gemm is faster even when it under-fills:
 // the decode kernel's compute-bound configurations run a k-tile ~1.4x slower than
 // sm90-gemm's (M = 256 x 10240: 122 against 105-109 us; M = 256 x 8192: 67 against 59).
 inline constexpr int64_t kDecodeAlwaysTokens = 64;
@@ -104,7 +107,8 @@ inline bool prefers_decode_ldg_r64(int64_t m, int64_t n, int64_t k, int64_t batc
 }
 
 // The share of the SMs the decode kernel's 128-row tiles fill in one wave with the best K
-// split (0 when they make more than one wave even unsplit). At 65-128 tokens a fill of 80%
+// split (0 when they make more than one wave even unsplit), counting one CTA per SM for
+// every cluster size. At 65-128 tokens a fill of 80%
 // or more sends the problem to decode whatever sm90-gemm's tiles would do: measured on
 // 14336 x 8192 (112 tiles, 85%; session 17, `-s17-crossover.json`) decode took 63.5 /
 // 62.3 / 63.8 us at 65 / 80 / 96 tokens against sm90-gemm's 82.7 / 78.4 / 74.8, and was
