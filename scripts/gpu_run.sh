@@ -2,7 +2,7 @@
 # The one command for the GPU machine: configure, build, run the GPU tests and the
 # benchmark suites, writing logs and JSON under $OUT (default ./out).
 #
-#   scripts/gpu_run.sh [phase ...]     phases: build tests fuzz sanitize probe llm decode streamk fit anchors ablations epilogue unaligned square ladder all (default: all)
+#   scripts/gpu_run.sh [phase ...]     phases: build tests fuzz sanitize probe llm decode splits streamk fit anchors ablations epilogue unaligned square ladder all (default: all)
 #
 # Environment: OUT (results folder), ANVIL_BUILD_DIR (default build-gpu), DTYPE (bf16),
 # FUZZ_SEED (default: today's date as a number), FUZZ_PROBLEMS (2000).
@@ -98,6 +98,29 @@ if want decode; then
     --json "$OUT/decode-kernels-llm-$DTYPE-$stamp.json" 2>>"$OUT/decode.err" | tee -a "$OUT/decode.txt" || status=1
   "$bench" --m 2,4,8,12,16,24 --n 8192 --k 8192 --dtype "$DTYPE" --kernels anvil,sm90-decode,sm90-decode-ldg,sm90-decode-ldg-r64,sm90-decode-r64,cublas \
     --json "$OUT/decode-kernels-sweep-$DTYPE-$stamp.json" 2>>"$OUT/decode.err" | tee -a "$OUT/decode.txt" || status=1
+fi
+
+if want splits; then
+  # The decode planner's K split (decode_plan.h) against every alternative where it plans
+  # for the wide token tiles (96 and 128), next to sm90-gemm and cuBLAS: the dispatcher's
+  # pick with each plan traced (ANVIL_TRACE_DECODE_PLANS), then one process per forced
+  # split (ANVIL_DECODE_SPLITS is read once per process), cuBLAS in each as the reference
+  # for the ratios. SPLIT_N / SPLIT_M narrow the sweep.
+  sweep=(--m "${SPLIT_M:-80,96,112,128}" --n "${SPLIT_N:-6144,8192,9216,10240,12288,14336}" --k 8192 --dtype "$DTYPE")
+  runs=()
+  ANVIL_TRACE_DECODE_PLANS=1 "$bench" "${sweep[@]}" --kernels anvil,sm90-decode,sm90-gemm,cublas \
+    --json "$OUT/splits-planner.json" 2>"$OUT/splits-plans.err" | tee "$OUT/splits.txt" || status=1
+  runs+=(planner="$OUT/splits-planner.json")
+  for s in 1 2 3 4 5 6 7 8; do
+    ANVIL_DECODE_SPLITS=$s "$bench" "${sweep[@]}" --kernels sm90-decode,cublas --no-verify \
+      --json "$OUT/splits-s$s.json" 2>>"$OUT/splits.err" | tee -a "$OUT/splits.txt" || status=1
+    runs+=(split$s="$OUT/splits-s$s.json")
+  done
+  grep "decode plan" "$OUT/splits-plans.err" | sort -u >"$OUT/splits-plans.txt"
+  python3 scripts/merge_runs.py "$OUT/decode-splits-$DTYPE-$stamp.json" "${runs[@]}" --text plans="$OUT/splits-plans.txt" \
+    --note "gpu_run.sh splits at $ANVIL_COMMIT: the dispatcher (plans traced) and sm90-decode forced to each K split" \
+    && rm -f "$OUT"/splits-planner.json "$OUT"/splits-s?.json \
+    && python3 scripts/split_table.py "$OUT/decode-splits-$DTYPE-$stamp.json"
 fi
 
 if want streamk; then

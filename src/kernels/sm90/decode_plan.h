@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 
 #include "anvil/gemm.h"
@@ -247,6 +248,17 @@ inline int decode_forced_splits() {
   return forced;
 }
 
+// A measurement aid: ANVIL_TRACE_DECODE_PLANS=1 prints each decode plan as it is built
+// (once per problem: plans are cached) with the resident CTAs the occupancy API gave for
+// every cluster size, so a benchmark's rows can be matched to the split behind them.
+inline bool decode_trace_plans() {
+  static const bool trace = [] {
+    const char* value = std::getenv("ANVIL_TRACE_DECODE_PLANS");
+    return value != nullptr && *value != '\0' && *value != '0';
+  }();
+  return trace;
+}
+
 // The grid of one decode launch, in the units both decode kernels share: 128 weight rows
 // per feature tile, 64-wide k-tiles.
 struct DecodeLaunchPlan {
@@ -296,6 +308,14 @@ DecodeLaunchPlan plan_decode(const GemmDesc& desc, int token_tile, int smallest_
   const int forced = decode_forced_splits();
   if (forced >= 1 && forced <= kDecodeMaxSplit && forced <= plan.k_tiles) {
     plan.split = decode_split_cost(tiles, plan.k_tiles, forced, resident_ctas(token_tile, forced), bandwidth_bound);
+  }
+  if (decode_trace_plans()) {
+    std::fprintf(stderr, "decode plan: m %lld n %lld k %lld batch %lld rows %d tile %d -> splits %d ctas %lld waves %lld "
+                 "(resident by cluster size 1-8:", static_cast<long long>(desc.m), static_cast<long long>(desc.n),
+                 static_cast<long long>(desc.k), static_cast<long long>(desc.batch), tile_rows, token_tile,
+                 plan.split.splits, static_cast<long long>(plan.split.ctas), static_cast<long long>(plan.split.waves));
+    for (int s = 1; s <= kDecodeMaxSplit; ++s) std::fprintf(stderr, " %d", resident_ctas(token_tile, s));
+    std::fprintf(stderr, ")\n");
   }
   return plan;
 }
