@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "anvil/gemm.h"
 #include "kernels/sm90/decode_plan.h"
@@ -79,6 +80,46 @@ TEST(DecodeSplit, BatchInvariantSplitIsTheWidestStreamingTilesOne) {
     d.batch_invariant = true;
     EXPECT_EQ(plan_decode(d, decode_token_tile(m), 8, resident).split.splits, 2) << "m = " << m;
   }
+}
+
+// Batch invariance: every token count gets the split of the narrowest tile, so a row's sums
+// are added in the same order whatever M is - the wide token tiles (65 tokens and up)
+// included, whose own plans would split otherwise.
+TEST(DecodeSplit, BatchInvariantSplitDoesNotDependOnM) {
+  const auto resident = [](int tile, int splits) { return tile <= 64 ? two_per_sm(splits) : one_per_sm(splits); };
+  for (int64_t n : {1024, 4096, 8192, 10240, 12288, 28672}) {
+    GemmDesc d = linear_desc(1, n, 8192, DataType::kBF16, DataType::kBF16);
+    d.batch_invariant = true;
+    const int one_token = plan_decode(d, decode_token_tile(1), 8, resident).split.splits;
+    for (int64_t m : {8, 16, 64, 65, 100, 128, 256, 300, 1000}) {
+      d.m = m;
+      EXPECT_EQ(plan_decode(d, decode_token_tile(m), 8, resident).split.splits, one_token) << "n = " << n << ", m = " << m;
+    }
+  }
+}
+
+// 96- and 128-token tiles take the most splits that fill one wave. The residents are the
+// occupancy API's answers for those configurations on the H200 (session 18's trace: one
+// CTA per SM, fewer where clusters of 3 and more leave a GPC's last SMs idle), the
+// expected splits the fastest of all eight measured at 80-128 tokens x K = 8192 (docs/
+// decode.md); the whole-waves score had picked 3 for 9216, 4 for 10240 and 8 for 12288.
+TEST(DecodeSplit, WideTokenTilesFillOneWave) {
+  const auto h200_one_per_sm = [](int, int splits) {
+    constexpr int kResident[] = {132, 132, 117, 120, 110, 102, 105, 120};
+    return kResident[splits - 1];
+  };
+  const std::pair<int64_t, int> fastest[] = {{6144, 2}, {8192, 2}, {9216, 1}, {10240, 1}, {12288, 1}, {14336, 1}};
+  for (int64_t m : {80, 96, 112, 128}) {
+    for (const auto& [n, splits] : fastest) {
+      const GemmDesc d = linear_desc(m, n, 8192, DataType::kBF16, DataType::kBF16);
+      const DecodeLaunchPlan plan = plan_decode(d, decode_token_tile(m), 8, h200_one_per_sm);
+      EXPECT_EQ(plan.split.splits, splits) << "m = " << m << ", n = " << n;
+      EXPECT_EQ(plan.split.waves, 1) << "m = " << m << ", n = " << n;
+    }
+  }
+  // 256 tokens are compute-bound: a second wave of 80 tiles' clusters pays (256 x 10240).
+  const GemmDesc wide = linear_desc(256, 10240, 8192, DataType::kBF16, DataType::kBF16);
+  EXPECT_GT(plan_decode(wide, 256, 8, h200_one_per_sm).split.splits, 1);
 }
 
 TEST(DecodeSplit, ComputeBoundTilesBalanceWaves) {

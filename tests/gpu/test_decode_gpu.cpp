@@ -196,11 +196,14 @@ void run_into(const GemmDesc& desc, const void* a, const void* b, cudaStream_t s
 }
 
 // With batch_invariant, the first rows of a 300-token call are bitwise the rows of calls
-// with 1, 8 or 64 tokens - through the dispatcher, which would otherwise split K
-// differently (or pick sm90-gemm) as M changes.
-TEST(DecodeBatchInvariance, RowsDoNotDependOnM) {
+// with 1, 8, 64 or 100 tokens - through the dispatcher, which would otherwise split K
+// differently (or pick sm90-gemm) as M changes. On 1024 features every plan splits 8
+// ways; 8192 features is where, until session 18, 65 tokens and more got another split.
+class DecodeBatchInvariance : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(DecodeBatchInvariance, RowsDoNotDependOnM) {
   REQUIRE_SM90();
-  const int64_t n = 1024, k = 4096, m_large = 300;
+  const int64_t n = GetParam(), k = 4096, m_large = 300;
   GemmDesc large = anvil::linear_desc(m_large, n, k, DataType::kBF16, DataType::kBF16);
   large.batch_invariant = true;
   Operands op;
@@ -208,7 +211,7 @@ TEST(DecodeBatchInvariance, RowsDoNotDependOnM) {
   ASSERT_STREQ(anvil::dispatch_name(large), "sm90-decode");
   std::vector<unsigned char> reference;
   ASSERT_NO_FATAL_FAILURE(run_checked(op, reference));
-  for (int64_t m : {1, 8, 64}) {
+  for (int64_t m : {1, 8, 64, 100}) {
     GemmDesc small = large;
     small.m = m;
     std::vector<unsigned char> rows;
@@ -217,6 +220,8 @@ TEST(DecodeBatchInvariance, RowsDoNotDependOnM) {
     EXPECT_EQ(std::memcmp(rows.data(), reference.data(), rows.size()), 0) << "rows of the " << m << "-token call differ";
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Weights, DecodeBatchInvariance, ::testing::Values(int64_t{1024}, int64_t{8192}));
 
 // The cluster reduction adds partials in rank order: equal bits on every stream and run.
 class DecodeDeterminism : public ::testing::TestWithParam<const char*> {};

@@ -15,13 +15,20 @@
 
 namespace anvil::detail {
 
-// Token-tile widths the decode kernel is instantiated for (wgmma N values). Up to 64
-// tokens the kernel streams weights (two CTAs per SM, bandwidth-bound); from 96 it runs
-// one CTA per SM and its split is planned as if the tensor cores limited it - though on
-// the H200 96-128 tokens are still memory-bound, and that plan can pick a slow split
-// (docs/worklog.md, session 17: open).
+// Token-tile widths the decode kernel is instantiated for (wgmma N values), and how each
+// is planned. Up to 64 tokens the kernel streams weights, two CTAs per SM, and shares DRAM:
+// a split is scored by its total stream (decode_split_cost). 96 and 128 tokens run one CTA
+// per SM and are still memory-bound over the GPU (a k-tile does as many FLOPs per weight
+// byte as it has tokens, under the H200's ridge of ~232), but one such CTA streams little
+// faster than its share - ~40 GB/s against 32 (9216 x 8192 unsplit at 128 tokens: 72 CTAs,
+// 2.7 TB/s) - so a thin second wave costs nearly a whole one and the split is the most
+// that fills one wave (choose_single_wave_split). Measured on 80-128 tokens x 6144-14336 x
+// 8192 against every split (H200, session 18, docs/decode.md): that rule picks the fastest
+// on all 24, where the whole-waves score below picked 3-8 splits over 2-7 waves, up to 1.8x
+// slower. 256 tokens are compute-bound per CTA, and a partial wave costs a whole one.
 inline constexpr int kDecodeTokenTiles[] = {8, 16, 32, 64, 96, 128, 256};
 constexpr bool decode_bandwidth_bound(int token_tile) { return token_tile <= 64; }
+constexpr bool decode_plans_single_wave(int token_tile) { return token_tile > 64 && token_tile <= 128; }
 inline constexpr int kDecodeMaxSplit = 8;  // portable cluster size
 
 // Which kernel takes a K-major problem with m tokens (rows of A), from the M sweeps of
@@ -171,9 +178,9 @@ struct DecodeSplit {
 
 // Two regimes. Bandwidth-bound (few tokens): DRAM is the shared limit, so time is the
 // total streamed over all resident CTAs - partial waves cost only their share - unless
-// so few CTAs run that each would have to stream faster than it can. Compute-bound (128
-// or more tokens, one CTA per SM): each CTA is limited by its SM's tensor cores, so a
-// partial wave costs a whole one.
+// so few CTAs run that each would have to stream faster than it can. Compute-bound (256
+// tokens, one CTA per SM): each CTA is limited by its SM's tensor cores, so a partial
+// wave costs a whole one.
 inline DecodeSplit decode_split_cost(int64_t output_tiles, int64_t k_tiles, int splits, int64_t resident_ctas,
                                      bool bandwidth_bound, double headroom = kDecodeCtaBandwidthHeadroom) {
   DecodeSplit s;
@@ -273,7 +280,8 @@ struct DecodeLaunchPlan {
 // resident_ctas(token_tile, splits): CTAs of the kernel that fit on the GPU at once in
 // clusters of `splits`. smallest_tile is the kernel's narrowest token tile, the one a
 // batch-invariant split is planned for. single_wave: the kernel runs one CTA per SM and
-// picks its split with choose_single_wave_split, else with choose_decode_split.
+// picks its split with choose_single_wave_split for every token tile; else the tile
+// decides (decode_plans_single_wave, decode_bandwidth_bound).
 // tile_rows and k_block: weight rows per CTA and K per stage of the kernel (128 and 64
 // for both decode kernels; 64 and 256 for sm90-decode-r64); the split is chosen in those
 // k-tiles, and never exceeds their count.
@@ -288,16 +296,21 @@ DecodeLaunchPlan plan_decode(const GemmDesc& desc, int token_tile, int smallest_
   plan.k_tiles = static_cast<int>((desc.k + k_block - 1) / k_block);
   const int64_t tiles = int64_t{plan.feature_tiles} * plan.token_tiles * desc.batch;
   const bool bandwidth_bound = decode_bandwidth_bound(token_tile);
+  // The split for `tile`, by the rule for that tile: in batch-invariant mode the smallest
+  // one's, whatever the tokens' own tile is.
   const auto choose = [&](int64_t output_tiles, int tile, double headroom) {
     const auto resident = [&](int s) { return resident_ctas(tile, s); };
-    return single_wave ? choose_single_wave_split(output_tiles, plan.k_tiles, resident)
-                       : choose_decode_split(output_tiles, plan.k_tiles, bandwidth_bound, resident, headroom);
+    return single_wave || decode_plans_single_wave(tile)
+               ? choose_single_wave_split(output_tiles, plan.k_tiles, resident)
+               : choose_decode_split(output_tiles, plan.k_tiles, decode_bandwidth_bound(tile), resident, headroom);
   };
   if (desc.batch_invariant) {
     // The split may depend on the weight (features, K) and the batch count, never on the
     // number of tokens: a token's sums are then added in the same order whatever M is.
-    // Planned with the headroom of the widest streaming tile, so 32-64 tokens, where a
-    // lone CTA streams slowest, do not get a split only narrow tiles can afford.
+    // (Until session 18 the tokens' own tile chose the cost model here, so from 65 tokens
+    // most weights got another split than one token did.) Planned with the headroom of
+    // the widest streaming tile, so 32-64 tokens, where a lone CTA streams slowest, do not
+    // get a split only narrow tiles can afford.
     const int splits = choose(int64_t{plan.feature_tiles} * desc.batch, smallest_tile,
                               decode_cta_headroom(static_cast<int>(kDecodeAlwaysTokens)))
                            .splits;
