@@ -183,14 +183,16 @@ TEST(DecodeDispatch, CrossoverFollowsTheMeasuredSweep) {
   EXPECT_TRUE(prefers_decode(128, 8192, 1, 132));     // 64 narrow tiles
   EXPECT_FALSE(prefers_decode(128, 28672, 1, 132));   // 112 wide tiles
   EXPECT_FALSE(prefers_decode(128, 8192, 4, 132));    // 256 narrow tiles
-  // ... or where decode's own tiles fill one wave to 80% or more with the best split.
-  EXPECT_DOUBLE_EQ(decode_one_wave_fill(14336, 1, 132), 112.0 / 132);
-  EXPECT_DOUBLE_EQ(decode_one_wave_fill(8192, 1, 132), 128.0 / 132);  // 64 tiles, split 2
-  EXPECT_DOUBLE_EQ(decode_one_wave_fill(10240, 1, 132), 80.0 / 132);
-  EXPECT_DOUBLE_EQ(decode_one_wave_fill(28672, 1, 132), 0.0);         // 224 tiles: two waves
-  EXPECT_TRUE(prefers_decode(65, 14336, 1, 132));
-  EXPECT_TRUE(prefers_decode(128, 14336, 1, 132));
-  EXPECT_TRUE(prefers_decode(96, 10240, 1, 132));  // 61%: sm90-gemm's wave plan decides, as before
+  // ... or wherever decode's own tiles fit in one wave.
+  EXPECT_TRUE(decode_tiles_fit_one_wave(16896, 1, 132));   // 132 tiles
+  EXPECT_FALSE(decode_tiles_fit_one_wave(17024, 1, 132));  // 133
+  EXPECT_FALSE(decode_tiles_fit_one_wave(8192, 3, 132));   // 192 over three batches
+  for (int64_t m : {65, 80, 96, 112, 128}) {
+    EXPECT_TRUE(prefers_decode(m, 14336, 1, 132)) << m;  // 112 tiles, where sm90-gemm's wave plan counts as full
+    EXPECT_TRUE(prefers_decode(m, 13312, 1, 132)) << m;  // 104 tiles: 79% of the SMs, sm90-gemm until session 18
+    EXPECT_TRUE(prefers_decode(m, 10240, 1, 132)) << m;
+    EXPECT_FALSE(prefers_decode(m, 17408, 1, 132)) << m;  // 136 tiles
+  }
   EXPECT_FALSE(prefers_decode(256, 8192, 1, 132));    // 128 narrow tiles
   // Past 128 tokens sm90-gemm even when it under-fills (256 x 10240: 80 CTAs).
   EXPECT_FALSE(prefers_decode(256, 10240, 1, 132));

@@ -34,7 +34,7 @@ inline constexpr int kDecodeMaxSplit = 8;  // portable cluster size
 // Which kernel takes a K-major problem with m tokens (rows of A), from the M sweeps of
 // 2026-11-29 (docs/decode.md). Up to 64 tokens the decode kernel streams the weight faster
 // than sm90-gemm's 128-row tiles can (M = 64: 40 us against 65 us on 8192 x 8192). At
-// 65-128 tokens it wins where its own tiles fill one wave (decode_one_wave_fill, below) or
+// 65-128 tokens it wins where its own tiles fit in one wave (decode_tiles_fit_one_wave) or
 // where sm90-gemm's tiles would leave SMs idle (M = 128 x 8192, 64 tiles: 46-48 against 53
 // us), and loses where sm90-gemm's fill the GPU and its own do not (M = 128 x 28672: 159
 // against 129 us). From 129 tokens sm90-gemm is faster even when it under-fills:
@@ -114,26 +114,23 @@ inline bool prefers_decode_ldg_r64(int64_t m, int64_t n, int64_t k, int64_t batc
   return m <= kDecodeLdgRows64MaxTokens && k <= kDecodeLdgRows64MaxK && decode_rows64_fill_one_wave(n, batch, sm_count);
 }
 
-// The share of the SMs the decode kernel's 128-row tiles fill in one wave with the best K
-// split (0 when they make more than one wave even unsplit), counting one CTA per SM for
-// every cluster size. At 65-128 tokens a fill of 80%
-// or more sends the problem to decode whatever sm90-gemm's tiles would do: measured on
-// 14336 x 8192 (112 tiles, 85%; session 17, `-s17-crossover.json`) decode took 63.5 /
-// 62.3 / 63.8 us at 65 / 80 / 96 tokens against sm90-gemm's 82.7 / 78.4 / 74.8, and was
-// level at 112-128 - where sm90-gemm's own wave plan had counted as full.
-inline constexpr double kDecodeOneWaveMinFill = 0.8;
-
-inline double decode_one_wave_fill(int64_t n, int64_t batch, int sm_count) {
-  const int64_t tiles = (n + 127) / 128 * batch;
-  int64_t ctas = 0;
-  for (int s = 1; s <= kDecodeMaxSplit && tiles * s <= sm_count; ++s) ctas = tiles * s;
-  return static_cast<double>(ctas) / sm_count;
+// Whether the decode kernel's 128-row tiles fit in one wave, one CTA per SM. At 65-128
+// tokens it then runs them in one wave with the most splits that fill it
+// (decode_plans_single_wave), and that is as fast as sm90-gemm or faster whatever
+// sm90-gemm's tiles would do. Measured on 4096-14336 x 8192 at 80-128 tokens (sessions
+// 17-18, `-s17-crossover.json`, `-7fe6c8d-decode-splits-bf16.json`): up to 26% faster
+// (13312: 57.3 against 72.2 us at 80 tokens; 14336: 63.5 against 82.7 at 65), level at
+// 112-128 tokens on 9216-14336 except 12288 (sm90-gemm 3-7% faster). Session 17's rule
+// asked for a fill of 80%, which sent 13312 (79%) to sm90-gemm. With more tiles than SMs
+// (17408 features: 136) sm90-gemm was 15-25% faster.
+inline bool decode_tiles_fit_one_wave(int64_t n, int64_t batch, int sm_count) {
+  return (n + 127) / 128 * batch <= sm_count;
 }
 
 inline bool prefers_decode(int64_t m, int64_t n, int64_t batch, int sm_count) {
   if (m <= kDecodeAlwaysTokens) return true;
   if (m > kDecodeMaxTokens) return false;
-  if (decode_one_wave_fill(n, batch, sm_count) >= kDecodeOneWaveMinFill) return true;
+  if (decode_tiles_fit_one_wave(n, batch, sm_count)) return true;
   const Sm90Variant variant = choose_sm90_variant(m, n, batch, sm_count);
   const WavePlan plan = variant_wave_plan(variant, m, n, batch, sm_count);
   return plan.efficiency < kSm90MinWaveEfficiency;
