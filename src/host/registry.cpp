@@ -20,7 +20,6 @@ extern const KernelInfo kSm90Gemm;
 extern const KernelInfo kSm90Decode;
 extern const KernelInfo kSm90DecodeLdg;
 extern const KernelInfo kSm90DecodeR64;
-extern const KernelInfo kSm90DecodeWide2;
 extern const KernelInfo kSm90DecodeLdgR64;
 extern const KernelInfo kSm90GemmPingPong;
 extern const KernelInfo kSm90GemmStreamK;
@@ -39,7 +38,7 @@ extern const KernelInfo kAblation10TallTwoRounds;
 namespace {
 // Ladder order first, then the production kernels the dispatcher prefers, then the
 // ablations that explain the ladder's flat or negative steps (docs/ladder.md).
-const std::array<const KernelInfo*, 30> kKernels = {
+const std::array<const KernelInfo*, 29> kKernels = {
     &kLadder01Naive,          &kLadder02SmemTiling,   &kLadder03TmaWgmma, &kLadder04Swizzle,
     &kLadder05Pipeline,       &kLadder06WarpSpecialized, &kLadder07TwoConsumers, &kLadder08TmaStore,
     &kLadder09Cluster,        &kLadder10Persistent,   &kLadder11DeeperRing, &kSm90Gemm,            &kSm90Decode,     &kSm90DecodeLdg,
@@ -48,7 +47,7 @@ const std::array<const KernelInfo*, 30> kKernels = {
     &kSm90GemmFit,
     &kSm90GemmPow2,
     &kSm90GemmPairN,
-    &kSm90DecodeR64, &kSm90DecodeWide2,
+    &kSm90DecodeR64,
     &kSm90DecodeLdgR64,
     &kAblation05TwoStages,    &kAblation09NoMulticast, &kAblation09FourStages, &kAblation09CrossRelease,
     &kAblation10WideFourStages, &kAblation10TallFourStages, &kAblation10TallThreeStages,

@@ -155,31 +155,7 @@ Status launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* dia
                                                     args, diag);
 }
 
-// ---- experiment (session 18): the 96-token tile two per SM ----
-// A TMA-fed CTA completes about one stage per ~0.4-0.55 us, so a lone wide-tile CTA
-// streams ~40 GB/s: 72 unsplit tiles (9216 features) reach 2.7 TB/s. Two per SM, with
-// ring stages of half the depth, a split of 2-3 puts every SM to work in one wave. (The
-// 128-token tile cannot: two CTAs of 384 threads leave 80 registers a thread, and its
-// accumulators alone take 64 - ptxas refuses it.)
-constexpr const char* kWideTwoPerSmName = "sm90-decode-wide2";
-using WideTwoPerSm = DecodeConfig<96, 128, 1, true>;
-
-int wide2_resident_ctas_for(int, int splits) { return resident_ctas<WideTwoPerSm>(kWideTwoPerSmName, splits); }
-
-Status check_wide2(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
-  if (desc.m <= 64 || desc.m > 96) return fail(diag, Status::kNotSupported, "%s: 65-96 tokens only", kWideTwoPerSmName);
-  return check_decode(kWideTwoPerSmName, desc, args, true, 128, 96, diag);
-}
-
-Status launch_wide2(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return plan_and_launch<WideTwoPerSm>(kWideTwoPerSmName, 96, wide2_resident_ctas_for, desc, args, diag);
-}
-
 }  // namespace
-
-extern const KernelInfo kSm90DecodeWide2{kWideTwoPerSmName,
-                                         "experiment: sm90-decode's 96-token tile two CTAs per SM",
-                                         check_wide2, launch_wide2, nullptr};
 
 extern const KernelInfo kSm90DecodeR64{kRows64Name,
                                        "decode with 64 weight rows per CTA (two CTAs per SM up to 16 tokens, four "
