@@ -116,13 +116,14 @@ inline bool prefers_decode_ldg_r64(int64_t m, int64_t n, int64_t k, int64_t batc
 
 // Whether the decode kernel's 128-row tiles fit in one wave, one CTA per SM. At 65-128
 // tokens it then runs them in one wave with the most splits that fill it
-// (decode_plans_single_wave), and that is as fast as sm90-gemm or faster whatever
-// sm90-gemm's tiles would do. Measured on 4096-14336 x 8192 at 80-128 tokens (sessions
-// 17-18, `-s17-crossover.json`, `-7fe6c8d-decode-splits-bf16.json`): up to 26% faster
+// (decode_plans_single_wave), which measured faster than sm90-gemm or level with it
+// whatever sm90-gemm's tiles would do: on 4096-14336 x 8192 at 65-128 tokens (sessions
+// 17-18, `-s17-crossover.json`, `-7fe6c8d-decode-splits-bf16.json`) up to 26% faster
 // (13312: 57.3 against 72.2 us at 80 tokens; 14336: 63.5 against 82.7 at 65), level at
-// 112-128 tokens on 9216-14336 except 12288 (sm90-gemm 3-7% faster). Session 17's rule
-// asked for a fill of 80%, which sent 13312 (79%) to sm90-gemm. With more tiles than SMs
-// (17408 features: 136) sm90-gemm was 15-25% faster.
+// 112-128 tokens on 9216-14336 (12288: sm90-gemm 3-8% faster than forced splits run in
+// another process, 2.5% slower in the same one). Session 17's rule asked for a fill of
+// 80%, which sent 13312 (79%) to sm90-gemm. With more tiles than SMs (17408 features:
+// 136) sm90-gemm was 15-25% faster.
 inline bool decode_tiles_fit_one_wave(int64_t n, int64_t batch, int sm_count) {
   return (n + 127) / 128 * batch <= sm_count;
 }
