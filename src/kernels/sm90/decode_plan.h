@@ -19,10 +19,11 @@ namespace anvil::detail {
 // is planned. Up to 64 tokens the kernel streams weights, two CTAs per SM, and shares DRAM:
 // a split is scored by its total stream (decode_split_cost). 96 and 128 tokens run one CTA
 // per SM and are still memory-bound over the GPU (a k-tile does as many FLOPs per weight
-// byte as it has tokens, under the H200's ridge of ~232), but one such CTA streams little
-// faster than its share - ~40 GB/s against 32 (9216 x 8192 unsplit at 128 tokens: 72 CTAs,
-// 2.7 TB/s) - so a thin second wave costs nearly a whole one and the split is the most
-// that fills one wave (choose_single_wave_split). Measured on 80-128 tokens x 6144-14336 x
+// byte as it has tokens, under the H200's ridge of ~232), but not per SM: one such CTA
+// streams little faster than its share - ~40 GB/s against 32 - with its tensor pipe 81%
+// busy (ncu, 9216 x 8192 unsplit at 128 tokens: 72 CTAs, 3.2 TB/s) - so a thin second
+// wave costs nearly a whole one and the split is the most that fills one wave
+// (choose_single_wave_split). Measured on 80-128 tokens x 6144-14336 x
 // 8192 against every split (H200, session 18, docs/decode.md): that rule picks the fastest
 // on all 24, where the whole-waves score below picked 3-8 splits over 2-7 waves, up to 1.8x
 // slower. 256 tokens are compute-bound per CTA, and a partial wave costs a whole one.
