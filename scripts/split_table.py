@@ -31,12 +31,15 @@ def main() -> int:
         m = PLAN.search(line)
         if m and int(m.group(5)) == 128:  # sm90-decode's 128-row tiles
             plans[(int(m.group(1)), int(m.group(2)), int(m.group(3)))] = int(m.group(7))
-    forced = sorted((int(name[5:]), run) for name, run in runs.items() if name.startswith("split"))
+    forced = sorted(((int(name[5:]), run) for name, run in runs.items() if name.startswith("split")),
+                    key=lambda item: item[0])
     anvil, gemm, cublas = (rows_by(planner, k) for k in ("anvil", "sm90-gemm", "cublas"))
     head = ["M", "N", "anvil", "kernel", "plan s"] + [f"s={s}" for s, _ in forced] + ["best s", "sm90-gemm", "cuBLAS",
                                                                                         "cuBLAS spread"]
-    sep = " | " if args.markdown else "  "
-    print(("| " if args.markdown else "") + sep.join(head) + (" |" if args.markdown else ""))
+    def emit(cells):
+        print("| " + " | ".join(cells) + " |" if args.markdown else "  ".join(cells))
+
+    emit(head)
     if args.markdown:
         print("|" + "---|" * len(head))
     for key in sorted(anvil):
@@ -56,7 +59,7 @@ def main() -> int:
         cells += [f"{t:.1f}" if t is not None else "-" for t in times]
         cells += [str(best), f"{gemm[key]['us_median']:.1f}" if key in gemm else "-",
                   f"{cublas[key]['us_median']:.1f}" if key in cublas else "-", spread]
-        print(("| " if args.markdown else "") + sep.join(cells) + (" |" if args.markdown else ""))
+        emit(cells)
     return 0
 
 

@@ -117,7 +117,8 @@ TEST(DecodeSplit, WideTokenTilesFillOneWave) {
       EXPECT_EQ(plan.split.waves, 1) << "m = " << m << ", n = " << n;
     }
   }
-  // 256 tokens are compute-bound: a second wave of 80 tiles' clusters pays (256 x 10240).
+  // 256 tokens keep the whole-waves score, which splits 80 tiles over two waves (256 x
+  // 10240: 3 splits, 122 us in the 2026-11-29 sweep, docs/decode.md; unsplit not measured).
   const GemmDesc wide = linear_desc(256, 10240, 8192, DataType::kBF16, DataType::kBF16);
   EXPECT_GT(plan_decode(wide, 256, 8, h200_one_per_sm).split.splits, 1);
 }

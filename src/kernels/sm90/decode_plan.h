@@ -23,10 +23,11 @@ namespace anvil::detail {
 // streams little faster than its share - ~40 GB/s against 32 - with its tensor pipe 81%
 // busy (ncu, 9216 x 8192 unsplit at 128 tokens: 72 CTAs, 3.2 TB/s) - so a thin second
 // wave costs nearly a whole one and the split is the most that fills one wave
-// (choose_single_wave_split). Measured on 80-128 tokens x 6144-14336 x
-// 8192 against every split (H200, session 18, docs/decode.md): that rule picks the fastest
-// on all 24, where the whole-waves score below picked 3-8 splits over 2-7 waves, up to 1.8x
-// slower. 256 tokens are compute-bound per CTA, and a partial wave costs a whole one.
+// (choose_single_wave_split). Measured on 80-128 tokens x twelve widths x K = 8192 against
+// every split (H200, session 18, docs/decode.md; fitted on six widths, checked on six): that
+// rule picks the fastest on all 44 shapes whose tiles fit one wave, where the whole-waves
+// score below picked 3-8 splits over 2-7 waves, up to 1.8x slower. 256 tokens are
+// compute-bound per CTA, and a partial wave costs a whole one.
 inline constexpr int kDecodeTokenTiles[] = {8, 16, 32, 64, 96, 128, 256};
 constexpr bool decode_bandwidth_bound(int token_tile) { return token_tile <= 64; }
 constexpr bool decode_plans_single_wave(int token_tile) { return token_tile > 64 && token_tile <= 128; }
