@@ -53,9 +53,9 @@ Status build_sm90_params(LaunchPolicy policy, const GemmDesc& desc, const GemmAr
       TileScheduler{tiles_m, tiles_n, static_cast<int>(desc.batch), Config::kClusterM, Config::kClusterN, policy.band};
 
   static_assert(Config::kBlockK == 64, "one 128-byte swizzle row of K per box");
-  // With multicast each CTA of the cluster fetches its slice of the shared tile's rows.
-  Status s = encode_kmajor_sw128(&params.map_a, args.a, desc.a, desc.k, desc.m, Config::kBlockM / Config::kSlicesA,
-                                 diag, desc.batch);
+  // With multicast each CTA of the cluster fetches its slice of the shared tile's rows,
+  // A's in boxes of kBoxRowsA rows.
+  Status s = encode_kmajor_sw128(&params.map_a, args.a, desc.a, desc.k, desc.m, Config::kBoxRowsA, diag, desc.batch);
   if (s != Status::kSuccess) return s;
   s = encode_kmajor_sw128(&params.map_b, args.b, desc.b, desc.k, desc.n, Config::kBlockN / Config::kSlicesB, diag,
                           desc.batch);
