@@ -30,7 +30,7 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
                                                       uint8_t (*tiles_a)[Config::kStageBytesA],
                                                       uint8_t (*tiles_b)[Config::kStageBytesB],
                                                       StageBarriers<Config::kStages>& barriers,
-                                                      uint64_t* mainloop_done = nullptr) {
+                                                      uint64_t* mainloop_done = nullptr, bool early_release = false) {
   using Mma = sm90::WgmmaSS<Config::kBlockN, kInput>;
   int previous_stage = -1;
   for (int kt = 0; kt < k_tiles; ++kt) {
@@ -53,6 +53,12 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
       }
     }
     sm90::wgmma_commit_group();
+    if (early_release) {  // EXPERIMENT (session 19): free each stage as soon as its wgmma retired
+      sm90::wgmma_wait_group<0>();
+      release_stage<Config>(barriers, ring.stage);
+      ring.advance();
+      continue;
+    }
     sm90::wgmma_wait_group<1>();
     if (previous_stage >= 0) release_stage<Config>(barriers, previous_stage);
     previous_stage = ring.stage;
@@ -62,7 +68,7 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
   sm90::wgmma_wait_group<0>();
 #pragma unroll
   for (int slab = 0; slab < Config::kSlabs; ++slab) sm90::wgmma_fence_operands(acc[slab]);
-  release_stage<Config>(barriers, previous_stage);
+  if (previous_stage >= 0) release_stage<Config>(barriers, previous_stage);
 }
 
 }  // namespace anvil::detail

@@ -19,6 +19,10 @@ struct Sm90Params {
   bool pair_store;  // plain GEMM: two adjacent outputs per 32-bit store; neither: staged
   TileScheduler scheduler;
   EpilogueParams epilogue;
+  // EXPERIMENT (session 19): rows per A box (Config::kBoxRowsA unless ANVIL_EXP_A_BOX), and
+  // stages freed as soon as their wgmma retired (ANVIL_EXP_EARLY_RELEASE=1).
+  int a_box_rows;
+  bool exp_early_release;
   // Stream-K configurations only (Config::kStreamK).
   StreamKPlan stream_k;
   StreamKWorkspace stream_k_workspace;

@@ -39,30 +39,31 @@ __device__ __forceinline__ void load_box(uint8_t* dst, const CUtensorMap& map, u
 // others are not loaded: see KernelConfig::kBoxRowsA). Every box is multicast to the whole
 // cluster, so each CTA expects the bytes of all of them.
 template <class Config>
-__device__ __forceinline__ int a_boxes_in_tile(int tile_row0, int a_rows) {
-  constexpr int kBoxes = Config::kBlockM / Config::kBoxRowsA;
+__device__ __forceinline__ int a_boxes_in_tile(int tile_row0, int a_rows, int box_rows) {
+  const int tile_boxes = Config::kBlockM / box_rows;
   const int rows = a_rows - tile_row0;
   if (rows <= 0) return 0;
-  const int boxes = (rows + Config::kBoxRowsA - 1) / Config::kBoxRowsA;
-  return boxes < kBoxes ? boxes : kBoxes;
+  const int boxes = (rows + box_rows - 1) / box_rows;
+  return boxes < tile_boxes ? boxes : tile_boxes;
 }
 
 // Loads K tiles [k_begin, k_end) of one output tile into the ring.
 template <class Config>
 __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtensorMap& map_b, bool batched,
-                                          int a_rows, const TileCoord& tile, int k_begin, int k_end, uint32_t slice,
+                                          int a_rows, int box_rows, const TileCoord& tile, int k_begin, int k_end, uint32_t slice,
                                           StageRing<Config::kStages>& ring, uint8_t (*tiles_a)[Config::kStageBytesA],
                                           uint8_t (*tiles_b)[Config::kStageBytesB],
                                           StageBarriers<Config::kStages>& barriers) {
   constexpr int kSliceRowsA = Config::kBlockM / Config::kSlicesA;
   constexpr int kSliceRowsB = Config::kBlockN / Config::kSlicesB;
-  constexpr int kBoxBytesA = Config::kBoxRowsA * Config::kBlockK * 2;
+  const int box_bytes_a = box_rows * Config::kBlockK * 2;
+  const int boxes_per_slice = kSliceRowsA / box_rows;
   constexpr uint16_t kClusterMask = (1u << Config::kMulticastCtas) - 1;
   const int tile_row0 = tile.m_tile * Config::kBlockM;
   const int row_a = tile_row0 + (Config::kSlicesA > 1 ? static_cast<int>(slice) * kSliceRowsA : 0);
   const int row_b = tile.n_tile * Config::kBlockN + (Config::kSlicesB > 1 ? static_cast<int>(slice) * kSliceRowsB : 0);
   const uint32_t stage_bytes =
-      static_cast<uint32_t>(a_boxes_in_tile<Config>(tile_row0, a_rows) * kBoxBytesA + Config::kStageBytesB);
+      static_cast<uint32_t>(a_boxes_in_tile<Config>(tile_row0, a_rows, box_rows) * box_bytes_a + Config::kStageBytesB);
   for (int kt = k_begin; kt < k_end; ++kt) {
     // A fresh barrier counts as having completed the phase before phase 0, so the
     // first lap passes straight through.
@@ -72,11 +73,10 @@ __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtens
     const int k = kt * Config::kBlockK;
     uint8_t* slice_a = tiles_a[ring.stage] + (Config::kSlicesA > 1 ? slice * kSliceRowsA * Config::kBlockK * 2 : 0);
     uint8_t* slice_b = tiles_b[ring.stage] + (Config::kSlicesB > 1 ? slice * kSliceRowsB * Config::kBlockK * 2 : 0);
-#pragma unroll
-    for (int box = 0; box < Config::kBoxesPerSliceA; ++box) {
-      if (row_a + box * Config::kBoxRowsA < a_rows) {
-        load_box<Config::kSlicesA, kClusterMask>(slice_a + box * kBoxBytesA, map_a, full, k,
-                                                 row_a + box * Config::kBoxRowsA, batched, tile.batch);
+    for (int box = 0; box < boxes_per_slice; ++box) {
+      if (row_a + box * box_rows < a_rows) {
+        load_box<Config::kSlicesA, kClusterMask>(slice_a + box * box_bytes_a, map_a, full, k, row_a + box * box_rows,
+                                                 batched, tile.batch);
       }
     }
     load_box<Config::kSlicesB, kClusterMask>(slice_b, map_b, full, k, row_b, batched, tile.batch);
@@ -95,12 +95,14 @@ __device__ void run_producer(const Sm90Params& params, uint32_t cta_rank, int cl
     StreamKCursor cursor(params.stream_k, cluster);
     WorkUnit unit;
     while (cursor.next(&unit)) {
-      load_tile<Config>(params.map_a, params.map_b, params.batched, a_rows, params.scheduler.tile(unit.linear, 0),
+      load_tile<Config>(params.map_a, params.map_b, params.batched, a_rows, params.a_box_rows,
+                        params.scheduler.tile(unit.linear, 0),
                         unit.k_begin, unit.k_end, slice, ring, tiles_a, tiles_b, barriers);
     }
   } else {
     for (int linear = cluster; linear < params.scheduler.total_cluster_tiles(); linear += clusters) {
-      load_tile<Config>(params.map_a, params.map_b, params.batched, a_rows, params.scheduler.tile(linear, cta_rank),
+      load_tile<Config>(params.map_a, params.map_b, params.batched, a_rows, params.a_box_rows,
+                        params.scheduler.tile(linear, cta_rank),
                         0, params.k_tiles, slice, ring, tiles_a, tiles_b, barriers);
     }
   }
