@@ -101,7 +101,10 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
   if (warpgroup == 0) {
     sm90::setmaxnreg_dec<Config::kProducerRegisters>();
     if (threadIdx.x == 0) {
-      run_producer<Config>(params, cta_rank, cluster, clusters, shared.a, shared.b, shared.barriers);
+      run_producer<Config>(params, cta_rank, cluster, clusters, shared.a, shared.b, shared.barriers,
+                           params.exp_split_issue ? 1 : 0);
+    } else if (threadIdx.x == 32 && params.exp_split_issue) {
+      run_producer<Config>(params, cta_rank, cluster, clusters, shared.a, shared.b, shared.barriers, 2);
     }
   } else {
     sm90::setmaxnreg_inc<Config::kConsumerRegisters>();

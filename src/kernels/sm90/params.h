@@ -23,6 +23,9 @@ struct Sm90Params {
   // stages freed as soon as their wgmma retired (ANVIL_EXP_EARLY_RELEASE=1).
   int a_box_rows;
   bool exp_early_release;
+  int exp_prefetch;        // ANVIL_EXP_PREFETCH=P: B boxes prefetched into L2 P K steps ahead
+  bool exp_hint;           // ANVIL_EXP_HINT=1: B loaded with an L2 evict_first policy
+  bool exp_split_issue;    // ANVIL_EXP_SPLIT=1: a second producer thread issues B
   // Stream-K configurations only (Config::kStreamK).
   StreamKPlan stream_k;
   StreamKWorkspace stream_k_workspace;

@@ -53,7 +53,8 @@ __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtens
                                           int a_rows, int box_rows, const TileCoord& tile, int k_begin, int k_end, uint32_t slice,
                                           StageRing<Config::kStages>& ring, uint8_t (*tiles_a)[Config::kStageBytesA],
                                           uint8_t (*tiles_b)[Config::kStageBytesB],
-                                          StageBarriers<Config::kStages>& barriers) {
+                                          StageBarriers<Config::kStages>& barriers, const Sm90Params& params,
+                                          int role) {
   constexpr int kSliceRowsA = Config::kBlockM / Config::kSlicesA;
   constexpr int kSliceRowsB = Config::kBlockN / Config::kSlicesB;
   const int box_bytes_a = box_rows * Config::kBlockK * 2;
@@ -69,17 +70,26 @@ __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtens
     // first lap passes straight through.
     sm90::mbarrier_wait(&barriers.empty[ring.stage], ring.phase ^ 1);
     uint64_t* full = &barriers.full[ring.stage];
-    sm90::mbarrier_arrive_expect_tx(full, stage_bytes);
+    if (role != 2) sm90::mbarrier_arrive_expect_tx(full, stage_bytes);
     const int k = kt * Config::kBlockK;
     uint8_t* slice_a = tiles_a[ring.stage] + (Config::kSlicesA > 1 ? slice * kSliceRowsA * Config::kBlockK * 2 : 0);
     uint8_t* slice_b = tiles_b[ring.stage] + (Config::kSlicesB > 1 ? slice * kSliceRowsB * Config::kBlockK * 2 : 0);
-    for (int box = 0; box < boxes_per_slice; ++box) {
+    for (int box = 0; box < boxes_per_slice && role != 2; ++box) {
       if (row_a + box * box_rows < a_rows) {
         load_box<Config::kSlicesA, kClusterMask>(slice_a + box * box_bytes_a, map_a, full, k, row_a + box * box_rows,
                                                  batched, tile.batch);
       }
     }
-    load_box<Config::kSlicesB, kClusterMask>(slice_b, map_b, full, k, row_b, batched, tile.batch);
+    if (role != 1) {
+      if (params.exp_hint && !batched && Config::kSlicesB == 1) {
+        sm90::tma_load_2d_hint(slice_b, &map_b, full, k, row_b, sm90::l2_policy_evict_first());
+      } else {
+        load_box<Config::kSlicesB, kClusterMask>(slice_b, map_b, full, k, row_b, batched, tile.batch);
+      }
+      if (params.exp_prefetch > 0 && kt + params.exp_prefetch < k_end && !batched) {
+        sm90::tma_prefetch_2d(&map_b, (kt + params.exp_prefetch) * Config::kBlockK, row_b);
+      }
+    }
     ring.advance();
   }
 }
@@ -87,7 +97,7 @@ __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtens
 template <class Config>
 __device__ void run_producer(const Sm90Params& params, uint32_t cta_rank, int cluster, int clusters,
                              uint8_t (*tiles_a)[Config::kStageBytesA], uint8_t (*tiles_b)[Config::kStageBytesB],
-                             StageBarriers<Config::kStages>& barriers) {
+                             StageBarriers<Config::kStages>& barriers, int role = 0) {
   const uint32_t slice = Config::kMulticastCtas > 1 ? cta_rank : 0;
   const int a_rows = static_cast<int>(params.epilogue.m);
   StageRing<Config::kStages> ring;
@@ -97,13 +107,13 @@ __device__ void run_producer(const Sm90Params& params, uint32_t cta_rank, int cl
     while (cursor.next(&unit)) {
       load_tile<Config>(params.map_a, params.map_b, params.batched, a_rows, params.a_box_rows,
                         params.scheduler.tile(unit.linear, 0),
-                        unit.k_begin, unit.k_end, slice, ring, tiles_a, tiles_b, barriers);
+                        unit.k_begin, unit.k_end, slice, ring, tiles_a, tiles_b, barriers, params, role);
     }
   } else {
     for (int linear = cluster; linear < params.scheduler.total_cluster_tiles(); linear += clusters) {
       load_tile<Config>(params.map_a, params.map_b, params.batched, a_rows, params.a_box_rows,
                         params.scheduler.tile(linear, cta_rank),
-                        0, params.k_tiles, slice, ring, tiles_a, tiles_b, barriers);
+                        0, params.k_tiles, slice, ring, tiles_a, tiles_b, barriers, params, role);
     }
   }
 }
