@@ -30,11 +30,17 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
                                                       uint8_t (*tiles_a)[Config::kStageBytesA],
                                                       uint8_t (*tiles_b)[Config::kStageBytesB],
                                                       StageBarriers<Config::kStages>& barriers,
-                                                      uint64_t* mainloop_done = nullptr, bool early_release = false) {
+                                                      uint64_t* mainloop_done = nullptr, bool early_release = false,
+                                                      bool spin = false) {
   using Mma = sm90::WgmmaSS<Config::kBlockN, kInput>;
   int previous_stage = -1;
   for (int kt = 0; kt < k_tiles; ++kt) {
-    sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
+    if (spin) {
+      while (!sm90::mbarrier_test_wait(&barriers.full[ring.stage], ring.phase)) {
+      }
+    } else {
+      sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
+    }
     sm90::wgmma_fence();
     const uint8_t* a = tiles_a[ring.stage] + consumer_row_offset<Config>(consumer) * 128;
     const uint8_t* b = tiles_b[ring.stage];

@@ -136,7 +136,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
         }
         const TileCoord tile = params.scheduler.tile(linear, cta_rank);
         run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b, shared.barriers,
-                                              done, params.exp_early_release);
+                                              done, params.exp_early_release, params.exp_spin_consumer);
         store_tile<Config>(params, tile, consumer, acc, shared.epilogue);
       }
     }

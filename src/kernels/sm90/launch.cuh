@@ -65,6 +65,8 @@ Status build_sm90_params(LaunchPolicy policy, const GemmDesc& desc, const GemmAr
   params.exp_prefetch = std::getenv("ANVIL_EXP_PREFETCH") != nullptr ? std::atoi(std::getenv("ANVIL_EXP_PREFETCH")) : 0;
   params.exp_hint = std::getenv("ANVIL_EXP_HINT") != nullptr;
   params.exp_split_issue = std::getenv("ANVIL_EXP_SPLIT") != nullptr;
+  params.exp_spin_producer = std::getenv("ANVIL_EXP_SPIN_P") != nullptr;
+  params.exp_spin_consumer = std::getenv("ANVIL_EXP_SPIN_C") != nullptr;
   Status s = encode_kmajor_sw128(&params.map_a, args.a, desc.a, desc.k, desc.m, params.a_box_rows, diag, desc.batch);
   if (s != Status::kSuccess) return s;
   s = encode_kmajor_sw128(&params.map_b, args.b, desc.b, desc.k, desc.n, Config::kBlockN / Config::kSlicesB, diag,

@@ -26,6 +26,8 @@ struct Sm90Params {
   int exp_prefetch;        // ANVIL_EXP_PREFETCH=P: B boxes prefetched into L2 P K steps ahead
   bool exp_hint;           // ANVIL_EXP_HINT=1: B loaded with an L2 evict_first policy
   bool exp_split_issue;    // ANVIL_EXP_SPLIT=1: a second producer thread issues B
+  bool exp_spin_producer;  // ANVIL_EXP_SPIN_P=1: the producer spins on test_wait
+  bool exp_spin_consumer;  // ANVIL_EXP_SPIN_C=1: the consumers spin on test_wait
   // Stream-K configurations only (Config::kStreamK).
   StreamKPlan stream_k;
   StreamKWorkspace stream_k_workspace;

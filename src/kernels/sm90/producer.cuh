@@ -68,7 +68,12 @@ __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtens
   for (int kt = k_begin; kt < k_end; ++kt) {
     // A fresh barrier counts as having completed the phase before phase 0, so the
     // first lap passes straight through.
-    sm90::mbarrier_wait(&barriers.empty[ring.stage], ring.phase ^ 1);
+    if (params.exp_spin_producer) {
+      while (!sm90::mbarrier_test_wait(&barriers.empty[ring.stage], ring.phase ^ 1)) {
+      }
+    } else {
+      sm90::mbarrier_wait(&barriers.empty[ring.stage], ring.phase ^ 1);
+    }
     uint64_t* full = &barriers.full[ring.stage];
     if (role != 2) sm90::mbarrier_arrive_expect_tx(full, stage_bytes);
     const int k = kt * Config::kBlockK;
