@@ -2,7 +2,7 @@
 # The one command for the GPU machine: configure, build, run the GPU tests and the
 # benchmark suites, writing logs and JSON under $OUT (default ./out).
 #
-#   scripts/gpu_run.sh [phase ...]     phases: build tests fuzz sanitize probe llm decode splits skinny streamk fit anchors ablations epilogue unaligned square ladder all (default: all)
+#   scripts/gpu_run.sh [phase ...]     phases: build tests fuzz sanitize probe llm decode splits streamk fit anchors ablations epilogue unaligned square ladder all (default: all)
 #
 # Environment: OUT (results folder), ANVIL_BUILD_DIR (default build-gpu), DTYPE (bf16),
 # FUZZ_SEED (default: today's date as a number), FUZZ_PROBLEMS (2000).
@@ -121,16 +121,6 @@ if want splits; then
     --note "gpu_run.sh splits at $ANVIL_COMMIT: the dispatcher (plans traced) and sm90-decode forced to each K split" \
     && rm -f "$OUT"/splits-planner.json "$OUT"/splits-s?.json \
     && python3 scripts/split_table.py "$OUT/decode-splits-$DTYPE-$stamp.json"
-fi
-
-if want skinny; then
-  # sm90-gemm's skinny widths (128-row tiles 64-112 wide for one row of tiles; plan.h,
-  # choose_skinny_width) at 16-128 tokens: the dispatcher, sm90-gemm-skinny, the same tiles
-  # in 4-CTA clusters (ablation-skinny-c4) and cuBLAS, in one process. SKINNY_M / SKINNY_N
-  # narrow the sweep.
-  "$bench" --m "${SKINNY_M:-16,32,48,64,80,96,112,128}" --n "${SKINNY_N:-6144,8192,9216,10240,11264,12288,14336}" --k 8192 \
-    --dtype "$DTYPE" --kernels anvil,sm90-gemm-skinny,ablation-skinny-c4,cublas \
-    --json "$OUT/skinny-$DTYPE-$stamp.json" 2>"$OUT/skinny.err" | tee "$OUT/skinny.txt" || status=1
 fi
 
 if want streamk; then

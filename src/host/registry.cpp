@@ -26,7 +26,6 @@ extern const KernelInfo kSm90GemmStreamK;
 extern const KernelInfo kSm90GemmFit;
 extern const KernelInfo kSm90GemmPow2;
 extern const KernelInfo kSm90GemmPairN;
-extern const KernelInfo kSm90GemmSkinny;
 extern const KernelInfo kAblation05TwoStages;
 extern const KernelInfo kAblation09NoMulticast;
 extern const KernelInfo kAblation09FourStages;
@@ -35,12 +34,11 @@ extern const KernelInfo kAblation10WideFourStages;
 extern const KernelInfo kAblation10TallFourStages;
 extern const KernelInfo kAblation10TallThreeStages;
 extern const KernelInfo kAblation10TallTwoRounds;
-extern const KernelInfo kAblationSkinnyCluster4;
 
 namespace {
 // Ladder order first, then the production kernels the dispatcher prefers, then the
 // ablations that explain the ladder's flat or negative steps (docs/ladder.md).
-const std::array<const KernelInfo*, 31> kKernels = {
+const std::array<const KernelInfo*, 29> kKernels = {
     &kLadder01Naive,          &kLadder02SmemTiling,   &kLadder03TmaWgmma, &kLadder04Swizzle,
     &kLadder05Pipeline,       &kLadder06WarpSpecialized, &kLadder07TwoConsumers, &kLadder08TmaStore,
     &kLadder09Cluster,        &kLadder10Persistent,   &kLadder11DeeperRing, &kSm90Gemm,            &kSm90Decode,     &kSm90DecodeLdg,
@@ -49,12 +47,11 @@ const std::array<const KernelInfo*, 31> kKernels = {
     &kSm90GemmFit,
     &kSm90GemmPow2,
     &kSm90GemmPairN,
-    &kSm90GemmSkinny,
     &kSm90DecodeR64,
     &kSm90DecodeLdgR64,
     &kAblation05TwoStages,    &kAblation09NoMulticast, &kAblation09FourStages, &kAblation09CrossRelease,
     &kAblation10WideFourStages, &kAblation10TallFourStages, &kAblation10TallThreeStages,
-    &kAblation10TallTwoRounds, &kAblationSkinnyCluster4,
+    &kAblation10TallTwoRounds,
 };
 }  // namespace
 

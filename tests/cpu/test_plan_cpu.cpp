@@ -303,77 +303,6 @@ TEST(KernelConfig, FittedWidthsFitTheSm) {
   expect_fitted_width_fits<FitSingle224>(Sm90Variant::kFitSingle224);
 }
 
-Sm90Problem problem(int64_t m, int64_t n, int64_t k, int64_t batch = 1) {
-  Sm90Problem p;
-  p.m = m, p.n = n, p.k = k, p.batch = batch;
-  return p;
-}
-
-template <class Config>
-void expect_skinny_width_fits(Sm90Variant variant) {
-  SCOPED_TRACE(static_cast<int>(variant));
-  EXPECT_TRUE(is_skinny(variant));
-  EXPECT_EQ(Config::kBlockM, tile_shape(variant).block_m);
-  EXPECT_EQ(Config::kBlockN, tile_shape(variant).block_n);
-  EXPECT_EQ(Config::kClusterN, cluster_shape(variant).n);
-  EXPECT_EQ(Config::kClusterM, cluster_shape(variant).m);
-  // Each CTA multicasts its 64 rows of the A tile in four 16-row boxes (whole swizzle atoms).
-  EXPECT_EQ(Config::kSlicesA, 2);
-  EXPECT_EQ(Config::kBoxRowsA, 16);
-  EXPECT_EQ(Config::kBoxesPerSliceA, 4);
-  // One 64-column TMA-store box per warpgroup; the rest of the width leaves as pair stores.
-  EXPECT_EQ(Config::kTmaStoreColumns, 64);
-  EXPECT_LE(Config::kTmaStoreBytes, Config::kEpilogueBytes);
-  const int stage = Config::kStageBytesA + Config::kStageBytesB;
-  EXPECT_LE(Config::kStages * stage + Config::kEpilogueBytes + 2048, 227 * 1024);
-  EXPECT_GT((Config::kStages + 1) * stage + Config::kEpilogueBytes, 227 * 1024);
-}
-
-TEST(KernelConfig, SkinnyWidthsFitTheSm) {
-  expect_skinny_width_fits<Skinny64>(Sm90Variant::kSkinny64);
-  expect_skinny_width_fits<Skinny80>(Sm90Variant::kSkinny80);
-  expect_skinny_width_fits<Skinny96>(Sm90Variant::kSkinny96);
-  expect_skinny_width_fits<Skinny112>(Sm90Variant::kSkinny112);
-  for (int width : kSkinnyWidths) EXPECT_EQ(skinny_width(skinny_variant(width)), width);
-}
-
-TEST(ChooseVariant, SkinnyTilesTheNarrowestThatFitOneWave) {
-  // One row of tiles: the narrowest width whose tiles, in whole pairs, fit 132 SMs.
-  EXPECT_EQ(choose_skinny_width(128, 8192, 1, kH200Sms), 64);    // 128 tiles
-  EXPECT_EQ(choose_skinny_width(128, 9216, 1, kH200Sms), 80);    // 144 at 64; 116 at 80
-  EXPECT_EQ(choose_skinny_width(65, 10240, 1, kH200Sms), 80);    // 128
-  EXPECT_EQ(choose_skinny_width(100, 11264, 1, kH200Sms), 96);   // 142 at 80; 118 -> 118 in pairs
-  EXPECT_EQ(choose_skinny_width(128, 12288, 1, kH200Sms), 96);   // 128
-  EXPECT_EQ(choose_skinny_width(128, 14336, 1, kH200Sms), 112);  // 128
-  EXPECT_EQ(choose_skinny_width(1, 4096, 2, kH200Sms), 64);      // batches count: 2 x 64 tiles ...
-  EXPECT_EQ(choose_skinny_width(1, 4096, 3, kH200Sms), 96);      // ... 3 x 64 and 3 x 52 do not fit, 3 x 44 does
-  // None fits: the other widths decide.
-  EXPECT_EQ(choose_skinny_width(128, 16384, 1, kH200Sms), 0);
-  EXPECT_EQ(choose_skinny_width(128, 28672, 1, kH200Sms), 0);
-  // Two rows of tiles: never.
-  EXPECT_EQ(choose_skinny_width(129, 4096, 1, kH200Sms), 0);
-}
-
-TEST(ChooseVariant, SkinnyTilesInTheWholeChoice) {
-  Sm90Problem p = problem(128, 9216, 8192);
-  EXPECT_EQ(choose_sm90_variant(p, kH200Sms), Sm90Variant::kSkinny80);
-  // Whatever stream-K's estimate (K = 8192 makes it a candidate).
-  p.n = 10240;
-  EXPECT_EQ(choose_sm90_variant(p, kH200Sms), Sm90Variant::kSkinny80);
-  // Fused epilogues too (one tile per CTA: nothing for the ping-pong schedule to overlap) ...
-  p.fused_epilogue = true;
-  EXPECT_EQ(choose_sm90_variant(p, kH200Sms), Sm90Variant::kSkinny80);
-  // ... but not SwiGLU (no 128-column gate/up pairs), nor without the fitted widths.
-  p.swiglu = true;
-  EXPECT_FALSE(is_skinny(choose_sm90_variant(p, kH200Sms)));
-  p = problem(128, 10240, 8192);
-  p.fit_widths = false;
-  EXPECT_FALSE(is_skinny(choose_sm90_variant(p, kH200Sms)));
-  // More tiles than a wave, or a second row of tiles: the earlier choices.
-  EXPECT_EQ(choose_sm90_variant(problem(128, 28672, 8192), kH200Sms), Sm90Variant::kFitSingle224);
-  EXPECT_FALSE(is_skinny(choose_sm90_variant(problem(256, 8192, 8192), kH200Sms)));
-}
-
 TEST(KernelConfig, PingPongWarpgroupsTakeWholeTiles) {
   using PingPong = KernelConfig<128, 2, 2, 5, 2, true, ClusterB::kMulticast, Schedule::kPingPong>;
   // Each warpgroup owns a whole 128x128 tile (two m64 slabs); one reader per stage.
@@ -389,6 +318,12 @@ TEST(KernelConfig, PingPongWarpgroupsTakeWholeTiles) {
   EXPECT_EQ(Cooperative::kBlockM, 128);
   EXPECT_EQ(Cooperative::kStageReaders, 2);
   EXPECT_EQ(consumer_row_offset<Cooperative>(1), 64);
+}
+
+Sm90Problem problem(int64_t m, int64_t n, int64_t k, int64_t batch = 1) {
+  Sm90Problem p;
+  p.m = m, p.n = n, p.k = k, p.batch = batch;
+  return p;
 }
 
 TEST(RowSplit, TheLastRowOfA4097CubeGoesToTheDecodeKernel) {

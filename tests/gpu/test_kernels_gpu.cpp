@@ -117,17 +117,6 @@ std::vector<Case> sweep_cases() {
       // A and B start at every offset mod 8 and are repacked in several 256-element chunks;
       // D's pairs are not 4-byte aligned (16-bit stores), and its padding must stay untouched.
       {"odd_ld_batch2_333x1001x777", make_desc(333, 1001, 777, bf, R, C, bf, 2, 2)},
-      // One row of tiles, where sm90-gemm runs its skinny widths (plan.h, choose_skinny_width):
-      // 64, 80, 96 and 112 columns, A loaded in 16-row boxes up to M (a partial box at 77 and
-      // 100 rows, none past 64 in the second CTA of the cluster at 33 and 1), the staged
-      // epilogue's 16-column last chunk (bias + GELU at 112 wide, fp32 at 96), the last
-      // tile's columns past N (9216 = 115.2 x 80), and batches.
-      {"skinny_77x9216x200", linear(77, 9216, 200)},
-      {"skinny_bias_gelu_100x14336x136",
-       with_epilogue(linear(100, 14336, 136), Activation::kGeluTanh, BiasMode::kPerColumn)},
-      {"skinny_bf16_to_fp32_33x11264x264", linear(33, 11264, 264, bf, f32)},
-      {"skinny_fp16_1x8192x72", linear(1, 8192, 72, hf, hf)},
-      {"skinny_batch2_65x4096x128", make_desc(65, 4096, 128, bf, R, C, bf, 8, 2)},
   };
   GemmDesc residual = linear(512, 1024, 512);
   residual.beta = 1.0f;

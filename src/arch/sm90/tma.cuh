@@ -30,28 +30,6 @@ __device__ __forceinline__ void tma_load_3d(void* smem_dst, const void* tensor_m
       : "memory");
 }
 
-// EXPERIMENT (session 19): the box into L2 only, no shared memory, no barrier.
-__device__ __forceinline__ void tma_prefetch_2d(const void* tensor_map, int32_t c0, int32_t c1) {
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(tensor_map), "r"(c0), "r"(c1)
-               : "memory");
-}
-
-// EXPERIMENT (session 19): tma_load_2d with an L2 cache policy (createpolicy).
-__device__ __forceinline__ void tma_load_2d_hint(void* smem_dst, const void* tensor_map, uint64_t* bar, int32_t c0,
-                                                 int32_t c1, uint64_t policy) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
-      " [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(smem_addr(smem_dst)),
-      "l"(tensor_map), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "l"(policy)
-      : "memory");
-}
-
-__device__ __forceinline__ uint64_t l2_policy_evict_first() {
-  uint64_t policy;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-  return policy;
-}
-
 // Same box, written into the shared memory of every CTA in `cta_mask` (bit i = cluster
 // rank i) at the same offset, each completing on its own barrier at `bar`'s offset. One
 // L2 read then feeds several SMs.

@@ -36,7 +36,7 @@ __device__ __forceinline__ uint64_t make_kmajor_sw128_desc(const void* smem_ptr)
 }
 
 template <int N, Input kInput>
-struct WgmmaSS;  // specialised in wgmma_ops.inc for N in {8,16,32,64,80,96,112,128,160,192,224,256}
+struct WgmmaSS;  // specialised in wgmma_ops.inc for N in {8,16,32,64,96,128,160,192,224,256}
 
 #include "wgmma_ops.inc"
 

@@ -30,17 +30,11 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
                                                       uint8_t (*tiles_a)[Config::kStageBytesA],
                                                       uint8_t (*tiles_b)[Config::kStageBytesB],
                                                       StageBarriers<Config::kStages>& barriers,
-                                                      uint64_t* mainloop_done = nullptr, bool early_release = false,
-                                                      bool spin = false) {
+                                                      uint64_t* mainloop_done = nullptr) {
   using Mma = sm90::WgmmaSS<Config::kBlockN, kInput>;
   int previous_stage = -1;
   for (int kt = 0; kt < k_tiles; ++kt) {
-    if (spin) {
-      while (!sm90::mbarrier_test_wait(&barriers.full[ring.stage], ring.phase)) {
-      }
-    } else {
-      sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
-    }
+    sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
     sm90::wgmma_fence();
     const uint8_t* a = tiles_a[ring.stage] + consumer_row_offset<Config>(consumer) * 128;
     const uint8_t* b = tiles_b[ring.stage];
@@ -59,12 +53,6 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
       }
     }
     sm90::wgmma_commit_group();
-    if (early_release) {  // EXPERIMENT (session 19): free each stage as soon as its wgmma retired
-      sm90::wgmma_wait_group<0>();
-      release_stage<Config>(barriers, ring.stage);
-      ring.advance();
-      continue;
-    }
     sm90::wgmma_wait_group<1>();
     if (previous_stage >= 0) release_stage<Config>(barriers, previous_stage);
     previous_stage = ring.stage;
@@ -74,7 +62,7 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
   sm90::wgmma_wait_group<0>();
 #pragma unroll
   for (int slab = 0; slab < Config::kSlabs; ++slab) sm90::wgmma_fence_operands(acc[slab]);
-  if (previous_stage >= 0) release_stage<Config>(barriers, previous_stage);
+  release_stage<Config>(barriers, previous_stage);
 }
 
 }  // namespace anvil::detail

@@ -189,15 +189,10 @@ __device__ __forceinline__ void store_plain(const Sm90Params& params, const Tile
 inline constexpr int kStagePitch = 40;
 inline constexpr int kStageChunkBytes = 16 * kStagePitch * 4;
 
-// The chunks of one slab: plain, 32 consecutive GEMM columns (the last one 16 in tiles
-// 80 or 112 wide); SwiGLU, 16 gate columns in stage columns 0-15 and their up columns
-// (64 further right) in 16-31.
+// The chunks of one slab: plain, 32 consecutive GEMM columns; SwiGLU, 16 gate columns
+// in stage columns 0-15 and their up columns (64 further right) in 16-31.
 template <int kBlockN>
-inline constexpr int kPlainChunks = (kBlockN + 31) / 32;
-template <int kBlockN>
-constexpr int plain_chunk_columns(int chunk) {
-  return kBlockN - chunk * 32 < 32 ? kBlockN - chunk * 32 : 32;
-}
+inline constexpr int kPlainChunks = kBlockN / 32;
 template <int kBlockN>
 inline constexpr int kSwiGLUChunks = kBlockN / 128 * 4;
 
@@ -227,7 +222,7 @@ __device__ __forceinline__ void park_chunk(uint32_t stage, const float (&acc)[kB
         park_registers<kFirst, 8>(stage, acc, kShift, lane);
         park_registers<kFirst + 32, 8>(stage, acc, kShift + 64 - 16, lane);
       } else {
-        park_registers<kChunk * 16, plain_chunk_columns<kBlockN>(kChunk) / 2>(stage, acc, kChunk * 32, lane);
+        park_registers<kChunk * 16, 16>(stage, acc, kChunk * 32, lane);
       }
       return;
     }
@@ -289,25 +284,22 @@ __device__ __forceinline__ bool finish_rows_of_dtype(const EpilogueParams& p, ui
   }
 }
 
-// Finishes a parked chunk: 16 rows from `row0`; output columns from `out_col0` up to
-// `out_col_end` (the chunk's end, or D's), GEMM (bias) columns from `gemm_col0`. Lane l
-// takes four neighbouring columns, eight (plain) or four (SwiGLU) groups per row, so a
-// warp step covers whole 64- or 32-byte row segments; the lane's columns are the same on
-// every step, so their bias is loaded once.
+// Finishes a parked chunk: 16 rows from `row0`; output columns from `out_col0`, GEMM
+// (bias) columns from `gemm_col0`. Lane l takes four neighbouring columns, eight (plain)
+// or four (SwiGLU) groups per row, so a warp step covers whole 64- or 32-byte row
+// segments; the lane's columns are the same on every step, so their bias is loaded once.
 // The step loop stays rolled: unrolled, ptxas interleaves the steps' activation math and
 // runs out of registers next to the live accumulators.
 template <Activation kAct>
 __device__ __forceinline__ void finish_chunk(const EpilogueParams& p, uint32_t stage, int64_t batch, int64_t row0,
-                                             int64_t out_col0, int64_t out_col_end, int64_t gemm_col0,
-                                             int64_t gemm_cols, int lane) {
+                                             int64_t out_col0, int64_t gemm_col0, int64_t gemm_cols, int lane) {
   constexpr bool kSwiGLU = kAct == Activation::kSwiGLU;
   constexpr int kGroupsPerRow = kSwiGLU ? 4 : 8;
   constexpr int kRowsPerStep = 32 / kGroupsPerRow;
   const int c = (lane % kGroupsPerRow) * 4;
-  const int64_t col_limit = out_col_end < p.n_out ? out_col_end : p.n_out;
-  if (out_col0 + c >= col_limit) return;
+  if (out_col0 + c >= p.n_out) return;
   const ColumnBias bias = load_column_bias(p, kSwiGLU, gemm_col0 + c, gemm_cols);
-  if (p.row_major_simple && out_col0 + c + 4 <= col_limit) {
+  if (p.row_major_simple && out_col0 + c + 4 <= p.n_out) {
     const int first_row = lane / kGroupsPerRow;
     const bool done = p.four_wide
                           ? finish_rows_of_dtype<kAct, true>(p, stage, batch, row0, out_col0 + c, bias, first_row,
@@ -353,8 +345,7 @@ __device__ __forceinline__ void store_staged(const EpilogueParams& p, const Tile
       // outputs are 64 (c / 4) + 16 (c % 4) ...
       const int64_t gemm_col0 = gemm_tile_col + (kSwiGLU ? (chunk / 4) * 128 + (chunk % 4) * 16 : chunk * 32);
       const int64_t out_col0 = kSwiGLU ? gemm_tile_col / 2 + (chunk / 4) * 64 + (chunk % 4) * 16 : gemm_col0;
-      const int out_cols = kSwiGLU ? 16 : plain_chunk_columns<Config::kBlockN>(chunk);
-      finish_chunk<kAct>(p, stage, tile.batch, row0, out_col0, out_col0 + out_cols, gemm_col0, gemm_cols, lane);
+      finish_chunk<kAct>(p, stage, tile.batch, row0, out_col0, gemm_col0, gemm_cols, lane);
     }
   }
 }

@@ -30,22 +30,4 @@ using FitSingle224 = FitConfig<224, 4, 1>;
 Status launch_fit_width(Sm90Variant variant, const char* name, const GemmDesc& desc, const GemmArgs& args,
                         Diagnostic* diag);
 
-// The skinny widths (plan.h, choose_skinny_width): 128 rows of A - the tokens - against 64
-// to 112 columns of B, for problems with a single row of tiles. A 2-CTA cluster along N
-// multicasts the A tile, each CTA loading its 64 rows in 16-row boxes, so that no box
-// starts past M (kBoxRowsA): an 80-token batch loads 80 rows, not 128. As many stages as
-// fit beside the staged epilogue's 20 KiB (stage = 16 KiB of A + width x 128 bytes of B):
-// 8 at 64 columns, 7 at 80 and 96, 6 at 112.
-template <int kBlockN, int kStages, int kClusterN>
-using SkinnyConfig = KernelConfig<kBlockN, 2, 1, kStages, kClusterN, true, ClusterB::kMulticast, Schedule::kCooperative,
-                                  false, 1, ClusterAxis::kN, 16>;
-using Skinny64 = SkinnyConfig<64, 8, 2>;
-using Skinny80 = SkinnyConfig<80, 7, 2>;
-using Skinny96 = SkinnyConfig<96, 7, 2>;
-using Skinny112 = SkinnyConfig<112, 6, 2>;
-
-// Launches the skinny configuration `variant` (persistent, banded raster).
-Status launch_skinny(Sm90Variant variant, const char* name, const GemmDesc& desc, const GemmArgs& args,
-                     Diagnostic* diag);
-
 }  // namespace anvil::detail

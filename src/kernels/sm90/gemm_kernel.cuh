@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
     sm90::tma_prefetch_descriptor(&params.map_b);
     // Every consumer warpgroup that reads a stage, in every CTA that receives it by
     // multicast, frees it.
-    shared.barriers.init(Config::kStageReaders * Config::kReleaseCtas);
+    shared.barriers.init(Config::kStageReaders * Config::kReleaseCtas, 2);
     if constexpr (Config::kPingPong) {
       for (int c = 0; c < Config::kConsumers; ++c) sm90::mbarrier_init(&shared.mainloop_done[c], 1);
       sm90::fence_barrier_init();
@@ -101,10 +101,9 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
   if (warpgroup == 0) {
     sm90::setmaxnreg_dec<Config::kProducerRegisters>();
     if (threadIdx.x == 0) {
-      run_producer<Config>(params, cta_rank, cluster, clusters, shared.a, shared.b, shared.barriers,
-                           params.exp_split_issue ? 1 : 0);
-    } else if (threadIdx.x == 32 && params.exp_split_issue) {
-      run_producer<Config>(params, cta_rank, cluster, clusters, shared.a, shared.b, shared.barriers, 2);
+      run_producer<Config, ProducerRole::kA>(params, cta_rank, cluster, clusters, shared.a, shared.b, shared.barriers);
+    } else if (threadIdx.x == 32) {
+      run_producer<Config, ProducerRole::kB>(params, cta_rank, cluster, clusters, shared.a, shared.b, shared.barriers);
     }
   } else {
     sm90::setmaxnreg_inc<Config::kConsumerRegisters>();
@@ -136,7 +135,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
         }
         const TileCoord tile = params.scheduler.tile(linear, cta_rank);
         run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b, shared.barriers,
-                                              done, params.exp_early_release, params.exp_spin_consumer);
+                                              done);
         store_tile<Config>(params, tile, consumer, acc, shared.epilogue);
       }
     }

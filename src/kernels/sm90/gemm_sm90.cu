@@ -45,7 +45,6 @@ constexpr const char* kStreamKName = "sm90-gemm-streamk";
 constexpr const char* kFitName = "sm90-gemm-fit";
 constexpr const char* kPow2Name = "sm90-gemm-pow2";
 constexpr const char* kPairNName = "sm90-gemm-pair-n";
-constexpr const char* kSkinnyName = "sm90-gemm-skinny";
 constexpr LaunchPolicy kPolicy = kSm90GemmPolicy;
 constexpr size_t kWorkspaceAlign = 256;
 
@@ -124,14 +123,6 @@ Status check_fit(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
   return check(desc, args, diag);
 }
 
-// The skinny widths have no 128-column gate/up pairs.
-Status check_skinny(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
-  if (desc.epilogue.activation == Activation::kSwiGLU) {
-    return fail(diag, Status::kNotSupported, "%s: SwiGLU needs 128-column gate/up pairs (the skinny widths are 64-112 wide)", kSkinnyName);
-  }
-  return check(desc, args, diag);
-}
-
 // Stream-K's flags and parked partials, for every SM (the configuration runs one CTA per SM).
 size_t stream_k_bytes() {
   const int ctas = device_sm_count();
@@ -148,7 +139,6 @@ Sm90Problem sm90_problem(const GemmDesc& desc) {
   p.batch = desc.batch;
   p.fused_epilogue = !plain_epilogue(desc);
   p.stream_k_allowed = !desc.batch_invariant;
-  p.swiglu = desc.epilogue.activation == Activation::kSwiGLU;
   // Less D's base address, not known when only the size of the workspace is asked for (a
   // misaligned base only costs the faster store path).
   p.store = d_layout_tma_storable(desc)             ? DStore::kTma
@@ -228,9 +218,7 @@ Status launch_variant(Sm90Variant variant, const char* name, const GemmDesc& des
     case Sm90Variant::kTallStreamK: return run_config<TallStreamK>(name, desc, args, diag);
     case Sm90Variant::kWide: return run_config<Wide>(name, desc, args, diag);
     case Sm90Variant::kWidePairN: return run_config<WidePairN>(name, desc, args, diag);
-    default:
-      return is_skinny(variant) ? launch_skinny(variant, name, desc, args, diag)
-                                : launch_fit_width(variant, name, desc, args, diag);
+    default: return launch_fit_width(variant, name, desc, args, diag);
   }
 }
 
@@ -302,15 +290,6 @@ Status launch_fit(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) 
   return launch_packed(desc, args, diag, kFitName, launch_fit_config);
 }
 
-Status launch_skinny_config(const char* name, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_skinny(skinny_variant(forced_skinny_width(desc.m, desc.n, desc.batch, device_sm_count())), name, desc,
-                       args, diag);
-}
-
-Status launch_skinny_forced(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_packed(desc, args, diag, kSkinnyName, launch_skinny_config);
-}
-
 Status launch_pingpong(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   return launch_packed(desc, args, diag, kPingPongName, run_config<PingPongPair>);
 }
@@ -329,9 +308,8 @@ extern const KernelInfo kSm90Gemm{kName,
                                   "production: persistent, warp-specialized; 128x256 tiles in multicasting 2-CTA "
                                   "clusters (along M, or along N for an odd number of 128-row tiles), single "
                                   "128x256 or 128x128 by wave plan, 160/192/224-wide tiles where those fill the "
-                                  "waves better, 64-112-wide tiles for one row of tiles (M <= 128), stream-K on "
-                                  "256x128 tiles where whole tiles leave SMs idle; any layout/stride (repacked "
-                                  "into the workspace)",
+                                  "waves better, stream-K on 256x128 tiles where whole tiles leave SMs "
+                                  "idle; any layout/stride (repacked into the workspace)",
                                   check, launch, workspace};
 extern const KernelInfo kSm90GemmPingPong{kPingPongName,
                                           "sm90-gemm's ping-pong schedule: 128x128 tiles taken in turn by the two "
@@ -352,12 +330,6 @@ extern const KernelInfo kSm90GemmPairN{kPairNName,
                                        "problem (what sm90-gemm runs for an odd number of 128-row tiles; for tests "
                                        "and measurement)",
                                        check, launch_pair_n, workspace_repack};
-extern const KernelInfo kSm90GemmSkinny{kSkinnyName,
-                                        "sm90-gemm's skinny widths on every problem: 128x64, 128x80, 128x96 or "
-                                        "128x112 tiles (the narrowest whose tiles fit one wave, else 112; "
-                                        "ANVIL_SKINNY_WIDTH forces one) in 2-CTA clusters along N multicasting A, "
-                                        "loaded in 16-row boxes up to M (for tests and measurement)",
-                                        check_skinny, launch_skinny_forced, workspace_repack};
 extern const KernelInfo kSm90GemmStreamK{kStreamKName,
                                          "sm90-gemm's stream-K configuration on every problem, whatever the wave plan "
                                          "says: 256x128 tiles, the last waves' K iterations spread over all SMs, "

@@ -23,8 +23,7 @@ enum class ClusterAxis { kM, kN };
 
 template <int kBlockN_, int kConsumers_, int kSlabs_, int kStages_, int kClusterCtas_, bool kTmaStore_,
           ClusterB kClusterB_ = ClusterB::kMulticast, Schedule kSchedule_ = Schedule::kCooperative,
-          bool kStreamK_ = false, int kStoreRounds_ = 1, ClusterAxis kClusterAxis_ = ClusterAxis::kM,
-          int kBoxRowsA_ = 0>
+          bool kStreamK_ = false, int kStoreRounds_ = 1, ClusterAxis kClusterAxis_ = ClusterAxis::kM>
 struct KernelConfig {
   static constexpr int kBlockK = 64;  // one 128-byte swizzle row of bf16/fp16
   static constexpr int kBlockN = kBlockN_;
@@ -44,14 +43,6 @@ struct KernelConfig {
   static constexpr int kMulticastCtas = kClusterB_ == ClusterB::kMulticast ? kClusterCtas : 1;
   static constexpr int kSlicesA = kClusterAlongN ? kMulticastCtas : 1;
   static constexpr int kSlicesB = kClusterAlongN ? 1 : kMulticastCtas;
-  // A CTA's slice of the A tile arrives in boxes of this many rows (0: one box per slice).
-  // The producer skips boxes that start past the last row of A: TMA zero-fills the rows
-  // of a box past the edge, and that costs about as much as reading them (a 128-token box
-  // holding 65 tokens took sm90-decode from 39.8 to 51.0 us on 8192 x 8192, session 17).
-  // Short boxes keep the rows loaded close to M on problems with a single partial row of
-  // tiles (the skinny configurations, fit_widths.h).
-  static constexpr int kBoxRowsA = kBoxRowsA_ > 0 ? kBoxRowsA_ : kBlockM / kSlicesA;
-  static constexpr int kBoxesPerSliceA = kBlockM / kSlicesA / kBoxRowsA;
   // ... and CTAs whose consumers must free a stage before it is refilled.
   static constexpr int kReleaseCtas = kClusterB_ == ClusterB::kLocalLoads ? 1 : kClusterCtas;
   static constexpr bool kTmaStore = kTmaStore_;
@@ -79,13 +70,10 @@ struct KernelConfig {
   static constexpr int kProducerRegisters = 40;
   static constexpr int kConsumerRegisters = kConsumers == 1 ? 240 : 232;
 
-  // wgmma takes N in steps of 8 up to 256; the staged epilogue parks 32-column chunks (a
-  // last chunk of 16), and the TMA store writes whole 64-column boxes (a partial box would
-  // overwrite the next tile).
-  static_assert(kBlockN % 16 == 0 && kBlockN >= 64 && kBlockN <= 256,
-                "wgmma N, the staged epilogue's 16-column chunk halves and at least one 64-column store box");
-  static_assert(kBoxRowsA % 8 == 0 && (kBlockM / kSlicesA) % kBoxRowsA == 0,
-                "A boxes of whole 8-row swizzle atoms, tiling each multicast slice");
+  // wgmma takes N in steps of 8 up to 256; the staged epilogue parks 32-column chunks, and
+  // the TMA store writes whole 64-column boxes (a partial box would overwrite the next tile).
+  static_assert(kBlockN % 32 == 0 && kBlockN >= 64 && kBlockN <= 256,
+                "wgmma N, the staged epilogue's 32-column chunks and at least one 64-column store box");
   static_assert((kSlabs * kBlockN / 64) % kStoreRounds == 0, "whole 64x64 store boxes per round");
   static_assert((kBlockN / kSlicesB) % 8 == 0 && (kBlockM / kSlicesA) % 8 == 0,
                 "multicast slices are whole 8-row groups (1024-byte swizzle atoms)");

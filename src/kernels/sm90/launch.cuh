@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 
 #include "host/plan_cache.h"
 #include "host/registry.h"
@@ -54,20 +53,9 @@ Status build_sm90_params(LaunchPolicy policy, const GemmDesc& desc, const GemmAr
       TileScheduler{tiles_m, tiles_n, static_cast<int>(desc.batch), Config::kClusterM, Config::kClusterN, policy.band};
 
   static_assert(Config::kBlockK == 64, "one 128-byte swizzle row of K per box");
-  // With multicast each CTA of the cluster fetches its slice of the shared tile's rows,
-  // A's in boxes of kBoxRowsA rows.
-  params.a_box_rows = Config::kBoxRowsA;
-  if (const char* v = std::getenv("ANVIL_EXP_A_BOX")) {  // EXPERIMENT (session 19)
-    const int rows = std::atoi(v);
-    if (rows >= 8 && rows % 8 == 0 && (Config::kBlockM / Config::kSlicesA) % rows == 0) params.a_box_rows = rows;
-  }
-  params.exp_early_release = std::getenv("ANVIL_EXP_EARLY_RELEASE") != nullptr;
-  params.exp_prefetch = std::getenv("ANVIL_EXP_PREFETCH") != nullptr ? std::atoi(std::getenv("ANVIL_EXP_PREFETCH")) : 0;
-  params.exp_hint = std::getenv("ANVIL_EXP_HINT") != nullptr;
-  params.exp_split_issue = std::getenv("ANVIL_EXP_SPLIT") != nullptr;
-  params.exp_spin_producer = std::getenv("ANVIL_EXP_SPIN_P") != nullptr;
-  params.exp_spin_consumer = std::getenv("ANVIL_EXP_SPIN_C") != nullptr;
-  Status s = encode_kmajor_sw128(&params.map_a, args.a, desc.a, desc.k, desc.m, params.a_box_rows, diag, desc.batch);
+  // With multicast each CTA of the cluster fetches its slice of the shared tile's rows.
+  Status s = encode_kmajor_sw128(&params.map_a, args.a, desc.a, desc.k, desc.m, Config::kBlockM / Config::kSlicesA,
+                                 diag, desc.batch);
   if (s != Status::kSuccess) return s;
   s = encode_kmajor_sw128(&params.map_b, args.b, desc.b, desc.k, desc.n, Config::kBlockN / Config::kSlicesB, diag,
                           desc.batch);

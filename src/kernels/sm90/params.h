@@ -19,15 +19,6 @@ struct Sm90Params {
   bool pair_store;  // plain GEMM: two adjacent outputs per 32-bit store; neither: staged
   TileScheduler scheduler;
   EpilogueParams epilogue;
-  // EXPERIMENT (session 19): rows per A box (Config::kBoxRowsA unless ANVIL_EXP_A_BOX), and
-  // stages freed as soon as their wgmma retired (ANVIL_EXP_EARLY_RELEASE=1).
-  int a_box_rows;
-  bool exp_early_release;
-  int exp_prefetch;        // ANVIL_EXP_PREFETCH=P: B boxes prefetched into L2 P K steps ahead
-  bool exp_hint;           // ANVIL_EXP_HINT=1: B loaded with an L2 evict_first policy
-  bool exp_split_issue;    // ANVIL_EXP_SPLIT=1: a second producer thread issues B
-  bool exp_spin_producer;  // ANVIL_EXP_SPIN_P=1: the producer spins on test_wait
-  bool exp_spin_consumer;  // ANVIL_EXP_SPIN_C=1: the consumers spin on test_wait
   // Stream-K configurations only (Config::kStreamK).
   StreamKPlan stream_k;
   StreamKWorkspace stream_k_workspace;

@@ -4,8 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
-#include <iterator>
 #include <limits>
 
 #include "kernels/sm90/stream_k.h"
@@ -31,28 +29,7 @@ enum class Sm90Variant : int {
   // tiles, where pairs along M would leave half a cluster row idle and lone CTAs read
   // both operands whole (the L2 bound behind kWideRelativeSpeed).
   kWidePairN = 11,
-  // Skinny tiles: 128 rows against 64, 80, 96 or 112 columns, in 2-CTA clusters along N
-  // that multicast A, for problems with a single row of 128-row tiles (choose_skinny_width).
-  kSkinny64 = 12,
-  kSkinny80 = 13,
-  kSkinny96 = 14,
-  kSkinny112 = 15,
 };
-
-constexpr bool is_skinny(Sm90Variant v) {
-  return static_cast<int>(v) >= static_cast<int>(Sm90Variant::kSkinny64) &&
-         static_cast<int>(v) <= static_cast<int>(Sm90Variant::kSkinny112);
-}
-
-// The skinny widths, narrowest first: wgmma N in steps of 16, the staged epilogue's
-// 16-column chunk halves.
-inline constexpr int kSkinnyWidths[] = {64, 80, 96, 112};
-
-constexpr int skinny_width(Sm90Variant v) { return 64 + 16 * (static_cast<int>(v) - static_cast<int>(Sm90Variant::kSkinny64)); }
-
-constexpr Sm90Variant skinny_variant(int width) {
-  return static_cast<Sm90Variant>(static_cast<int>(Sm90Variant::kSkinny64) + (width - 64) / 16);
-}
 
 constexpr bool is_fit_width(Sm90Variant v) {
   return static_cast<int>(v) >= static_cast<int>(Sm90Variant::kFitPair160) &&
@@ -64,7 +41,6 @@ struct TileShape {
 };
 
 constexpr TileShape tile_shape(Sm90Variant v) {
-  if (is_skinny(v)) return TileShape{128, skinny_width(v)};
   switch (v) {
     case Sm90Variant::kTallStreamK: return TileShape{256, 128};
     case Sm90Variant::kNarrow:
@@ -90,7 +66,7 @@ struct ClusterShape {
 };
 
 constexpr ClusterShape cluster_shape(Sm90Variant v) {
-  if (v == Sm90Variant::kWidePairN || is_skinny(v)) return ClusterShape{1, 2};
+  if (v == Sm90Variant::kWidePairN) return ClusterShape{1, 2};
   return runs_in_pairs(v) ? ClusterShape{2, 1} : ClusterShape{1, 1};
 }
 
@@ -323,43 +299,8 @@ struct Sm90Problem {
   bool fused_epilogue = false;
   bool stream_k_allowed = true;  // workspace for the partials is there; not batch-invariant
   DStore store = DStore::kTma;   // how a plain GEMM's D leaves (choose_classic_sm90_variant)
-  bool fit_widths = true;        // the fitted and skinny widths may be chosen (off: the choice before session 8)
-  bool swiglu = false;           // needs 128-column gate/up pairs, which no skinny width has
+  bool fit_widths = true;        // the fitted widths may be chosen (off: the choice before session 8)
 };
-
-// Skinny tiles, for problems with a single row of 128-row tiles (decode batches of up to
-// 128 tokens). There a CTA's time is its stream of the weight, width x K, and 128- or
-// 256-wide tiles leave SMs idle: 128 x 9216 makes 72 tiles 128 wide. cuBLAS runs 80-wide
-// tiles there (ncu, session 18: 116 CTAs streaming 3.75 TB/s, against the decode kernel's
-// 72 at 3.2). So the narrowest skinny width whose tiles, in whole clusters, fit in one
-// wave, which spreads the weight over the most SMs; 0 where none fits (the other widths'
-// waves then decide).
-inline constexpr int64_t kSkinnyMaxRows = 128;
-
-inline int choose_skinny_width(int64_t m, int64_t n, int64_t batch, int sm_count) {
-  if (m > kSkinnyMaxRows) return 0;
-  for (int width : kSkinnyWidths) {
-    if (variant_wave_plan(skinny_variant(width), m, n, batch, sm_count).tiles <= sm_count) return width;
-  }
-  return 0;
-}
-
-// The width the forced skinny entries (sm90-gemm-skinny) run: ANVIL_SKINNY_WIDTH=64|80|96|112
-// (a measurement override, read once per process), else the production choice, else -
-// several rows of tiles, or more tiles than a wave - the widest.
-inline int forced_skinny_width(int64_t m, int64_t n, int64_t batch, int sm_count) {
-  static const int forced = [] {
-    const char* value = std::getenv("ANVIL_SKINNY_WIDTH");
-    const int width = value != nullptr ? std::atoi(value) : 0;
-    for (int w : kSkinnyWidths) {
-      if (w == width) return w;
-    }
-    return 0;
-  }();
-  if (forced > 0) return forced;
-  const int chosen = choose_skinny_width(m, n, batch, sm_count);
-  return chosen > 0 ? chosen : kSkinnyWidths[std::size(kSkinnyWidths) - 1];
-}
 
 // Stream-K is only considered with at least this many K iterations per tile. Every shape
 // where it was measured to win has 128 (K = 8192; H200, 2026-11-29); on 4097^3 (65) the
@@ -371,10 +312,6 @@ inline constexpr int64_t kStreamKMinKTiles = 128;
 // The whole choice: the whole-tile variant, or stream-K where it is cheaper than the
 // whole-tile plans' waves.
 inline Sm90Variant choose_sm90_variant(const Sm90Problem& p, int sm_count) {
-  if (p.fit_widths && !p.swiglu) {
-    const int skinny = choose_skinny_width(p.m, p.n, p.batch, sm_count);
-    if (skinny > 0) return skinny_variant(skinny);
-  }
   const Sm90Variant whole =
       p.fit_widths ? choose_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue, p.store)
                    : choose_classic_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue, p.store);

@@ -35,90 +35,59 @@ __device__ __forceinline__ void load_box(uint8_t* dst, const CUtensorMap& map, u
   }
 }
 
-// Boxes of an A tile, over all its slices, that start inside A's `a_rows` rows (the
-// others are not loaded: see KernelConfig::kBoxRowsA). Every box is multicast to the whole
-// cluster, so each CTA expects the bytes of all of them.
-template <class Config>
-__device__ __forceinline__ int a_boxes_in_tile(int tile_row0, int a_rows, int box_rows) {
-  const int tile_boxes = Config::kBlockM / box_rows;
-  const int rows = a_rows - tile_row0;
-  if (rows <= 0) return 0;
-  const int boxes = (rows + box_rows - 1) / box_rows;
-  return boxes < tile_boxes ? boxes : tile_boxes;
-}
+// Which operand a producer thread issues. Each has its own thread (lane 0 of the producer
+// warpgroup's first and second warp), each announcing its own bytes on the FullBarrier:
+// EXPERIMENT (session 19), measured against one thread issuing both.
+enum class ProducerRole { kA, kB };
 
 // Loads K tiles [k_begin, k_end) of one output tile into the ring.
-template <class Config>
+template <class Config, ProducerRole kRole>
 __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtensorMap& map_b, bool batched,
-                                          int a_rows, int box_rows, const TileCoord& tile, int k_begin, int k_end, uint32_t slice,
+                                          const TileCoord& tile, int k_begin, int k_end, uint32_t slice,
                                           StageRing<Config::kStages>& ring, uint8_t (*tiles_a)[Config::kStageBytesA],
                                           uint8_t (*tiles_b)[Config::kStageBytesB],
-                                          StageBarriers<Config::kStages>& barriers, const Sm90Params& params,
-                                          int role) {
+                                          StageBarriers<Config::kStages>& barriers) {
   constexpr int kSliceRowsA = Config::kBlockM / Config::kSlicesA;
   constexpr int kSliceRowsB = Config::kBlockN / Config::kSlicesB;
-  const int box_bytes_a = box_rows * Config::kBlockK * 2;
-  const int boxes_per_slice = kSliceRowsA / box_rows;
   constexpr uint16_t kClusterMask = (1u << Config::kMulticastCtas) - 1;
-  const int tile_row0 = tile.m_tile * Config::kBlockM;
-  const int row_a = tile_row0 + (Config::kSlicesA > 1 ? static_cast<int>(slice) * kSliceRowsA : 0);
+  const int row_a = tile.m_tile * Config::kBlockM + (Config::kSlicesA > 1 ? static_cast<int>(slice) * kSliceRowsA : 0);
   const int row_b = tile.n_tile * Config::kBlockN + (Config::kSlicesB > 1 ? static_cast<int>(slice) * kSliceRowsB : 0);
-  const uint32_t stage_bytes =
-      static_cast<uint32_t>(a_boxes_in_tile<Config>(tile_row0, a_rows, box_rows) * box_bytes_a + Config::kStageBytesB);
   for (int kt = k_begin; kt < k_end; ++kt) {
     // A fresh barrier counts as having completed the phase before phase 0, so the
     // first lap passes straight through.
-    if (params.exp_spin_producer) {
-      while (!sm90::mbarrier_test_wait(&barriers.empty[ring.stage], ring.phase ^ 1)) {
-      }
-    } else {
-      sm90::mbarrier_wait(&barriers.empty[ring.stage], ring.phase ^ 1);
-    }
+    sm90::mbarrier_wait(&barriers.empty[ring.stage], ring.phase ^ 1);
     uint64_t* full = &barriers.full[ring.stage];
-    if (role != 2) sm90::mbarrier_arrive_expect_tx(full, stage_bytes);
     const int k = kt * Config::kBlockK;
-    uint8_t* slice_a = tiles_a[ring.stage] + (Config::kSlicesA > 1 ? slice * kSliceRowsA * Config::kBlockK * 2 : 0);
-    uint8_t* slice_b = tiles_b[ring.stage] + (Config::kSlicesB > 1 ? slice * kSliceRowsB * Config::kBlockK * 2 : 0);
-    for (int box = 0; box < boxes_per_slice && role != 2; ++box) {
-      if (row_a + box * box_rows < a_rows) {
-        load_box<Config::kSlicesA, kClusterMask>(slice_a + box * box_bytes_a, map_a, full, k, row_a + box * box_rows,
-                                                 batched, tile.batch);
-      }
-    }
-    if (role != 1) {
-      if (params.exp_hint && !batched && Config::kSlicesB == 1) {
-        sm90::tma_load_2d_hint(slice_b, &map_b, full, k, row_b, sm90::l2_policy_evict_first());
-      } else {
-        load_box<Config::kSlicesB, kClusterMask>(slice_b, map_b, full, k, row_b, batched, tile.batch);
-      }
-      if (params.exp_prefetch > 0 && kt + params.exp_prefetch < k_end && !batched) {
-        sm90::tma_prefetch_2d(&map_b, (kt + params.exp_prefetch) * Config::kBlockK, row_b);
-      }
+    if constexpr (kRole == ProducerRole::kA) {
+      sm90::mbarrier_arrive_expect_tx(full, Config::kStageBytesA);
+      uint8_t* slice_a = tiles_a[ring.stage] + (Config::kSlicesA > 1 ? slice * kSliceRowsA * Config::kBlockK * 2 : 0);
+      load_box<Config::kSlicesA, kClusterMask>(slice_a, map_a, full, k, row_a, batched, tile.batch);
+    } else {
+      sm90::mbarrier_arrive_expect_tx(full, Config::kStageBytesB);
+      uint8_t* slice_b = tiles_b[ring.stage] + (Config::kSlicesB > 1 ? slice * kSliceRowsB * Config::kBlockK * 2 : 0);
+      load_box<Config::kSlicesB, kClusterMask>(slice_b, map_b, full, k, row_b, batched, tile.batch);
     }
     ring.advance();
   }
 }
 
-template <class Config>
+template <class Config, ProducerRole kRole>
 __device__ void run_producer(const Sm90Params& params, uint32_t cta_rank, int cluster, int clusters,
                              uint8_t (*tiles_a)[Config::kStageBytesA], uint8_t (*tiles_b)[Config::kStageBytesB],
-                             StageBarriers<Config::kStages>& barriers, int role = 0) {
+                             StageBarriers<Config::kStages>& barriers) {
   const uint32_t slice = Config::kMulticastCtas > 1 ? cta_rank : 0;
-  const int a_rows = static_cast<int>(params.epilogue.m);
   StageRing<Config::kStages> ring;
   if constexpr (Config::kStreamK) {
     StreamKCursor cursor(params.stream_k, cluster);
     WorkUnit unit;
     while (cursor.next(&unit)) {
-      load_tile<Config>(params.map_a, params.map_b, params.batched, a_rows, params.a_box_rows,
-                        params.scheduler.tile(unit.linear, 0),
-                        unit.k_begin, unit.k_end, slice, ring, tiles_a, tiles_b, barriers, params, role);
+      load_tile<Config, kRole>(params.map_a, params.map_b, params.batched, params.scheduler.tile(unit.linear, 0),
+                        unit.k_begin, unit.k_end, slice, ring, tiles_a, tiles_b, barriers);
     }
   } else {
     for (int linear = cluster; linear < params.scheduler.total_cluster_tiles(); linear += clusters) {
-      load_tile<Config>(params.map_a, params.map_b, params.batched, a_rows, params.a_box_rows,
-                        params.scheduler.tile(linear, cta_rank),
-                        0, params.k_tiles, slice, ring, tiles_a, tiles_b, barriers, params, role);
+      load_tile<Config, kRole>(params.map_a, params.map_b, params.batched, params.scheduler.tile(linear, cta_rank), 0,
+                        params.k_tiles, slice, ring, tiles_a, tiles_b, barriers);
     }
   }
 }
