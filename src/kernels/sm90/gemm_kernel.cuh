@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
     sm90::tma_prefetch_descriptor(&params.map_b);
     // Every consumer warpgroup that reads a stage, in every CTA that receives it by
     // multicast, frees it.
-    shared.barriers.init(Config::kStageReaders * Config::kReleaseCtas, 2);
+    shared.barriers.init(Config::kStageReaders * Config::kReleaseCtas);
     if constexpr (Config::kPingPong) {
       for (int c = 0; c < Config::kConsumers; ++c) sm90::mbarrier_init(&shared.mainloop_done[c], 1);
       sm90::fence_barrier_init();
@@ -101,9 +101,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
   if (warpgroup == 0) {
     sm90::setmaxnreg_dec<Config::kProducerRegisters>();
     if (threadIdx.x == 0) {
-      run_producer<Config, ProducerRole::kA>(params, cta_rank, cluster, clusters, shared.a, shared.b, shared.barriers);
-    } else if (threadIdx.x == 32) {
-      run_producer<Config, ProducerRole::kB>(params, cta_rank, cluster, clusters, shared.a, shared.b, shared.barriers);
+      run_producer<Config>(params, cta_rank, cluster, clusters, shared.a, shared.b, shared.barriers);
     }
   } else {
     sm90::setmaxnreg_inc<Config::kConsumerRegisters>();

@@ -38,11 +38,9 @@ struct StageBarriers {
   uint64_t full[kStages];
   uint64_t empty[kStages];
 
-  // full_arrivals: the producer threads that announce a stage's bytes (one per operand
-  // when each operand has its own issuing thread).
-  __device__ __forceinline__ void init(uint32_t empty_arrivals, uint32_t full_arrivals = 1) {
+  __device__ __forceinline__ void init(uint32_t empty_arrivals) {
     for (int s = 0; s < kStages; ++s) {
-      sm90::mbarrier_init(&full[s], full_arrivals);
+      sm90::mbarrier_init(&full[s], 1);
       sm90::mbarrier_init(&empty[s], empty_arrivals);
     }
     sm90::fence_barrier_init();

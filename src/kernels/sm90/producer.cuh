@@ -35,13 +35,8 @@ __device__ __forceinline__ void load_box(uint8_t* dst, const CUtensorMap& map, u
   }
 }
 
-// Which operand a producer thread issues. Each has its own thread (lane 0 of the producer
-// warpgroup's first and second warp), each announcing its own bytes on the FullBarrier:
-// EXPERIMENT (session 19), measured against one thread issuing both.
-enum class ProducerRole { kA, kB };
-
 // Loads K tiles [k_begin, k_end) of one output tile into the ring.
-template <class Config, ProducerRole kRole>
+template <class Config>
 __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtensorMap& map_b, bool batched,
                                           const TileCoord& tile, int k_begin, int k_end, uint32_t slice,
                                           StageRing<Config::kStages>& ring, uint8_t (*tiles_a)[Config::kStageBytesA],
@@ -57,21 +52,17 @@ __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtens
     // first lap passes straight through.
     sm90::mbarrier_wait(&barriers.empty[ring.stage], ring.phase ^ 1);
     uint64_t* full = &barriers.full[ring.stage];
+    sm90::mbarrier_arrive_expect_tx(full, Config::kStageBytesA + Config::kStageBytesB);
     const int k = kt * Config::kBlockK;
-    if constexpr (kRole == ProducerRole::kA) {
-      sm90::mbarrier_arrive_expect_tx(full, Config::kStageBytesA);
-      uint8_t* slice_a = tiles_a[ring.stage] + (Config::kSlicesA > 1 ? slice * kSliceRowsA * Config::kBlockK * 2 : 0);
-      load_box<Config::kSlicesA, kClusterMask>(slice_a, map_a, full, k, row_a, batched, tile.batch);
-    } else {
-      sm90::mbarrier_arrive_expect_tx(full, Config::kStageBytesB);
-      uint8_t* slice_b = tiles_b[ring.stage] + (Config::kSlicesB > 1 ? slice * kSliceRowsB * Config::kBlockK * 2 : 0);
-      load_box<Config::kSlicesB, kClusterMask>(slice_b, map_b, full, k, row_b, batched, tile.batch);
-    }
+    uint8_t* slice_a = tiles_a[ring.stage] + (Config::kSlicesA > 1 ? slice * kSliceRowsA * Config::kBlockK * 2 : 0);
+    uint8_t* slice_b = tiles_b[ring.stage] + (Config::kSlicesB > 1 ? slice * kSliceRowsB * Config::kBlockK * 2 : 0);
+    load_box<Config::kSlicesA, kClusterMask>(slice_a, map_a, full, k, row_a, batched, tile.batch);
+    load_box<Config::kSlicesB, kClusterMask>(slice_b, map_b, full, k, row_b, batched, tile.batch);
     ring.advance();
   }
 }
 
-template <class Config, ProducerRole kRole>
+template <class Config>
 __device__ void run_producer(const Sm90Params& params, uint32_t cta_rank, int cluster, int clusters,
                              uint8_t (*tiles_a)[Config::kStageBytesA], uint8_t (*tiles_b)[Config::kStageBytesB],
                              StageBarriers<Config::kStages>& barriers) {
@@ -81,12 +72,12 @@ __device__ void run_producer(const Sm90Params& params, uint32_t cta_rank, int cl
     StreamKCursor cursor(params.stream_k, cluster);
     WorkUnit unit;
     while (cursor.next(&unit)) {
-      load_tile<Config, kRole>(params.map_a, params.map_b, params.batched, params.scheduler.tile(unit.linear, 0),
+      load_tile<Config>(params.map_a, params.map_b, params.batched, params.scheduler.tile(unit.linear, 0),
                         unit.k_begin, unit.k_end, slice, ring, tiles_a, tiles_b, barriers);
     }
   } else {
     for (int linear = cluster; linear < params.scheduler.total_cluster_tiles(); linear += clusters) {
-      load_tile<Config, kRole>(params.map_a, params.map_b, params.batched, params.scheduler.tile(linear, cta_rank), 0,
+      load_tile<Config>(params.map_a, params.map_b, params.batched, params.scheduler.tile(linear, cta_rank), 0,
                         params.k_tiles, slice, ring, tiles_a, tiles_b, barriers);
     }
   }
