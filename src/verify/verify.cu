@@ -66,6 +66,27 @@ __global__ void fill_random_kernel(void* ptr, DataType dtype, int64_t count, uin
   }
 }
 
+// Normal values (Box-Muller on two 24-bit uniforms from the same hash), the shape of
+// torch.randn's data and of real weights and activations. Both uniforms are odd
+// numerators over 2^25, so the radius is finite and the angle never lands on a zero of
+// the cosine; only rounding can make an element zero (fp16 flushes |x| < 2^-25: a few
+// elements in 10^8), never a whole operand.
+__global__ void fill_normal_kernel(void* ptr, DataType dtype, int64_t count, uint64_t stream_key,
+                                   float stddev) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    const uint64_t h = splitmix64(stream_key + uint64_t(i));
+    const float u1 = float((h >> 40) * 2 + 1) * 0x1p-25f;              // (0, 1)
+    const float u2 = float(((h >> 16) & 0xFFFFFF) * 2 + 1) * 0x1p-25f;  // (0, 1)
+    const float value = stddev * sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
+    switch (dtype) {
+      case DataType::kBF16: static_cast<__nv_bfloat16*>(ptr)[i] = __float2bfloat16_rn(value); break;
+      case DataType::kF16: static_cast<__half*>(ptr)[i] = __float2half_rn(value); break;
+      case DataType::kF32: static_cast<float*>(ptr)[i] = value; break;
+    }
+  }
+}
+
 // A grid-stride loop over a capped grid: the cap keeps the launch legal for any count,
 // and 4096 blocks already fill every SM of an H200 many times over.
 unsigned elementwise_blocks(int64_t count, int threads) {
@@ -303,6 +324,20 @@ cudaError_t fill_random(void* ptr, DataType dtype, int64_t count, uint64_t seed,
   const uint64_t stream_key = seed * 0xD1B54A32D192ED03ull + 0x8CB92BA72F3D8DD7ull;
   fill_random_kernel<<<elementwise_blocks(count, kThreads), kThreads, 0, stream>>>(
       ptr, dtype, count, stream_key, scale);
+  return cudaGetLastError();
+}
+
+cudaError_t fill_random_normal(void* ptr, DataType dtype, int64_t count, uint64_t seed, float stddev,
+                               cudaStream_t stream) {
+  if (count < 0 || !is_valid_dtype(dtype) || !(stddev > 0.0f) || !std::isfinite(stddev)) {
+    return cudaErrorInvalidValue;
+  }
+  if (count == 0) return cudaSuccess;
+  if (ptr == nullptr) return cudaErrorInvalidValue;
+  constexpr int kThreads = 256;
+  const uint64_t stream_key = seed * 0xD1B54A32D192ED03ull + 0x8CB92BA72F3D8DD7ull;
+  fill_normal_kernel<<<elementwise_blocks(count, kThreads), kThreads, 0, stream>>>(ptr, dtype, count,
+                                                                                   stream_key, stddev);
   return cudaGetLastError();
 }
 

@@ -25,6 +25,11 @@ size_t dtype_bytes(DataType dtype);
 // Uniform random values in [-scale, scale], rounded to dtype; deterministic per seed.
 cudaError_t fill_random(void* ptr, DataType dtype, int64_t count, uint64_t seed, float scale,
                         cudaStream_t stream);
+// Normal random values with standard deviation `stddev`, rounded to dtype; deterministic
+// per seed. With stddev = 1/sqrt(3) they have fill_random(scale 1)'s
+// variance, so the same tolerances apply (tolerance_for).
+cudaError_t fill_random_normal(void* ptr, DataType dtype, int64_t count, uint64_t seed, float stddev,
+                               cudaStream_t stream);
 // Writes a NaN pattern so that any element a kernel fails to write is caught.
 cudaError_t poison(void* ptr, DataType dtype, int64_t count, cudaStream_t stream);
 

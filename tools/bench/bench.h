@@ -36,6 +36,9 @@ struct Problem {
   int64_t m = 0, n = 0, k = 0;
 };
 
+enum class InputDistribution { kUniform, kNormal };
+const char* input_distribution_name(InputDistribution d);  // "uniform", "normal"
+
 struct Options {
   std::vector<std::string> shape_files;
   std::vector<int64_t> ms, ns, ks;
@@ -55,6 +58,10 @@ struct Options {
   std::string json_path, csv_path, anchors_path;
   int device = 0;
   uint64_t seed = 20261129;
+  // The inputs' distribution: uniform in [-1, 1], or normal with the same variance (1/3)
+  // - torch.randn's shape, which the anchors were measured with. Tensor-core power, and so
+  // the clock under the 700 W cap, depends on the data.
+  InputDistribution inputs = InputDistribution::kUniform;
 };
 
 // Exits with a message and status 1 on a bad command line; prints help and exits 0 on -h.
@@ -123,6 +130,7 @@ struct RunInfo {
   std::string dtype, out_dtype;
   std::string epilogue = "none";  // --epilogue
   bool batch_invariant = false;   // --batch-invariant
+  std::string inputs = "uniform";  // --inputs
   std::string method;
   std::vector<std::string> kernels;
   std::vector<std::string> shape_files;

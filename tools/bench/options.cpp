@@ -11,6 +11,10 @@
 
 namespace bench {
 
+const char* input_distribution_name(InputDistribution d) {
+  return d == InputDistribution::kNormal ? "normal" : "uniform";
+}
+
 namespace {
 
 const char* kUsage =
@@ -55,6 +59,9 @@ const char* kUsage =
     "  --no-verify          skip the correctness check\n"
     "  --batch-invariant    anvil rows ask for batch invariance (GemmDesc::batch_invariant)\n"
     "  --seed N             base seed of the random inputs\n"
+    "  --inputs uniform|normal\n"
+    "                       uniform in [-1, 1], or normal with the same variance\n"
+    "                       (torch.randn's shape, as the anchors)   [uniform]\n"
     "  --device N           CUDA device ordinal   [0]\n"
     "\n"
     "output:\n"
@@ -294,6 +301,15 @@ Options parse_options(int argc, char** argv) {
     } else if (a == "--batch-invariant") {
       no_value();
       opt.batch_invariant = true;
+    } else if (a == "--inputs") {
+      const std::string v = value();
+      if (v == "uniform") {
+        opt.inputs = InputDistribution::kUniform;
+      } else if (v == "normal") {
+        opt.inputs = InputDistribution::kNormal;
+      } else {
+        usage_error("--inputs takes uniform or normal, not '" + v + "'");
+      }
     } else if (a == "--seed") {
       opt.seed = static_cast<uint64_t>(parse_int(value(), "--seed", 0, INT64_MAX));
     } else if (a == "--device") {

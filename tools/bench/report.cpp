@@ -153,6 +153,8 @@ std::string to_json(const Results& res) {
   w.value(info.epilogue);
   w.key("batch_invariant");
   w.value(info.batch_invariant);
+  w.key("inputs");
+  w.value(info.inputs);
   w.key("method");
   w.value(info.method);
   w.key("repeats");
