@@ -34,21 +34,7 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
   using Mma = sm90::WgmmaSS<Config::kBlockN, kInput>;
   int previous_stage = -1;
   for (int kt = 0; kt < k_tiles; ++kt) {
-    // The stage the last group read is freed after the next stage's group is issued (below),
-    // which keeps the tensor pipe fed when data is early. When data is late, that would hold
-    // the stage for the whole wait and keep the producer one stage short of the ring: then
-    // retire the last group now (it has nothing to overlap with) and free its stage first.
-    // Lane 0's probe decides for the warp (wait_group is warp-aligned); only warp 0's choice
-    // frees anything (release_stage's threads are in it).
-    const bool ready = __shfl_sync(0xffffffffu, sm90::mbarrier_test_wait(&barriers.full[ring.stage], ring.phase), 0);
-    if (!ready) {
-      if (previous_stage >= 0) {
-        sm90::wgmma_wait_group<0>();
-        release_stage<Config>(barriers, previous_stage);
-        previous_stage = -1;
-      }
-      sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
-    }
+    sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
     sm90::wgmma_fence();
     const uint8_t* a = tiles_a[ring.stage] + consumer_row_offset<Config>(consumer) * 128;
     const uint8_t* b = tiles_b[ring.stage];
@@ -76,7 +62,7 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
   sm90::wgmma_wait_group<0>();
 #pragma unroll
   for (int slab = 0; slab < Config::kSlabs; ++slab) sm90::wgmma_fence_operands(acc[slab]);
-  if (previous_stage >= 0) release_stage<Config>(barriers, previous_stage);
+  release_stage<Config>(barriers, previous_stage);
 }
 
 }  // namespace anvil::detail

@@ -39,6 +39,12 @@ using PingPongPair = KernelConfig<128, 2, 2, 5, 2, true, ClusterB::kMulticast, S
 // the last wave, e.g. M = 256 decode batches, which then make one row of tiles. 4 stages
 // and the pairs' TMA store in two rounds.
 using TallStreamK = KernelConfig<128, 2, 2, 4, 1, true, ClusterB::kMulticast, Schedule::kCooperative, true, 2>;
+// 128x128 tiles in 2-CTA clusters along M multicasting B, both consumer warpgroups on
+// every tile, 6 stages, the staged epilogue: the lone Narrow tiles' ring with half of B's
+// L2 reads - cuBLAS's nvjet_sm90_tst_128x128_64x6_2x1 at M = 256 has this tile, cluster
+// and depth. Measurement entry (session 20).
+using NarrowPair = KernelConfig<128, 2, 1, 6, 2, false>;
+constexpr const char* kNarrowPairName = "sm90-gemm-narrow-pair";
 constexpr const char* kName = "sm90-gemm";
 constexpr const char* kPingPongName = "sm90-gemm-pingpong";
 constexpr const char* kStreamKName = "sm90-gemm-streamk";
@@ -298,6 +304,10 @@ Status launch_pair_n(const GemmDesc& desc, const GemmArgs& args, Diagnostic* dia
   return launch_packed(desc, args, diag, kPairNName, run_config<WidePairN>);
 }
 
+Status launch_narrow_pair(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return launch_packed(desc, args, diag, kNarrowPairName, run_config<NarrowPair>);
+}
+
 Status launch_stream_k(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   return launch_packed(desc, args, diag, kStreamKName, run_config<TallStreamK>);
 }
@@ -330,6 +340,10 @@ extern const KernelInfo kSm90GemmPairN{kPairNName,
                                        "problem (what sm90-gemm runs for an odd number of 128-row tiles; for tests "
                                        "and measurement)",
                                        check, launch_pair_n, workspace_repack};
+extern const KernelInfo kSm90GemmNarrowPair{kNarrowPairName,
+                                            "sm90-gemm's 128x128 tiles in 2-CTA clusters along M multicasting B, "
+                                            "both consumer warpgroups per tile, 6 stages (for measurement)",
+                                            check, launch_narrow_pair, workspace_repack};
 extern const KernelInfo kSm90GemmStreamK{kStreamKName,
                                          "sm90-gemm's stream-K configuration on every problem, whatever the wave plan "
                                          "says: 256x128 tiles, the last waves' K iterations spread over all SMs, "
