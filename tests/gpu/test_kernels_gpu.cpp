@@ -85,8 +85,7 @@ std::vector<Case> sweep_cases() {
       {"lin_129x257x65", linear(129, 257, 65)},
       {"lin_300x520x1000", linear(300, 520, 1000)},
       {"lin_1000x1000x1000", linear(1000, 1000, 1000)},
-      // Two tiles or more per persistent CTA with an odd number of K steps (3): the K
-      // split's warpgroups swap parity between tiles.
+      // Two tiles or more per persistent CTA with an odd number of K steps (3).
       {"lin_4224x1024x136", linear(4224, 1024, 136)},
       // Other dtypes.
       {"fp16_512x1024x512", linear(512, 1024, 512, hf, hf)},

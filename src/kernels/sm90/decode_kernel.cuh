@@ -53,7 +53,6 @@ struct DecodeConfig {
   static constexpr int kMulticastCtas = 1;
   static constexpr int kReleaseCtas = 1;
   static constexpr bool kPingPong = false;  // both consumer warpgroups split every tile
-  static constexpr bool kKSplit = false;
   static constexpr int kStageBytesA = kBlockM * kBlockK * 2;
   static constexpr int kStageBytesB = kTokenTile * kBlockK * 2;
   static constexpr bool kTwoPerSm = kTwoPerSm_;

@@ -132,19 +132,9 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
           done = &shared.mainloop_done[consumer];
         }
         const TileCoord tile = params.scheduler.tile(linear, cta_rank);
-        if constexpr (Config::kKSplit) {
-          const StageRing<Config::kStages> tile_start = ring;
-          run_k_split_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b,
-                                               shared.barriers);
-          sum_k_split_halves<Config>(acc, consumer, params.k_tiles, tile_start, shared.a, shared.b, shared.barriers);
-          using Epilogue = KSplitEpilogue<Config>;
-          store_tile<Epilogue>(params, tile, consumer,
-                               reinterpret_cast<float(&)[1][Config::kBlockN / 2]>(acc[0]), shared.epilogue);
-        } else {
-          run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b,
-                                                shared.barriers, done);
-          store_tile<Config>(params, tile, consumer, acc, shared.epilogue);
-        }
+        run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b, shared.barriers,
+                                              done);
+        store_tile<Config>(params, tile, consumer, acc, shared.epilogue);
       }
     }
     finish_epilogue<Config>(params);

@@ -39,14 +39,6 @@ using PingPongPair = KernelConfig<128, 2, 2, 5, 2, true, ClusterB::kMulticast, S
 // the last wave, e.g. M = 256 decode batches, which then make one row of tiles. 4 stages
 // and the pairs' TMA store in two rounds.
 using TallStreamK = KernelConfig<128, 2, 2, 4, 1, true, ClusterB::kMulticast, Schedule::kCooperative, true, 2>;
-// The Narrow tiles with the K split (kernel_config.h, Schedule::kKSplit): both consumer
-// warpgroups hold the whole 128x128 tile and take alternate K steps; lone CTAs, and in
-// 2-CTA clusters along M multicasting B. 6 stages, the staged epilogue. Measurement
-// entries (session 20).
-using KSplitNarrow = KernelConfig<128, 2, 2, 6, 1, false, ClusterB::kMulticast, Schedule::kKSplit>;
-using KSplitPair = KernelConfig<128, 2, 2, 6, 2, false, ClusterB::kMulticast, Schedule::kKSplit>;
-constexpr const char* kKSplitName = "sm90-gemm-ksplit";
-constexpr const char* kKSplitPairName = "sm90-gemm-ksplit-pair";
 constexpr const char* kName = "sm90-gemm";
 constexpr const char* kPingPongName = "sm90-gemm-pingpong";
 constexpr const char* kStreamKName = "sm90-gemm-streamk";
@@ -306,20 +298,6 @@ Status launch_pair_n(const GemmDesc& desc, const GemmArgs& args, Diagnostic* dia
   return launch_packed(desc, args, diag, kPairNName, run_config<WidePairN>);
 }
 
-// Each warpgroup of the K split needs a K step of its own.
-Status check_k_split(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
-  if (desc.k <= 64) return fail(diag, Status::kNotSupported, "%s: the K split needs K > 64 (two K steps)", kKSplitName);
-  return check(desc, args, diag);
-}
-
-Status launch_k_split(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_packed(desc, args, diag, kKSplitName, run_config<KSplitNarrow>);
-}
-
-Status launch_k_split_pair(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_packed(desc, args, diag, kKSplitPairName, run_config<KSplitPair>);
-}
-
 Status launch_stream_k(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   return launch_packed(desc, args, diag, kStreamKName, run_config<TallStreamK>);
 }
@@ -352,15 +330,6 @@ extern const KernelInfo kSm90GemmPairN{kPairNName,
                                        "problem (what sm90-gemm runs for an odd number of 128-row tiles; for tests "
                                        "and measurement)",
                                        check, launch_pair_n, workspace_repack};
-extern const KernelInfo kSm90GemmKSplit{kKSplitName,
-                                        "sm90-gemm's 128x128 tiles with the K split: both consumer warpgroups hold "
-                                        "the whole tile, take alternate K steps and add their partials; single "
-                                        "CTAs, 6 stages (for measurement)",
-                                        check_k_split, launch_k_split, workspace_repack};
-extern const KernelInfo kSm90GemmKSplitPair{kKSplitPairName,
-                                            "sm90-gemm-ksplit in 2-CTA clusters along M multicasting B (for "
-                                            "measurement)",
-                                            check_k_split, launch_k_split_pair, workspace_repack};
 extern const KernelInfo kSm90GemmStreamK{kStreamKName,
                                          "sm90-gemm's stream-K configuration on every problem, whatever the wave plan "
                                          "says: 256x128 tiles, the last waves' K iterations spread over all SMs, "

@@ -11,11 +11,7 @@ enum class ClusterB { kMulticast, kLocalLoads, kLocalLoadsCrossRelease };
 // How the consumer warpgroups share the work. Cooperative: every tile is split between
 // them by rows, and they run mainloop and epilogue together. Ping-pong: each takes whole
 // tiles in turn, so one stores a finished tile while the other multiplies the next.
-// K split: both take the whole tile, each every other K step, and add their partial tiles
-// at the end (consumer.cuh): no stage is waited on by both, so while one warpgroup waits
-// for data or for its MMAs to retire the other's MMAs keep the tensor pipe busy - what
-// cuBLAS's 128 x 128 kernel at M = 256 does (docs/worklog.md, session 20).
-enum class Schedule { kCooperative, kPingPong, kKSplit };
+enum class Schedule { kCooperative, kPingPong };
 
 // Which neighbours the CTAs of a cluster are. Along M they cover vertically adjacent tiles
 // and share (multicast) the B tile; along N, horizontally adjacent ones sharing the A tile,
@@ -34,10 +30,9 @@ struct KernelConfig {
   static constexpr int kConsumers = kConsumers_;
   static constexpr int kSlabs = kSlabs_;  // m64 slabs per consumer warpgroup
   static constexpr bool kPingPong = kSchedule_ == Schedule::kPingPong;
-  static constexpr bool kKSplit = kSchedule_ == Schedule::kKSplit;
-  static constexpr int kBlockM = 64 * kSlabs * (kPingPong || kKSplit ? 1 : kConsumers);
+  static constexpr int kBlockM = 64 * kSlabs * (kPingPong ? 1 : kConsumers);
   // Consumer warpgroups that read each stage (and free it).
-  static constexpr int kStageReaders = kPingPong || kKSplit ? 1 : kConsumers;
+  static constexpr int kStageReaders = kPingPong ? 1 : kConsumers;
   static constexpr int kStages = kStages_;
   static constexpr int kClusterCtas = kClusterCtas_;
   static constexpr bool kClusterAlongN = kClusterAxis_ == ClusterAxis::kN;
@@ -83,27 +78,14 @@ struct KernelConfig {
   static_assert((kBlockN / kSlicesB) % 8 == 0 && (kBlockM / kSlicesA) % 8 == 0,
                 "multicast slices are whole 8-row groups (1024-byte swizzle atoms)");
   static_assert(!kClusterAlongN || kClusterB_ == ClusterB::kMulticast, "the ablations' local loads pair along M only");
-  static_assert(!kStreamK || (kClusterCtas == 1 && !kPingPong && !kKSplit), "stream-K units are per CTA, both warpgroups on one tile");
-  // K split: two warpgroups, one 64-row slab each in the epilogue, and a partial tile that
-  // fits one stage (consumer.cuh parks it there).
-  static_assert(!kKSplit || (kConsumers == 2 && kSlabs == 2 && kBlockN / 2 * 4 * 128 <= kStageBytesA + kStageBytesB),
-                "K split: two warpgroups of two slabs, a warpgroup's half tile within a stage");
+  static_assert(!kStreamK || (kClusterCtas == 1 && !kPingPong), "stream-K units are per CTA, both warpgroups on one tile");
   static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumers <= 65536, "register file");
 };
 
-// The first A row a consumer warpgroup's MMAs read within its tile (and the first output
-// row it stores, except in the K split, whose epilogue runs as KSplitEpilogue).
+// The first output row of a consumer warpgroup within its tile.
 template <class Config>
 constexpr int consumer_row_offset(int consumer) {
-  return Config::kPingPong || Config::kKSplit ? 0 : consumer * Config::kSlabs * 64;
+  return Config::kPingPong ? 0 : consumer * Config::kSlabs * 64;
 }
-
-// The K split's epilogue: after the partial tiles are added, each warpgroup holds the sum
-// for one 64-row slab - the cooperative layout of the same tile, ring and store buffer.
-template <class Config>
-using KSplitEpilogue =
-    KernelConfig<Config::kBlockN, 2, 1, Config::kStages, Config::kClusterCtas, Config::kTmaStore, ClusterB::kMulticast,
-                 Schedule::kCooperative, false, Config::kStoreRounds,
-                 Config::kClusterAlongN ? ClusterAxis::kN : ClusterAxis::kM>;
 
 }  // namespace anvil::detail
