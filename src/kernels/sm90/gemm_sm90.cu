@@ -39,11 +39,6 @@ using PingPongPair = KernelConfig<128, 2, 2, 5, 2, true, ClusterB::kMulticast, S
 // the last wave, e.g. M = 256 decode batches, which then make one row of tiles. 4 stages
 // and the pairs' TMA store in two rounds.
 using TallStreamK = KernelConfig<128, 2, 2, 4, 1, true, ClusterB::kMulticast, Schedule::kCooperative, true, 2>;
-// The ping-pong pairs with a sixth stage, paid for with a TMA store in two rounds through
-// half the buffer: cuBLAS's M = 256 kernel has one warpgroup per 128x128 tile and 6
-// stages. Measurement entry (session 20).
-using PingPongPair6 = KernelConfig<128, 2, 2, 6, 2, true, ClusterB::kMulticast, Schedule::kPingPong, false, 2>;
-constexpr const char* kPingPong6Name = "sm90-gemm-pingpong6";
 constexpr const char* kName = "sm90-gemm";
 constexpr const char* kPingPongName = "sm90-gemm-pingpong";
 constexpr const char* kStreamKName = "sm90-gemm-streamk";
@@ -303,10 +298,6 @@ Status launch_pair_n(const GemmDesc& desc, const GemmArgs& args, Diagnostic* dia
   return launch_packed(desc, args, diag, kPairNName, run_config<WidePairN>);
 }
 
-Status launch_pingpong6(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_packed(desc, args, diag, kPingPong6Name, run_config<PingPongPair6>);
-}
-
 Status launch_stream_k(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   return launch_packed(desc, args, diag, kStreamKName, run_config<TallStreamK>);
 }
@@ -339,10 +330,6 @@ extern const KernelInfo kSm90GemmPairN{kPairNName,
                                        "problem (what sm90-gemm runs for an odd number of 128-row tiles; for tests "
                                        "and measurement)",
                                        check, launch_pair_n, workspace_repack};
-extern const KernelInfo kSm90GemmPingPong6{kPingPong6Name,
-                                           "sm90-gemm-pingpong with 6 stages and the TMA store in two rounds (for "
-                                           "measurement)",
-                                           check, launch_pingpong6, workspace_repack};
 extern const KernelInfo kSm90GemmStreamK{kStreamKName,
                                          "sm90-gemm's stream-K configuration on every problem, whatever the wave plan "
                                          "says: 256x128 tiles, the last waves' K iterations spread over all SMs, "
