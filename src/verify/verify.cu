@@ -49,36 +49,31 @@ __device__ __forceinline__ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-__global__ void fill_random_kernel(void* ptr, DataType dtype, int64_t count, uint64_t stream_key,
-                                   float scale) {
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
-    const uint64_t h = splitmix64(stream_key + uint64_t(i));
+// The two fills' distributions, from one 64-bit hash per element.
+enum class Fill { kUniform, kNormal };
+
+template <Fill kFill>
+__device__ __forceinline__ float fill_value(uint64_t h) {
+  if constexpr (kFill == Fill::kUniform) {
     // Odd numerators over 2^24 are symmetric about zero and never exactly zero, so a
     // kernel that forgets to read an operand cannot pass by multiplying zeros.
-    const float unit = float(int64_t((h >> 40) * 2 + 1) - (int64_t(1) << 24)) * 0x1p-24f;
-    const float value = unit * scale;
-    switch (dtype) {
-      case DataType::kBF16: static_cast<__nv_bfloat16*>(ptr)[i] = __float2bfloat16_rn(value); break;
-      case DataType::kF16: static_cast<__half*>(ptr)[i] = __float2half_rn(value); break;
-      case DataType::kF32: static_cast<float*>(ptr)[i] = value; break;
-    }
+    return float(int64_t((h >> 40) * 2 + 1) - (int64_t(1) << 24)) * 0x1p-24f;
+  } else {
+    // Box-Muller on two 24-bit uniforms: the shape of torch.randn's data and of real
+    // weights and activations. Both are odd numerators over 2^25, so the radius is finite
+    // and the angle never lands on a zero of the cosine; only rounding can make an
+    // element zero (fp16 flushes |x| < 2^-25: a few elements in 10^8), never an operand.
+    const float u1 = float((h >> 40) * 2 + 1) * 0x1p-25f;              // (0, 1)
+    const float u2 = float(((h >> 16) & 0xFFFFFF) * 2 + 1) * 0x1p-25f;  // (0, 1)
+    return sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
   }
 }
 
-// Normal values (Box-Muller on two 24-bit uniforms from the same hash), the shape of
-// torch.randn's data and of real weights and activations. Both uniforms are odd
-// numerators over 2^25, so the radius is finite and the angle never lands on a zero of
-// the cosine; only rounding can make an element zero (fp16 flushes |x| < 2^-25: a few
-// elements in 10^8), never a whole operand.
-__global__ void fill_normal_kernel(void* ptr, DataType dtype, int64_t count, uint64_t stream_key,
-                                   float stddev) {
+template <Fill kFill>
+__global__ void fill_kernel(void* ptr, DataType dtype, int64_t count, uint64_t stream_key, float scale) {
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
-    const uint64_t h = splitmix64(stream_key + uint64_t(i));
-    const float u1 = float((h >> 40) * 2 + 1) * 0x1p-25f;              // (0, 1)
-    const float u2 = float(((h >> 16) & 0xFFFFFF) * 2 + 1) * 0x1p-25f;  // (0, 1)
-    const float value = stddev * sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
+    const float value = fill_value<kFill>(splitmix64(stream_key + uint64_t(i))) * scale;
     switch (dtype) {
       case DataType::kBF16: static_cast<__nv_bfloat16*>(ptr)[i] = __float2bfloat16_rn(value); break;
       case DataType::kF16: static_cast<__half*>(ptr)[i] = __float2half_rn(value); break;
@@ -309,10 +304,9 @@ Comparison failed_comparison() {
   return result;
 }
 
-}  // namespace
-
-cudaError_t fill_random(void* ptr, DataType dtype, int64_t count, uint64_t seed, float scale,
-                        cudaStream_t stream) {
+// scale: the uniform fill's half-width, or the normal fill's standard deviation.
+template <Fill kFill>
+cudaError_t launch_fill(void* ptr, DataType dtype, int64_t count, uint64_t seed, float scale, cudaStream_t stream) {
   if (count < 0 || !is_valid_dtype(dtype) || !(scale > 0.0f) || !std::isfinite(scale)) {
     return cudaErrorInvalidValue;
   }
@@ -322,23 +316,21 @@ cudaError_t fill_random(void* ptr, DataType dtype, int64_t count, uint64_t seed,
   // Hashing the seed first separates the streams of nearby seeds: with plain seed ^ index,
   // seeds 1 and 2 would produce the same values at shuffled positions.
   const uint64_t stream_key = seed * 0xD1B54A32D192ED03ull + 0x8CB92BA72F3D8DD7ull;
-  fill_random_kernel<<<elementwise_blocks(count, kThreads), kThreads, 0, stream>>>(
-      ptr, dtype, count, stream_key, scale);
+  fill_kernel<kFill><<<elementwise_blocks(count, kThreads), kThreads, 0, stream>>>(ptr, dtype, count, stream_key,
+                                                                                    scale);
   return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t fill_random(void* ptr, DataType dtype, int64_t count, uint64_t seed, float scale,
+                        cudaStream_t stream) {
+  return launch_fill<Fill::kUniform>(ptr, dtype, count, seed, scale, stream);
 }
 
 cudaError_t fill_random_normal(void* ptr, DataType dtype, int64_t count, uint64_t seed, float stddev,
                                cudaStream_t stream) {
-  if (count < 0 || !is_valid_dtype(dtype) || !(stddev > 0.0f) || !std::isfinite(stddev)) {
-    return cudaErrorInvalidValue;
-  }
-  if (count == 0) return cudaSuccess;
-  if (ptr == nullptr) return cudaErrorInvalidValue;
-  constexpr int kThreads = 256;
-  const uint64_t stream_key = seed * 0xD1B54A32D192ED03ull + 0x8CB92BA72F3D8DD7ull;
-  fill_normal_kernel<<<elementwise_blocks(count, kThreads), kThreads, 0, stream>>>(ptr, dtype, count,
-                                                                                   stream_key, stddev);
-  return cudaGetLastError();
+  return launch_fill<Fill::kNormal>(ptr, dtype, count, seed, stddev, stream);
 }
 
 cudaError_t poison(void* ptr, DataType dtype, int64_t count, cudaStream_t stream) {
