@@ -2,7 +2,7 @@
 # Usage (GPU machine): OUT=dir python3 scripts/torch_fill_probe.py  - session 20, docs/worklog.md.
 # cuBLAS (through torch, the anchor's method) on the same shapes with different input
 # distributions, interleaved per repeat, with nvidia-smi power/clock samples.
-import json, os, subprocess, sys, time, torch
+import json, os, subprocess, time, torch
 out = os.environ.get("OUT", ".")
 shapes = [("square-4096", 4096, 4096, 4096), ("prefill-qkv", 8192, 10240, 8192),
           ("gemma3", 512, 8192, 5376), ("decode256-attn_out", 256, 8192, 8192),
