@@ -73,24 +73,35 @@ std::vector<double> download_ref(const Operands& op) {
 
 // ---- random fill and poison ----
 
+// Fills a buffer with seed 42 twice and once with seed 43 through fill(ptr, seed) and
+// checks that the seed decides the values; hx gets seed 42's values, hz seed 43's.
+template <class Fill>
+void fill_with_two_seeds(DataType t, int64_t count, std::vector<unsigned char>& hx, std::vector<unsigned char>& hz,
+                         Fill fill) {
+  const size_t bytes = size_t(count) * verify::dtype_bytes(t);
+  DeviceBuffer x, y, z;
+  CHECK_CUDA(x.allocate(bytes));
+  CHECK_CUDA(y.allocate(bytes));
+  CHECK_CUDA(z.allocate(bytes));
+  CHECK_CUDA(fill(x.get(), 42));
+  CHECK_CUDA(fill(y.get(), 42));
+  CHECK_CUDA(fill(z.get(), 43));
+  std::vector<unsigned char> hy;
+  ASSERT_NO_FATAL_FAILURE(anvil_test::download(x, hx));
+  ASSERT_NO_FATAL_FAILURE(anvil_test::download(y, hy));
+  ASSERT_NO_FATAL_FAILURE(anvil_test::download(z, hz));
+  EXPECT_EQ(hx, hy) << "same seed, same values";
+  EXPECT_NE(hx, hz) << "another seed, other values";
+}
+
 TEST(FillRandom, DeterministicBoundedAndNotZero) {
   REQUIRE_SM90();
   constexpr int64_t kCount = 100003;
   for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32}) {
-    const size_t bytes = size_t(kCount) * verify::dtype_bytes(t);
-    DeviceBuffer x, y, z;
-    CHECK_CUDA(x.allocate(bytes));
-    CHECK_CUDA(y.allocate(bytes));
-    CHECK_CUDA(z.allocate(bytes));
-    CHECK_CUDA(verify::fill_random(x.get(), t, kCount, 42, 0.5f, nullptr));
-    CHECK_CUDA(verify::fill_random(y.get(), t, kCount, 42, 0.5f, nullptr));
-    CHECK_CUDA(verify::fill_random(z.get(), t, kCount, 43, 0.5f, nullptr));
-    std::vector<unsigned char> hx, hy, hz;
-    ASSERT_NO_FATAL_FAILURE(anvil_test::download(x, hx));
-    ASSERT_NO_FATAL_FAILURE(anvil_test::download(y, hy));
-    ASSERT_NO_FATAL_FAILURE(anvil_test::download(z, hz));
-    EXPECT_EQ(hx, hy) << "same seed, same values";
-    EXPECT_NE(hx, hz) << "another seed, other values";
+    std::vector<unsigned char> hx, hz;
+    ASSERT_NO_FATAL_FAILURE(fill_with_two_seeds(t, kCount, hx, hz, [&](void* p, uint64_t seed) {
+      return verify::fill_random(p, t, kCount, seed, 0.5f, nullptr);
+    }));
     double sum = 0.0, sum_sq = 0.0;
     int64_t zeros = 0, same_as_other_seed = 0;
     for (int64_t i = 0; i < kCount; ++i) {
@@ -119,20 +130,10 @@ TEST(FillRandomNormal, DeterministicNormalShapedAndNotZero) {
   constexpr int64_t kCount = 200003;
   constexpr float kStddev = 0.5f;
   for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32}) {
-    const size_t bytes = size_t(kCount) * verify::dtype_bytes(t);
-    DeviceBuffer x, y, z;
-    CHECK_CUDA(x.allocate(bytes));
-    CHECK_CUDA(y.allocate(bytes));
-    CHECK_CUDA(z.allocate(bytes));
-    CHECK_CUDA(verify::fill_random_normal(x.get(), t, kCount, 42, kStddev, nullptr));
-    CHECK_CUDA(verify::fill_random_normal(y.get(), t, kCount, 42, kStddev, nullptr));
-    CHECK_CUDA(verify::fill_random_normal(z.get(), t, kCount, 43, kStddev, nullptr));
-    std::vector<unsigned char> hx, hy, hz;
-    ASSERT_NO_FATAL_FAILURE(anvil_test::download(x, hx));
-    ASSERT_NO_FATAL_FAILURE(anvil_test::download(y, hy));
-    ASSERT_NO_FATAL_FAILURE(anvil_test::download(z, hz));
-    EXPECT_EQ(hx, hy) << "same seed, same values";
-    EXPECT_NE(hx, hz) << "another seed, other values";
+    std::vector<unsigned char> hx, hz;
+    ASSERT_NO_FATAL_FAILURE(fill_with_two_seeds(t, kCount, hx, hz, [&](void* p, uint64_t seed) {
+      return verify::fill_random_normal(p, t, kCount, seed, kStddev, nullptr);
+    }));
     double sum = 0.0, sum_sq = 0.0;
     int64_t zeros = 0, within_one_sigma = 0;
     for (int64_t i = 0; i < kCount; ++i) {
