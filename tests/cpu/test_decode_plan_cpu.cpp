@@ -303,6 +303,39 @@ TEST(DecodeDispatch, LoadPathSixtyFourRowTilesWhereTheyFillOneWave) {
   expect_rows64_fallbacks(16, "sm90-decode");
 }
 
+// Below a wave of 64-row tiles, 1-8 tokens still go to the load path's 64-row tiles where
+// their single-wave plan (at most two splits) makes as many CTAs as the 128-row tiles' and
+// at least 72% of the SMs: the H200's residency by cluster size, and the widths of
+// session 21's sweep with the side each measured faster on.
+TEST(DecodeDispatch, LoadPathSixtyFourRowTilesWithASplitWhereTheyMakeMoreCtas) {
+  const int h200[kDecodeMaxSplit + 1] = {0, 132, 132, 117, 120, 110, 102, 105, 120};
+  const auto resident = [&](int s) { return h200[s]; };
+  const auto rows64 = [&](int64_t m, int64_t n, int64_t k, int64_t batch = 1) {
+    return prefers_decode_ldg_r64_split(m, n, k, batch, 132, resident);
+  };
+  for (int64_t m : {1, 4, 8}) {
+    for (int64_t k : {4096, 8192}) {
+      SCOPED_TRACE("m = " + std::to_string(m) + ", k = " + std::to_string(k));
+      EXPECT_FALSE(rows64(m, 2048, k));  // 96 CTAs in three splits, against 96 in six
+      EXPECT_FALSE(rows64(m, 2560, k));  // 80 against 100
+      EXPECT_TRUE(rows64(m, 3072, k));   // 96 against 96
+      EXPECT_TRUE(rows64(m, 3584, k));   // 112 against 112
+      EXPECT_TRUE(rows64(m, 4096, k));   // 128 against 96
+      EXPECT_TRUE(rows64(m, 4097, k));   // 130 against 99
+      EXPECT_FALSE(rows64(m, 4608, k));  // 72 against 108
+      EXPECT_FALSE(rows64(m, 5120, k));  // 80 against 80: under 72% of the SMs
+      EXPECT_FALSE(rows64(m, 5632, k));  // 88 against 88
+      EXPECT_TRUE(rows64(m, 6144, k));   // 96 against 96, unsplit
+      EXPECT_TRUE(rows64(m, 7168, k));   // 112 against 112
+    }
+  }
+  EXPECT_FALSE(rows64(9, 4096, 4096));      // past the load path's tokens
+  EXPECT_FALSE(rows64(1, 4096, 16385));     // past the 64-row tiles' K
+  EXPECT_FALSE(rows64(1, 8512, 8192));      // 133 tiles: a second wave
+  EXPECT_TRUE(rows64(1, 2048, 4096, 2));    // 64 tiles over two batches: 128 CTAs in two splits
+  EXPECT_FALSE(rows64(1, 28672, 8192));     // 448 tiles
+}
+
 TEST(DecodeDispatch, LayoutsTheDecodeKernelCannotReadGoToTheRepackingKernel) {
   GemmDesc d = linear_desc(16, 4096, 4096, DataType::kBF16, DataType::kBF16);
   d.b.order = Order::kRowMajor;  // W stored K x N

@@ -144,6 +144,30 @@ std::vector<DecodeCase> decode_cases() {
       cases.push_back(rows64);
     }
   }
+  // sm90-decode-r64 in the regime the dispatcher gives it: unsplit plans of 64-row tiles
+  // that fill a wave (the cases above are small enough to be split). An odd number of
+  // feature tiles, K tails (one copy per K box) and whole 64-wide K blocks (one copy per
+  // stage, ending in a partial stage), the 16-token tile with two CTAs per SM, fp16 with
+  // an epilogue, a batch whose tiles together fill the wave.
+  {
+    const auto r64 = [](GemmDesc d) {
+      d.kernel = "sm90-decode-r64";
+      return d;
+    };
+    cases.push_back({"r64_unsplit_17x8000x520", r64(linear(17, 8000, 520))});
+    cases.push_back({"r64_unsplit_64x8192x1000", r64(linear(64, 8192, 1000))});
+    cases.push_back({"r64_unsplit_32x8192x2112", r64(linear(32, 8192, 2112))});
+    cases.push_back({"r64_unsplit_fp16_bias_gelu_50x7744x512",
+                     r64(with_epilogue(linear(50, 7744, 512, DataType::kF16, DataType::kF16), Activation::kGeluTanh,
+                                       BiasMode::kPerColumn))});
+    cases.push_back({"r64_unsplit_9x16320x264", r64(linear(9, 16320, 264))});
+    GemmDesc batched = linear(33, 4096, 256);
+    batched.batch = 2;
+    batched.a.batch_stride = 33 * 256 + 64;
+    batched.b.batch_stride = 4096 * 256 + 64;
+    batched.c.batch_stride = batched.d.batch_stride = 33 * 4096 + 64;
+    cases.push_back({"r64_unsplit_batch2_33x4096x256", r64(batched)});
+  }
   return cases;
 }
 

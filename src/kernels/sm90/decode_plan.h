@@ -231,6 +231,37 @@ DecodeSplit choose_single_wave_split(int64_t output_tiles, int64_t k_tiles, Resi
   return decode_split_cost(output_tiles, k_tiles, splits, resident_ctas(splits), true);
 }
 
+// Where the 64-row tiles do not fill a wave unsplit (1-8 tokens): sm90-decode-ldg-r64
+// with a split of at most two still beats sm90-decode-ldg where its single-wave plan makes
+// at least as many CTAs as the 128-row tiles' plan, and at least 72% of the SMs. Both are
+// the load path streaming the same bytes, one CTA per SM; the 64-row tiles need half the
+// split for the same CTAs, so less of the split's tail, but a lone CTA streams a little
+// slower (four warpgroups on a quarter of K each). Measured (1, 4 and 8 tokens x 2048-7168
+// features x K = 4096 and 8192, H200, session 21, docs/worklog.md): 2-5% faster where this
+// holds - 3072-4097 features (96-130 CTAs at two splits against 96-99 at three to four)
+// and 6144-7168 (96-112 CTAs each, unsplit against two) - and 0-17% slower where it does
+// not: 2048 (three splits), 2560 (80 CTAs against 100), 4608 (72 against 108), 5120-5632
+// (80-88 CTAs each). resident_ctas(s): CTAs of the load-path kernels that fit at once in
+// clusters of s (the occupancy API's, from the device: 132 132 117 120 110 102 105 120 on
+// the H200 for s = 1..8).
+inline constexpr double kDecodeLdgRows64SplitMinFill = 0.72;
+inline constexpr int kDecodeLdgRows64MaxSplit = 2;
+
+template <class ResidentCtas>
+bool prefers_decode_ldg_r64_split(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
+                                  ResidentCtas resident_ctas) {
+  if (m > kDecodeLdgMaxTokens || k > kDecodeLdgRows64MaxK) return false;
+  const int64_t k_tiles = (k + 63) / 64;  // the plans' split bound (plan_decode's k_block)
+  const DecodeSplit rows64 = choose_single_wave_split(decode_rows64_tiles(n, batch), k_tiles, resident_ctas);
+  const DecodeSplit rows128 = choose_single_wave_split((n + 127) / 128 * batch, k_tiles, resident_ctas);
+  return rows64.waves == 1 && rows64.splits <= kDecodeLdgRows64MaxSplit && rows64.ctas >= rows128.ctas &&
+         static_cast<double>(rows64.ctas) >= kDecodeLdgRows64SplitMinFill * sm_count;
+}
+
+// CTAs of the load-path decode kernels resident at once in clusters of `splits`, on the
+// current device (gemm_decode_ldg.cu; asked of the occupancy API once per device and kept).
+int decode_ldg_resident_ctas(int splits);
+
 // The load-path kernels' K partition (decode_ldg_kernel.cuh): part `part` of `parts` - the
 // warpgroups of subslice h in CTA rank r are part r x subslices + h - runs K steps
 // [begin, end) of `steps`. Parts differ by at most one step, and the most any runs is the

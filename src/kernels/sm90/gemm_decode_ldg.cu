@@ -4,6 +4,7 @@
 // no tensor maps, so a plan is only the split and the parameter block.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <string>
 
 #include "host/plan_cache.h"
@@ -157,6 +158,24 @@ Status launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* dia
 }
 
 }  // namespace
+
+int decode_ldg_resident_ctas(int splits) {
+  // Per device and cluster size; the dispatcher asks on every call it might route here.
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cached[kMaxDevices][kDecodeMaxSplit + 1] = {};
+  int device = 0;
+  const bool known = cudaGetDevice(&device) == cudaSuccess && device >= 0 && device < kMaxDevices &&
+                     splits >= 1 && splits <= kDecodeMaxSplit;
+  if (!known) {
+    cudaGetLastError();
+    return resident_ctas<Ldg8>(kName, splits);
+  }
+  std::atomic<int>& slot = cached[device][splits];
+  if (slot.load() > 0) return slot.load();
+  const int found = resident_ctas<Ldg8>(kName, splits);
+  slot.store(found);
+  return found;
+}
 
 extern const KernelInfo kSm90DecodeLdgR64{kRows64Name,
                                           "decode through the load path with 64 weight rows per CTA and three or "
