@@ -65,10 +65,12 @@ namespace detail {
 const KernelInfo* pick_decode_kernel(const GemmDesc& desc, const GemmArgs* args) {
   const bool load_path = !desc.batch_invariant && prefers_decode_ldg(desc.m);
   // The 64-row kernels refuse SwiGLU themselves; the next candidate takes it.
+  // The residency table is looked up only for the few-token problems the split rule weighs.
   const bool load_path_rows64 =
       !desc.batch_invariant &&
       (prefers_decode_ldg_r64(desc.m, desc.n, desc.k, desc.batch, device_sm_count()) ||
-       prefers_decode_ldg_r64_split(desc.m, desc.n, desc.k, desc.batch, device_sm_count(), decode_ldg_resident_ctas));
+       (load_path &&
+        prefers_decode_ldg_r64_split(desc.m, desc.n, desc.k, desc.batch, device_sm_count(), decode_ldg_residency())));
   const bool rows64 = !desc.batch_invariant && prefers_decode_r64(desc.m, desc.n, desc.batch, device_sm_count());
   for (const char* name : {load_path_rows64 ? "sm90-decode-ldg-r64" : "", load_path ? "sm90-decode-ldg" : "",
                            rows64 ? "sm90-decode-r64" : "", "sm90-decode"}) {

@@ -146,9 +146,9 @@ std::vector<DecodeCase> decode_cases() {
   }
   // sm90-decode-r64 in the regime the dispatcher gives it: unsplit plans of 64-row tiles
   // that fill a wave (the cases above are small enough to be split). An odd number of
-  // feature tiles, K tails (one copy per K box) and whole 64-wide K blocks (one copy per
-  // stage, ending in a partial stage), the 16-token tile with two CTAs per SM, fp16 with
-  // an epilogue, a batch whose tiles together fill the wave.
+  // feature tiles, K tails, whole 64-wide K blocks ending in a partial 256-wide stage, the
+  // 16-token tile with two CTAs per SM, fp16 with an epilogue, a batch whose tiles
+  // together fill the wave.
   {
     const auto r64 = [](GemmDesc d) {
       d.kernel = "sm90-decode-r64";

@@ -237,7 +237,7 @@ DecodeSplit choose_single_wave_split(int64_t output_tiles, int64_t k_tiles, Resi
 // the load path streaming the same bytes, one CTA per SM; the 64-row tiles need half the
 // split for the same CTAs, so less of the split's tail, but a lone CTA streams a little
 // slower (four warpgroups on a quarter of K each). Measured (1, 4 and 8 tokens x 2048-7168
-// features x K = 4096 and 8192, H200, session 21, docs/worklog.md): 2-5% faster where this
+// features x K = 4096 and 8192, H200, session 21, docs/worklog.md): 1-5% faster where this
 // holds - 3072-4097 features (96-130 CTAs at two splits against 96-99 at three to four)
 // and 6144-7168 (96-112 CTAs each, unsplit against two) - and 0-17% slower where it does
 // not: 2048 (three splits), 2560 (80 CTAs against 100), 4608 (72 against 108), 5120-5632
@@ -258,9 +258,14 @@ bool prefers_decode_ldg_r64_split(int64_t m, int64_t n, int64_t k, int64_t batch
          static_cast<double>(rows64.ctas) >= kDecodeLdgRows64SplitMinFill * sm_count;
 }
 
-// CTAs of the load-path decode kernels resident at once in clusters of `splits`, on the
-// current device (gemm_decode_ldg.cu; asked of the occupancy API once per device and kept).
-int decode_ldg_resident_ctas(int splits);
+// CTAs of the load-path decode kernels resident at once, by cluster size (ctas[s], s = 1..
+// kDecodeMaxSplit), on the current device: asked of the occupancy API the first time per
+// device and kept, so the dispatcher pays one table lookup per call (gemm_decode_ldg.cu).
+struct DecodeResidency {
+  int ctas[kDecodeMaxSplit + 1];
+  int operator()(int splits) const { return ctas[splits]; }
+};
+DecodeResidency decode_ldg_residency();
 
 // The load-path kernels' K partition (decode_ldg_kernel.cuh): part `part` of `parts` - the
 // warpgroups of subslice h in CTA rank r are part r x subslices + h - runs K steps

@@ -4,7 +4,7 @@
 // no tensor maps, so a plan is only the split and the parameter block.
 #include <cuda_runtime.h>
 
-#include <atomic>
+#include <mutex>
 #include <string>
 
 #include "host/plan_cache.h"
@@ -159,22 +159,22 @@ Status launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* dia
 
 }  // namespace
 
-int decode_ldg_resident_ctas(int splits) {
-  // Per device and cluster size; the dispatcher asks on every call it might route here.
+DecodeResidency decode_ldg_residency() {
+  const auto query = [] {
+    DecodeResidency table{};
+    for (int s = 1; s <= kDecodeMaxSplit; ++s) table.ctas[s] = resident_ctas<Ldg8>(kName, s);
+    return table;
+  };
   constexpr int kMaxDevices = 64;
-  static std::atomic<int> cached[kMaxDevices][kDecodeMaxSplit + 1] = {};
+  static DecodeResidency tables[kMaxDevices];
+  static std::once_flag once[kMaxDevices];
   int device = 0;
-  const bool known = cudaGetDevice(&device) == cudaSuccess && device >= 0 && device < kMaxDevices &&
-                     splits >= 1 && splits <= kDecodeMaxSplit;
-  if (!known) {
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) {
     cudaGetLastError();
-    return resident_ctas<Ldg8>(kName, splits);
+    return query();  // no device to key on: the fallback counts (decode_resident_ctas)
   }
-  std::atomic<int>& slot = cached[device][splits];
-  if (slot.load() > 0) return slot.load();
-  const int found = resident_ctas<Ldg8>(kName, splits);
-  slot.store(found);
-  return found;
+  std::call_once(once[device], [&] { tables[device] = query(); });
+  return tables[device];
 }
 
 extern const KernelInfo kSm90DecodeLdgR64{kRows64Name,
