@@ -12,7 +12,8 @@ so > 1 means anvil is faster), the same as anvil-bench's speedup_vs_cublas. suit
 says which half each shape belongs to.
 
 The chart (default docs/img/sweep-<gpu>-<dtype>.png) plots every shape's ratio in sorted
-order on a log axis, the held-out half in its own marker, with a line at 1.0; the legend
+order on a log axis, the held-out half in its own marker (hollow where N or K is off the
+16-byte grid), with a line at 1.0 and a dotted one at 0.9; the legend
 gives geomean, 5th percentile and minimum per half. The Markdown summary printed on stdout
 has the same statistics per half (also over the shapes whose rows sit on the 16-byte grid,
 since cuBLAS falls back to much slower kernels off it and those ratios lift a geomean), the
@@ -150,14 +151,21 @@ def plot(info, measured, out, kernel):
     style = {"tune": dict(marker="o", color="#1f77b4", s=14),
              "heldout": dict(marker="^", color="#d62728", s=20)}
     for h in HALVES:
-        xs = [i for i, m in enumerate(order) if m["half"] == h]
-        ys = [order[i]["ratio"] for i in xs]
-        if not ys:
+        idx = [i for i, m in enumerate(order) if m["half"] == h]
+        if not idx:
             continue
-        st = stats(ys)
-        ax.scatter(xs, ys, label=f"{h} ({st['n']}): geomean {st['geomean']:.3f}, "
-                                 f"p5 {st['p5']:.3f}, min {st['min']:.3f}",
-                   zorder=3, linewidths=0, **style[h])
+        st = stats([order[i]["ratio"] for i in idx])
+        label = (f"{h} ({st['n']}): geomean {st['geomean']:.3f}, p5 {st['p5']:.3f}, "
+                 f"min {st['min']:.3f}")
+        on = [i for i in idx if order[i]["aligned"]]
+        off = [i for i in idx if not order[i]["aligned"]]
+        ax.scatter(on, [order[i]["ratio"] for i in on], label=label, zorder=3, linewidths=0,
+                   **style[h])
+        if off:
+            # Hollow: N or K off the 16-byte grid, where cuBLAS runs its slower kernels.
+            ax.scatter(off, [order[i]["ratio"] for i in off], zorder=3, facecolors="none",
+                       edgecolors=style[h]["color"], marker=style[h]["marker"], s=style[h]["s"],
+                       linewidths=0.8, label=f"{h}, N or K not a multiple of 8 ({len(off)})")
     ax.axhline(1.0, color="black", linewidth=1, zorder=2)
     ax.axhline(0.9, color="grey", linewidth=0.8, linestyle=":", zorder=2)
     ax.set_yscale("log")
