@@ -139,7 +139,8 @@ MODELS = [
 # Layers whose M is rows per expert rather than tokens.
 EXPERT_LAYERS = {"expert_gate_up", "expert_down"}
 # How many M values each layer draws (from the decode and from the prefill pools).
-DRAWS = {"router": (1, 0)}
+# Expert layers draw more: their rows per expert span the widest range of any layer.
+DRAWS = {"router": (1, 0), "expert_gate_up": (2, 2), "expert_down": (2, 2)}
 DEFAULT_DRAWS = (1, 1)
 
 
