@@ -35,7 +35,16 @@ fi
 bench="$BUILD/tools/anvil-bench"
 stamp=$(date -u +%Y-%m-%d)
 
-if [ $quick = 1 ] || want build || [ ! -x "$bench" ]; then
+# Built when asked for, and whenever a binary a phase needs is missing (a quick run builds
+# anvil-bench alone).
+needs_build=0
+[ -x "$bench" ] || needs_build=1
+if [ $quick = 0 ]; then
+  for binary in tests/anvil_gpu_tests tests/anvil_cpu_tests tools/fuzz/anvil-fuzz tools/anvil-stream-probe; do
+    [ -x "$BUILD/$binary" ] || needs_build=1
+  done
+fi
+if [ $quick = 1 ] || want build || [ $needs_build = 1 ]; then
   scripts/install_deps.sh >"$OUT/install.log" 2>&1
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv >"$OUT/gpu.txt" 2>&1
   # The quick run needs anvil-bench alone (the library, the lab, the verification code);
@@ -62,8 +71,8 @@ if [ $quick = 1 ]; then
     else
       echo "no chart: matplotlib is not installed (pip install matplotlib, then: python3 scripts/plot_results.py $OUT/llm.json)"
     fi
+    echo "results: $OUT/llm.json; every developer phase: scripts/gpu_run.sh full"
   fi
-  echo "results: $OUT/llm.json; full developer run: scripts/gpu_run.sh full"
 fi
 
 if want tests; then
