@@ -24,8 +24,23 @@ struct KernelInfo {
   size_t (*workspace)(const GemmDesc& desc, const GemmArgs* args);
 };
 
+// Every kernel that can be named: the library's own (library_kernels) and those added by
+// register_kernels, ladder steps first. The by-name lookup, kernel_count() and
+// kernel_name() read this list; the dispatcher only ever picks the library's own.
 std::span<const KernelInfo* const> all_kernels();
 const KernelInfo* find_kernel(const char* name);
+
+// The kernels libanvil itself carries: those the dispatcher can pick, the fallback, and
+// the forced configurations of the production kernel.
+std::span<const KernelInfo* const> library_kernels();
+
+// Adds kernels built outside the library (the lab: lab/lab_registry.cpp) to all_kernels(),
+// so that they can be named in GemmDesc::kernel and listed. Call it before any other
+// anvil call and from one thread: it rebuilds the table that gemm(), can_implement() and
+// the listing functions read, without a lock. Entries already present (the same
+// KernelInfo) are skipped, so registering twice is harmless. Returns false, and adds
+// nothing, when an entry's name is taken by a different kernel.
+bool register_kernels(std::span<const KernelInfo* const> kernels);
 
 // The decode kernel the dispatcher gives a problem it sends to decoding (dispatch.cpp):
 // sm90-decode-ldg for the fewest tokens (prefers_decode_ldg; never in batch-invariant

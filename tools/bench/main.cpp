@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "anvil/gemm.h"
+#include "anvil/lab.h"
 #include "anvil/swiglu.h"
 #include "bench.h"
 #include "check.h"
@@ -913,4 +914,8 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace bench
 
-int main(int argc, char** argv) { return bench::run(argc, argv); }
+int main(int argc, char** argv) {
+  // Ladder steps and ablations can be named (--kernels, --list) next to the library's own.
+  anvil::lab::register_lab_kernels();
+  return bench::run(argc, argv);
+}

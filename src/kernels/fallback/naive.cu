@@ -1,9 +1,11 @@
-// Ladder step 1: the naive GEMM. One thread per output element on the CUDA cores, a dot
-// product over K in fp32. Every operand read goes to global memory (served mostly by L1/L2),
-// and nothing uses the tensor cores: this is the floor the later steps climb from.
+// The naive GEMM: the dispatcher's fallback of last resort and the ladder's step 1 (the
+// other steps are lab kernels, lab/kernels/ladder). One thread per output element on the
+// CUDA cores, a dot product over K in fp32. Every operand read goes to global memory
+// (served mostly by L1/L2), and nothing uses the tensor cores: this is the floor the later
+// steps climb from.
 //
 // It handles every problem the API accepts (any layout, stride, alignment, K = 0, batch,
-// every epilogue), which also makes it the dispatcher's fallback of last resort.
+// every epilogue), which is why the library keeps it: no valid problem goes unserved.
 #include "host/registry.h"
 #include "host/validate.h"
 #include "kernels/common/epilogue.cuh"
