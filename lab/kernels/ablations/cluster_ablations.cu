@@ -15,10 +15,26 @@ namespace {
 constexpr char kNoMulticast[] = "ablation-09-no-multicast";
 constexpr char kCrossRelease[] = "ablation-09-cross-release";
 constexpr char kFourStages[] = "ablation-09-four-stages";
-using NoMulticast = Sm90Kernel<KernelConfig<256, 2, 1, 3, 2, true, ClusterB::kLocalLoads>, false, 1, kNoMulticast>;
-using CrossRelease =
-    Sm90Kernel<KernelConfig<256, 2, 1, 3, 2, true, ClusterB::kLocalLoadsCrossRelease>, false, 1, kCrossRelease>;
-using FourStages = Sm90Kernel<KernelConfig<256, 2, 1, 4, 2, false, ClusterB::kMulticast>, false, 1, kFourStages>;
+using NoMulticast = Sm90Kernel<KernelConfig<KernelSpec{.block_n = 256,
+                                                       .consumers = 2,
+                                                       .slabs_per_consumer = 1,
+                                                       .stages = 3,
+                                                       .cluster_ctas = 2,
+                                                       .tma_store = true,
+                                                       .cluster_b = ClusterB::kLocalLoads}>,
+                               false, 1, kNoMulticast>;
+using CrossRelease = Sm90Kernel<KernelConfig<KernelSpec{.block_n = 256,
+                                                        .consumers = 2,
+                                                        .slabs_per_consumer = 1,
+                                                        .stages = 3,
+                                                        .cluster_ctas = 2,
+                                                        .tma_store = true,
+                                                        .cluster_b = ClusterB::kLocalLoadsCrossRelease}>,
+                                false, 1, kCrossRelease>;
+using FourStages = Sm90Kernel<
+    KernelConfig<KernelSpec{
+        .block_n = 256, .consumers = 2, .slabs_per_consumer = 1, .stages = 4, .cluster_ctas = 2, .tma_store = false}>,
+    false, 1, kFourStages>;
 }  // namespace
 
 extern const KernelInfo kAblation09NoMulticast = NoMulticast::info("ablation: step 9's cluster launch without multicast");

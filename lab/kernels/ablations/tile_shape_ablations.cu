@@ -18,12 +18,27 @@ namespace {
 constexpr char kWideFourStages[] = "ablation-10-wide-4stage";
 constexpr char kTallFourStages[] = "ablation-10-tall-4stage";
 constexpr char kTallThreeStages[] = "ablation-10-tall-3stage";
-using WideFourStages = Sm90Kernel<KernelConfig<256, 2, 1, 4, 2, false>, true, 8, kWideFourStages>;
-using TallFourStages = Sm90Kernel<KernelConfig<128, 2, 2, 4, 2, false>, true, 8, kTallFourStages>;
-using TallThreeStages = Sm90Kernel<KernelConfig<128, 2, 2, 3, 2, true>, true, 8, kTallThreeStages>;
+using WideFourStages = Sm90Kernel<
+    KernelConfig<KernelSpec{
+        .block_n = 256, .consumers = 2, .slabs_per_consumer = 1, .stages = 4, .cluster_ctas = 2, .tma_store = false}>,
+    true, 8, kWideFourStages>;
+using TallFourStages = Sm90Kernel<
+    KernelConfig<KernelSpec{
+        .block_n = 128, .consumers = 2, .slabs_per_consumer = 2, .stages = 4, .cluster_ctas = 2, .tma_store = false}>,
+    true, 8, kTallFourStages>;
+using TallThreeStages = Sm90Kernel<
+    KernelConfig<KernelSpec{
+        .block_n = 128, .consumers = 2, .slabs_per_consumer = 2, .stages = 3, .cluster_ctas = 2, .tma_store = true}>,
+    true, 8, kTallThreeStages>;
 constexpr char kTallTwoRounds[] = "ablation-10-tall-4stage-tma2";
-using TallTwoRounds = Sm90Kernel<
-    KernelConfig<128, 2, 2, 4, 2, true, ClusterB::kMulticast, Schedule::kCooperative, false, 2>, true, 8, kTallTwoRounds>;
+using TallTwoRounds = Sm90Kernel<KernelConfig<KernelSpec{.block_n = 128,
+                                                         .consumers = 2,
+                                                         .slabs_per_consumer = 2,
+                                                         .stages = 4,
+                                                         .cluster_ctas = 2,
+                                                         .tma_store = true,
+                                                         .store_rounds = 2}>,
+                                 true, 8, kTallTwoRounds>;
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 // as [k chunk][row][8 values]. Consecutive rows then sit 16 bytes apart and the writes
 // and reads of a k chunk pile onto the same few banks.
 #include "arch/sm90/mbarrier.cuh"
+#include "arch/sm90/swizzle_alignment.cuh"
 #include "arch/sm90/tma.cuh"
 #include "arch/sm90/wgmma.cuh"
 #include "host/registry.h"
@@ -32,7 +33,7 @@ __global__ void __launch_bounds__(128, 1)
     tma_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                      int64_t k, EpilogueParams epilogue) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  uint8_t* smem = sm90::align_to_swizzle_atom(smem_raw);
   uint8_t* tile_a = smem;
   uint8_t* tile_b = smem + kTileBytesA;
   uint64_t* full = reinterpret_cast<uint64_t*>(tile_b + kTileBytesB);

@@ -5,6 +5,7 @@
 // jobs - it refills a slot as soon as the warps have released it - so loads for later K
 // steps are in flight while the tensor core works on the current one.
 #include "arch/sm90/mbarrier.cuh"
+#include "arch/sm90/swizzle_alignment.cuh"
 #include "arch/sm90/tma.cuh"
 #include "arch/sm90/wgmma.cuh"
 #include "host/registry.h"
@@ -29,7 +30,7 @@ __global__ void __launch_bounds__(128, 1)
     pipelined_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int64_t k,
                      EpilogueParams epilogue) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  uint8_t* smem = sm90::align_to_swizzle_atom(smem_raw);
   uint8_t* tiles_a = smem;
   uint8_t* tiles_b = smem + kStages * kTileBytesA;
   auto* barriers = reinterpret_cast<StageBarriers<kStages>*>(tiles_b + kStages * kTileBytesB);

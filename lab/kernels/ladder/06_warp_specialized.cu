@@ -9,7 +9,10 @@
 namespace anvil::detail {
 namespace {
 constexpr char kName[] = "ladder-06-warp-specialized";
-using Kernel = Sm90Kernel<KernelConfig<128, 1, 2, 4, 1, false>, false, 1, kName>;
+using Kernel = Sm90Kernel<
+    KernelConfig<KernelSpec{
+        .block_n = 128, .consumers = 1, .slabs_per_consumer = 2, .stages = 4, .cluster_ctas = 1, .tma_store = false}>,
+    false, 1, kName>;
 }  // namespace
 
 extern const KernelInfo kLadder06WarpSpecialized = Kernel::info("step 5 + producer warpgroup / consumer warpgroup, setmaxnreg");

@@ -8,7 +8,10 @@
 namespace anvil::detail {
 namespace {
 constexpr char kName[] = "ladder-07-two-consumers";
-using Kernel = Sm90Kernel<KernelConfig<256, 2, 1, 4, 1, false>, false, 1, kName>;
+using Kernel = Sm90Kernel<
+    KernelConfig<KernelSpec{
+        .block_n = 256, .consumers = 2, .slabs_per_consumer = 1, .stages = 4, .cluster_ctas = 1, .tma_store = false}>,
+    false, 1, kName>;
 }  // namespace
 
 extern const KernelInfo kLadder07TwoConsumers = Kernel::info("step 6 with 128x256 tiles: two consumer warpgroups, m64n256k16");

@@ -8,7 +8,10 @@
 namespace anvil::detail {
 namespace {
 constexpr char kName[] = "ladder-08-tma-store";
-using Kernel = Sm90Kernel<KernelConfig<256, 2, 1, 3, 1, true>, false, 1, kName>;
+using Kernel = Sm90Kernel<
+    KernelConfig<KernelSpec{
+        .block_n = 256, .consumers = 2, .slabs_per_consumer = 1, .stages = 3, .cluster_ctas = 1, .tma_store = true}>,
+    false, 1, kName>;
 }  // namespace
 
 extern const KernelInfo kLadder08TmaStore = Kernel::info("step 7 + epilogue through swizzled shared memory and TMA stores (3 stages)");

@@ -7,7 +7,10 @@
 namespace anvil::detail {
 namespace {
 constexpr char kName[] = "ladder-09-cluster-multicast";
-using Kernel = Sm90Kernel<KernelConfig<256, 2, 1, 3, 2, true>, false, 1, kName>;
+using Kernel = Sm90Kernel<
+    KernelConfig<KernelSpec{
+        .block_n = 256, .consumers = 2, .slabs_per_consumer = 1, .stages = 3, .cluster_ctas = 2, .tma_store = true}>,
+    false, 1, kName>;
 }  // namespace
 
 extern const KernelInfo kLadder09Cluster = Kernel::info("step 8 + 2-CTA cluster along M, B tile multicast");

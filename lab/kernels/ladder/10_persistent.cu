@@ -8,7 +8,10 @@
 namespace anvil::detail {
 namespace {
 constexpr char kName[] = "ladder-10-persistent";
-using Kernel = Sm90Kernel<KernelConfig<256, 2, 1, 3, 2, true>, true, 8, kName>;
+using Kernel = Sm90Kernel<
+    KernelConfig<KernelSpec{
+        .block_n = 256, .consumers = 2, .slabs_per_consumer = 1, .stages = 3, .cluster_ctas = 2, .tma_store = true}>,
+    true, 8, kName>;
 }  // namespace
 
 extern const KernelInfo kLadder10Persistent = Kernel::info("step 9 + persistent grid, tile scheduler, banded L2-aware raster");

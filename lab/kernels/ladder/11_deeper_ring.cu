@@ -12,7 +12,13 @@
 namespace anvil::detail {
 namespace {
 constexpr char kName[] = "ladder-11-deeper-ring";
-using Kernel = Sm90Kernel<KernelConfig<256, 2, 1, 4, 2, true, ClusterB::kMulticast, Schedule::kCooperative, false, 2>,
+using Kernel = Sm90Kernel<KernelConfig<KernelSpec{.block_n = 256,
+                                                  .consumers = 2,
+                                                  .slabs_per_consumer = 1,
+                                                  .stages = 4,
+                                                  .cluster_ctas = 2,
+                                                  .tma_store = true,
+                                                  .store_rounds = 2}>,
                           true, 8, kName>;
 }  // namespace
 

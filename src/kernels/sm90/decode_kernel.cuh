@@ -17,7 +17,9 @@
 #include <cstdint>
 
 #include "arch/sm90/cluster.cuh"
+#include "arch/sm90/named_barrier.cuh"
 #include "arch/sm90/setmaxnreg.cuh"
+#include "arch/sm90/swizzle_alignment.cuh"
 #include "arch/sm90/tma.cuh"
 #include "kernels/common/epilogue_params.h"
 #include "kernels/sm90/consumer.cuh"
@@ -83,7 +85,7 @@ struct DecodeShared {
 
 template <class Config>
 constexpr int decode_smem_bytes() {
-  return static_cast<int>(sizeof(DecodeShared<Config>)) + 1024;  // + alignment slack
+  return static_cast<int>(sizeof(DecodeShared<Config>)) + sm90::kSwizzleAtomBytes;  // + alignment slack
 }
 
 struct DecodeParams {
@@ -141,7 +143,7 @@ __device__ __forceinline__ DecodeTileOrigin tile_origin(const DecodeParams& p) {
 // Named barrier over the consumer warpgroups (id 0 is __syncthreads).
 template <class Config>
 __device__ __forceinline__ void consumers_sync() {
-  asm volatile("bar.sync 1, %0;\n" ::"n"(Config::kConsumerThreads) : "memory");
+  sm90::named_barrier_sync(1, Config::kConsumerThreads);
 }
 
 // Grid: (splits, feature tiles, token tiles x batch), clusters of (splits, 1, 1).
@@ -149,8 +151,7 @@ template <class Config, sm90::Input kInput>
 __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
     sm90_decode_kernel(const __grid_constant__ DecodeParams p) {
   extern __shared__ uint8_t smem_raw[];
-  auto& shared = *reinterpret_cast<DecodeShared<Config>*>(
-      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  auto& shared = *sm90::align_to_swizzle_atom<DecodeShared<Config>>(smem_raw);
   // Once the mainloop is done the ring is idle: the partial tile is parked over it.
   static_assert(kPartialBytes<Config::kTokenTile> <= sizeof(shared.a) + sizeof(shared.b), "partial tile fits the ring");
   float* partial = reinterpret_cast<float*>(&shared.a[0][0]);

@@ -16,8 +16,13 @@ namespace anvil::detail {
 // 192 columns, 4 of 16 + 28 KiB at 224. Pairs: 2-CTA clusters along M multicasting B;
 // singles: one CTA, its own B.
 template <int kBlockN, int kStages, int kClusterM>
-using FitConfig = KernelConfig<kBlockN, 2, 1, kStages, kClusterM, true, ClusterB::kMulticast, Schedule::kCooperative,
-                               false, kBlockN / 64>;
+using FitConfig = KernelConfig<KernelSpec{.block_n = kBlockN,
+                                          .consumers = 2,
+                                          .slabs_per_consumer = 1,
+                                          .stages = kStages,
+                                          .cluster_ctas = kClusterM,
+                                          .tma_store = true,
+                                          .store_rounds = kBlockN / 64}>;
 using FitPair160 = FitConfig<160, 5, 2>;
 using FitPair192 = FitConfig<192, 5, 2>;
 using FitPair224 = FitConfig<224, 4, 2>;

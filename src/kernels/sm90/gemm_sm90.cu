@@ -19,26 +19,63 @@
 namespace anvil::detail {
 namespace {
 
-using Wide = KernelConfig<256, 2, 1, 4, 1, false>;    // 128x256, 4 x 48 KiB stages, direct epilogue
-using Narrow = KernelConfig<128, 2, 1, 6, 1, false>;  // 128x128, 6 x 32 KiB stages
+// 128x256, 4 x 48 KiB stages, direct epilogue.
+using Wide = KernelConfig<KernelSpec{.block_n = 256,
+                                     .consumers = 2,
+                                     .slabs_per_consumer = 1,
+                                     .stages = 4,
+                                     .cluster_ctas = 1,
+                                     .tma_store = false}>;
+// 128x128, 6 x 32 KiB stages.
+using Narrow = KernelConfig<KernelSpec{.block_n = 128,
+                                       .consumers = 2,
+                                       .slabs_per_consumer = 1,
+                                       .stages = 6,
+                                       .cluster_ctas = 1,
+                                       .tma_store = false}>;
 // Wide tiles in 2-CTA clusters along M that multicast the shared B tile (half the L2
 // reads of B), 4 stages, the plain GEMM's epilogue through TMA stores in two rounds of a
 // half-size buffer: ladder step 11's configuration. The default for problems with two or
 // more rows of tiles.
-using WidePair = KernelConfig<256, 2, 1, 4, 2, true, ClusterB::kMulticast, Schedule::kCooperative, false, 2>;
+using WidePair = KernelConfig<KernelSpec{.block_n = 256,
+                                         .consumers = 2,
+                                         .slabs_per_consumer = 1,
+                                         .stages = 4,
+                                         .cluster_ctas = 2,
+                                         .tma_store = true,
+                                         .store_rounds = 2}>;
 // The same tiles and ring in 2-CTA clusters along N that multicast the shared A tile,
 // for an odd number of 128-row tiles (plan.h, kWidePairN).
-using WidePairN = KernelConfig<256, 2, 1, 4, 2, true, ClusterB::kMulticast, Schedule::kCooperative, false, 2,
-                               ClusterAxis::kN>;
+using WidePairN = KernelConfig<KernelSpec{.block_n = 256,
+                                          .consumers = 2,
+                                          .slabs_per_consumer = 1,
+                                          .stages = 4,
+                                          .cluster_ctas = 2,
+                                          .tma_store = true,
+                                          .store_rounds = 2,
+                                          .cluster_axis = ClusterAxis::kN}>;
 // The ping-pong schedule: 128x128 tiles, each consumer warpgroup taking whole tiles in
 // turn, so one warpgroup's epilogue overlaps the other's mainloop; 2-CTA multicast
 // clusters, 5 stages. sm90-gemm's choice for fused epilogues; also selectable by name.
-using PingPongPair = KernelConfig<128, 2, 2, 5, 2, true, ClusterB::kMulticast, Schedule::kPingPong>;
+using PingPongPair = KernelConfig<KernelSpec{.block_n = 128,
+                                             .consumers = 2,
+                                             .slabs_per_consumer = 2,
+                                             .stages = 5,
+                                             .cluster_ctas = 2,
+                                             .tma_store = true,
+                                             .schedule = Schedule::kPingPong}>;
 // 256x128 tiles (two 64-row slabs per consumer warpgroup) whose trailing waves are dealt
 // out to all SMs by K iterations (stream_k.h): for problems whose tiles leave SMs idle in
 // the last wave, e.g. M = 256 decode batches, which then make one row of tiles. 4 stages
 // and the pairs' TMA store in two rounds.
-using TallStreamK = KernelConfig<128, 2, 2, 4, 1, true, ClusterB::kMulticast, Schedule::kCooperative, true, 2>;
+using TallStreamK = KernelConfig<KernelSpec{.block_n = 128,
+                                            .consumers = 2,
+                                            .slabs_per_consumer = 2,
+                                            .stages = 4,
+                                            .cluster_ctas = 1,
+                                            .tma_store = true,
+                                            .stream_k = true,
+                                            .store_rounds = 2}>;
 constexpr const char* kName = "sm90-gemm";
 constexpr const char* kPingPongName = "sm90-gemm-pingpong";
 constexpr const char* kStreamKName = "sm90-gemm-streamk";
