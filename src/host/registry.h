@@ -27,12 +27,6 @@ struct KernelInfo {
 std::span<const KernelInfo* const> all_kernels();
 const KernelInfo* find_kernel(const char* name);
 
-// The decode kernel the dispatcher gives a problem it sends to decoding (dispatch.cpp):
-// sm90-decode-ldg for the fewest tokens (prefers_decode_ldg; never in batch-invariant
-// mode, where one kernel serves every M), else sm90-decode; null when neither accepts the
-// problem as it is. sm90-gemm gives its split-off rows (row_split.h) to the same choice.
-const KernelInfo* pick_decode_kernel(const GemmDesc& desc, const GemmArgs* args);
-
 // Records status and a printf-style message in diag (if non-null); returns status.
 Status fail(Diagnostic* diag, Status status, const char* fmt, ...)
 #if defined(__GNUC__)
