@@ -64,6 +64,8 @@ DecodeConfigId decode_config(KernelFamily family, int64_t m) {
 int smallest_token_tile(KernelFamily family) { return family == KernelFamily::kDecodeR64 ? 16 : 8; }
 
 DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const DeviceInfo& device, int forced_splits) {
+  // Batch invariance: no K split, so every output sums its K in one order whatever M is.
+  if (desc.batch_invariant && forced_splits == 0) forced_splits = 1;
   const DecodeConfigId config = decode_config(family, desc.m);
   const DecodeShape shape = kDecodeShapes[static_cast<int>(config)];
   const auto resident = [&](int token_tile, int splits) {
@@ -93,6 +95,25 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
 KernelFamily pick_decode_family(const GemmDesc& desc, const DeviceInfo& device, const CallFacts& facts, char* reason) {
   const int sms = device.sm_count;
   const bool invariant = desc.batch_invariant;
+  const auto ok = [&](KernelFamily f) { return facts.accepts[index(f)]; };
+  if (invariant) {
+    // Batch invariance: unsplit plans only, and only the TMA-fed kernels, which sum each
+    // output's K in the same order as sm90-gemm (the load-path kernels split K across
+    // their warpgroups). The 64-row tiles where all of them are resident at once unsplit,
+    // else the 128-row ones.
+    const int64_t tiles64 = decode_rows64_tiles(desc.n, desc.batch);
+    if (ok(KernelFamily::kDecodeR64) &&
+        tiles64 <= device.resident(decode_config(KernelFamily::kDecodeR64, desc.m), 1)) {
+      say(reason, "batch-invariant, unsplit: the weight's %lld 64-row tiles are all resident at once",
+          static_cast<long long>(tiles64));
+      return KernelFamily::kDecodeR64;
+    }
+    if (ok(KernelFamily::kDecodeTma)) {
+      say(reason, "batch-invariant, unsplit: 128-row tiles (the 64-row ones would not all be resident)");
+      return KernelFamily::kDecodeTma;
+    }
+    return KernelFamily::kNone;
+  }
   const bool load_path = !invariant && prefers_decode_ldg(desc.m);
   const auto ldg_resident = [&](int s) { return device.resident(DecodeConfigId::kLdg8, s); };
   const bool ldg_r64_full = !invariant && prefers_decode_ldg_r64(desc.m, desc.n, desc.k, desc.batch, sms);
@@ -100,7 +121,6 @@ KernelFamily pick_decode_family(const GemmDesc& desc, const DeviceInfo& device, 
       !ldg_r64_full && load_path &&
       prefers_decode_ldg_r64_split(desc.m, desc.n, desc.k, desc.batch, sms, ldg_resident);
   const bool rows64 = !invariant && prefers_decode_r64(desc.m, desc.n, desc.batch, sms);
-  const auto ok = [&](KernelFamily f) { return facts.accepts[index(f)]; };
   if ((ldg_r64_full || ldg_r64_split) && ok(KernelFamily::kDecodeLdgR64)) {
     say(reason, ldg_r64_full ? "<= %d tokens, K <= %d: the 64-row tiles fill one wave unsplit (load path)"
                              : "<= %d tokens, K <= %d: the 64-row tiles in a split of <= 2 make more CTAs than 128-row ones",
@@ -118,8 +138,7 @@ KernelFamily pick_decode_family(const GemmDesc& desc, const DeviceInfo& device, 
     return KernelFamily::kDecodeR64;
   }
   if (ok(KernelFamily::kDecodeTma)) {
-    if (invariant) say(reason, "batch-invariant: one decode kernel for every M, its split fixed by (N, K)");
-    else say(reason, "few tokens: swap-AB decode streams the weight (128-row tiles, K split across a cluster)");
+    say(reason, "few tokens: swap-AB decode streams the weight (128-row tiles, K split across a cluster)");
     return KernelFamily::kDecodeTma;
   }
   return KernelFamily::kNone;
@@ -204,7 +223,8 @@ void plan_sm90(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, co
     const int mode = ov.row_split == PlanOverrides::RowSplit::kNever    ? 0
                      : ov.row_split == PlanOverrides::RowSplit::kAlways ? 1
                                                                         : -1;
-    const int64_t main_rows = ov.fit_widths ? row_split_main_rows(problem, !desc.batch_invariant, sms, mode) : desc.m;
+    // Batch-invariant problems may split too: the tail's decode plan is unsplit as well.
+    const int64_t main_rows = ov.fit_widths ? row_split_main_rows(problem, true, sms, mode) : desc.m;
     if (main_rows < desc.m) {
       GemmDesc tail = desc;
       tail.m = desc.m - main_rows;
@@ -228,8 +248,7 @@ void plan_sm90(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, co
     }
     if (!p.row_split()) {
       const int64_t tail = desc.m % kRowSplitGranule;
-      if (desc.batch_invariant) say(p.row_split_reason, "none: batch-invariant");
-      else if (mode == 0) say(p.row_split_reason, "none: forced off");
+      if (mode == 0) say(p.row_split_reason, "none: forced off");
       else if (tail == 0) say(p.row_split_reason, "none: M is a multiple of %d", static_cast<int>(kRowSplitGranule));
       else if (tail > kRowSplitMaxTailRows || desc.m < kRowSplitGranule + tail)
         say(p.row_split_reason, "none: %lld rows past a multiple of %d (a decode kernel takes 1-%d past at least one)",
@@ -422,7 +441,10 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
 
   // A decode kernel for few tokens (always in batch-invariant mode), sm90-gemm, then the
   // CUDA-core kernel, which takes every valid problem.
-  const bool decode = desc.batch_invariant || prefers_decode(desc.m, desc.n, desc.batch, device.sm_count);
+  // Batch-invariant problems take any unsplit plan: decode (unsplit) up to 64 tokens,
+  // where it streams the weight once, and sm90-gemm's whole tiles (no stream-K) beyond.
+  const bool decode = desc.batch_invariant ? desc.m <= kDecodeAlwaysTokens
+                                           : prefers_decode(desc.m, desc.n, desc.batch, device.sm_count);
   if (decode) {
     const KernelFamily f = pick_decode_family(desc, device, *facts, p.family_reason);
     if (f != KernelFamily::kNone) {
@@ -433,6 +455,7 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
   }
   if (ok(KernelFamily::kSm90Gemm)) {
     if (decode) say(p.family_reason, "sm90-gemm: no decode kernel reads these operands in place (it repacks them)");
+    else if (desc.batch_invariant) say(p.family_reason, "sm90-gemm: batch-invariant beyond %d tokens, whole tiles (no stream-K)", static_cast<int>(kDecodeAlwaysTokens));
     else if (desc.m > kDecodeMaxTokens) say(p.family_reason, "sm90-gemm: more than %d tokens", static_cast<int>(kDecodeMaxTokens));
     else say(p.family_reason, "sm90-gemm: %lld tokens, its tiles fill >= %.0f%% of their waves and decode's make > 1 wave",
              static_cast<long long>(desc.m), 100 * kSm90MinWaveEfficiency);

@@ -233,6 +233,71 @@ TEST(PlannerOverrides, PowersOfTwoOnlyWithoutFittedWidths) {
   EXPECT_FALSE(plan(linear(4097, 4096, 4096), DeviceInfo::h200(), &ov).row_split());
 }
 
+// ---- Batch invariance ----
+//
+// Only the order in which each output element's K is summed must not depend on M. The
+// plans that keep one order: sm90-gemm's whole tiles (any variant, no stream-K), and the
+// TMA-fed decode kernels unsplit (the load-path kernels split K across warpgroups).
+
+bool keeps_one_k_order(const LaunchPlan& p) {
+  const auto unsplit_tma_decode = [](KernelFamily f, const DecodePlan& d) {
+    return (f == KernelFamily::kDecodeTma || f == KernelFamily::kDecodeR64) && d.splits == 1;
+  };
+  if (p.family == KernelFamily::kSm90Gemm) {
+    return p.schedule != GemmSchedule::kStreamK && p.k_splits == 1 &&
+           (!p.row_split() || unsplit_tma_decode(p.tail_family, p.tail));
+  }
+  return unsplit_tma_decode(p.family, p.decode) && p.k_splits == 1;
+}
+
+TEST(PlannerBatchInvariant, EveryPlanSumsKInOneOrder) {
+  for (const DeviceInfo& device : {DeviceInfo::h200(), DeviceInfo::fallback(132), DeviceInfo::fallback(78)}) {
+    for (int64_t m : {1, 7, 8, 9, 16, 17, 64, 65, 128, 255, 256, 257, 1000, 1025, 4096, 4097}) {
+      for (int64_t n : {1024, 4096, 8192, 10240, 28672}) {
+        for (int64_t k : {4096, 8192, 65536}) {
+          GemmDesc d = linear(m, n, k);
+          d.batch_invariant = true;
+          const LaunchPlan p = plan(d, device);
+          EXPECT_TRUE(keeps_one_k_order(p)) << m << " x " << n << " x " << k << ": " << family_name(p.family) << ", "
+                                            << p.split_reason;
+          EXPECT_EQ(p.workspace_bytes, 0u);
+        }
+      }
+    }
+  }
+}
+
+TEST(PlannerBatchInvariant, TheFastestUnsplitPlanForEachM) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  GemmDesc d = linear(1, 8192, 8192);
+  d.batch_invariant = true;
+  EXPECT_EQ(plan(d, h200).family, KernelFamily::kDecodeR64);  // 128 64-row tiles, all resident
+  d.n = 28672;
+  EXPECT_EQ(plan(d, h200).family, KernelFamily::kDecodeTma);  // 448 64-row tiles would not be
+  d.m = 4096, d.n = 4096, d.k = 4096;
+  LaunchPlan p = plan(d, h200);
+  EXPECT_EQ(p.family, KernelFamily::kSm90Gemm);  // not the decode kernel at every M
+  EXPECT_EQ(p.variant, Sm90Variant::kWidePair);
+  // Stream-K would be chosen here in normal mode; batch invariance keeps whole tiles.
+  d.m = 256, d.n = 18432, d.k = 8192;
+  EXPECT_NE(plan(d, h200).variant, Sm90Variant::kTallStreamK);
+  // A row split keeps its tail unsplit.
+  d.m = 1025, d.n = 4096, d.k = 4096;
+  p = plan(d, h200);
+  ASSERT_TRUE(p.row_split()) << p.row_split_reason;
+  EXPECT_EQ(p.tail.splits, 1);
+}
+
+TEST(PlannerBatchInvariant, TheSameFamilyAndOrderForEveryDtypeAndEpilogue) {
+  for (DataType dt : {DataType::kBF16, DataType::kF16}) {
+    GemmDesc d = linear(64, 8192, 4096);
+    d.a.dtype = d.b.dtype = d.c.dtype = d.d.dtype = dt;
+    d.batch_invariant = true;
+    d.epilogue.bias = BiasMode::kPerColumn;
+    EXPECT_TRUE(keeps_one_k_order(plan(d, DeviceInfo::h200())));
+  }
+}
+
 // ---- Reasons ----
 
 TEST(PlannerReasons, EveryChoiceSaysWhy) {
