@@ -189,9 +189,8 @@ void describe_tile_choice(LaunchPlan& p, const Sm90Problem& problem, int sms, bo
     say(p.tile_reason, "stream-K 256x128: whole tiles leave the last wave idle (%lld tiles on %d SMs), K >= %d tiles",
         static_cast<long long>(w.tiles), sms, static_cast<int>(kStreamKMinKTiles));
   } else {
-    say(p.tile_reason, "%s: least waves x tile area / measured speed (%lld tiles, %.2f waves, %.0f%% of the last%s)",
-        variant_name(p.variant), static_cast<long long>(w.tiles), w.waves, 100.0 * w.efficiency,
-        problem.fused_epilogue ? "; fused epilogue: ping-pong overlaps it" : "");
+    say(p.tile_reason, "%s: fewest waves x area / speed (%lld tiles, %.2f waves)%s", variant_name(p.variant),
+        static_cast<long long>(w.tiles), w.waves, problem.fused_epilogue ? "; fused epilogue: ping-pong hides it" : "");
   }
 }
 
