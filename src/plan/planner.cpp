@@ -240,9 +240,9 @@ void plan_sm90(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, co
         p.tail_family = tail_family;
         p.tail = plan_decode_launch(tail_family, tail, device, ov.decode_splits);
         problem.m = main_rows;
-        say(p.row_split_reason, "rows %lld-%lld (%lld) to %s: cheaper than the wave of tiles they add%s",
-            static_cast<long long>(main_rows), static_cast<long long>(desc.m - 1),
-            static_cast<long long>(desc.m - main_rows), family_name(tail_family), mode == 1 ? " (forced)" : "");
+        say(p.row_split_reason, "rows %lld-%lld (%lld) to %s: %s", static_cast<long long>(main_rows),
+            static_cast<long long>(desc.m - 1), static_cast<long long>(desc.m - main_rows), family_name(tail_family),
+            mode == 1 ? "forced" : "cheaper than the wave of tiles they add");
       }
     }
     if (!p.row_split()) {

@@ -191,4 +191,42 @@ TEST_P(BatchInvariance, EveryPlanTheModeMayPickAgrees) {
 INSTANTIATE_TEST_SUITE_P(Shapes, BatchInvariance, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<InvarianceCase>& info) { return info.param.name; });
 
+// The row split forced on small problems (PlanOverrides::row_split), in normal mode and
+// against the reference: sm90-gemm on the first 256 rows, a decode kernel on the rest. Small
+// enough for compute-sanitizer's tools (scripts/gpu_run.sh's sanitize phase).
+struct RowSplitCase {
+  int64_t m, n, k;
+  bool swiglu;
+  const char* name;
+};
+
+class ForcedRowSplit : public ::testing::TestWithParam<RowSplitCase> {};
+
+TEST_P(ForcedRowSplit, MatchesReference) {
+  REQUIRE_SM90();
+  const RowSplitCase& c = GetParam();
+  GemmDesc desc = anvil::linear_desc(c.m, c.n, c.k, DataType::kBF16, DataType::kBF16);
+  if (c.swiglu) desc.epilogue.activation = anvil::Activation::kSwiGLU;
+  anvil_test::Operands op;
+  ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, desc, 777 + c.m));
+  CHECK_CUDA(verify::reference_gemm(desc, op.args, op.ref.as_float(), nullptr));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  PlanOverrides overrides;
+  overrides.row_split = PlanOverrides::RowSplit::kAlways;
+  LaunchPlan ran;
+  Diagnostic diag;
+  ASSERT_EQ(anvil::detail::gemm(desc, op.args, &overrides, &diag, &ran), Status::kSuccess) << diag.message;
+  CHECK_CUDA(cudaDeviceSynchronize());
+  EXPECT_TRUE(ran.row_split()) << plan_text(ran) << ": " << ran.row_split_reason;
+  const auto cmp = verify::compare(desc, op.d.get(), op.ref.as_float(), verify::tolerance_for(desc), nullptr);
+  ASSERT_GE(cmp.count, 0) << "the comparison itself failed (CUDA error)";
+  EXPECT_TRUE(cmp.passed) << anvil_test::describe(desc) << " (" << plan_text(ran) << "): " << anvil_test::describe(cmp);
+}
+
+INSTANTIATE_TEST_SUITE_P(Small, ForcedRowSplit,
+                         ::testing::Values(RowSplitCase{300, 520, 1000, false, "m300_n520_k1000"},
+                                           RowSplitCase{300, 768, 1000, true, "swiglu_m300_n768_k1000"},
+                                           RowSplitCase{257, 1024, 4096, false, "m257_n1024_k4096"}),
+                         [](const ::testing::TestParamInfo<RowSplitCase>& info) { return std::string(info.param.name); });
+
 }  // namespace
