@@ -38,7 +38,7 @@ fi
 
 if want bench; then
   # The llm suite, ragged M and the decode sweep: anvil against cuBLAS, this build and the
-  # base build alternating in one session (the llm suite must be no slower than before).
+  # base build in one run (the llm suite must be no slower than before).
   for suite in llm ragged_m decode_sweep streamk_choice; do
     for dtype in bf16 fp16; do
       "$BUILD/tools/anvil-bench" --shapes "suites/$suite.json" --dtype "$dtype" --kernels anvil,cublas \
