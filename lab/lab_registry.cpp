@@ -18,6 +18,11 @@ extern const KernelInfo kLadder08TmaStore;
 extern const KernelInfo kLadder09Cluster;
 extern const KernelInfo kLadder10Persistent;
 extern const KernelInfo kLadder11DeeperRing;
+extern const KernelInfo kSm90GemmPingPong;
+extern const KernelInfo kSm90GemmStreamK;
+extern const KernelInfo kSm90GemmFit;
+extern const KernelInfo kSm90GemmPow2;
+extern const KernelInfo kSm90GemmPairN;
 extern const KernelInfo kAblation05TwoStages;
 extern const KernelInfo kAblation09NoMulticast;
 extern const KernelInfo kAblation09FourStages;
@@ -49,10 +54,13 @@ const std::array kLabKernels = {
     &detail::kLadder09Cluster,
     &detail::kLadder10Persistent,
     &detail::kLadder11DeeperRing,
-    // Measurement-only configurations of the production kernel (a forced schedule or tile
-    // width, measured against the dispatcher's choice) belong here, after the ladder.
-    // Those that exist today (sm90-gemm-pingpong, -streamk, -fit, -pow2, -pair-n) are
-    // still in the library's table (src/host/registry.cpp).
+    // Measurement-only configurations of the production kernel: one planner choice forced
+    // (forced_plan_entries.cpp), measured against the dispatcher's choice.
+    &detail::kSm90GemmPingPong,
+    &detail::kSm90GemmStreamK,
+    &detail::kSm90GemmFit,
+    &detail::kSm90GemmPow2,
+    &detail::kSm90GemmPairN,
     //
     // The ablations: one change against a ladder step or the production configuration.
     &detail::kAblation05TwoStages,

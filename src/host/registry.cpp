@@ -13,19 +13,13 @@ extern const KernelInfo kSm90Decode;
 extern const KernelInfo kSm90DecodeLdg;
 extern const KernelInfo kSm90DecodeR64;
 extern const KernelInfo kSm90DecodeLdgR64;
-extern const KernelInfo kSm90GemmPingPong;
-extern const KernelInfo kSm90GemmStreamK;
-extern const KernelInfo kSm90GemmFit;
-extern const KernelInfo kSm90GemmPow2;
-extern const KernelInfo kSm90GemmPairN;
 
 namespace {
 
-// The library's kernels: the fallback (the ladder's step 1), the production kernels the
-// dispatcher prefers, then the production kernel's forced configurations.
-const std::array<const KernelInfo*, 11> kLibraryKernels = {
-    &kLadder01Naive,  &kSm90Gemm,        &kSm90Decode,   &kSm90DecodeLdg,  &kSm90GemmPingPong, &kSm90GemmStreamK,
-    &kSm90GemmFit,    &kSm90GemmPow2,    &kSm90GemmPairN, &kSm90DecodeR64, &kSm90DecodeLdgR64,
+// The library's kernels: the fallback (the ladder's step 1) and the production kernels
+// the dispatcher picks from.
+const std::array<const KernelInfo*, 6> kLibraryKernels = {
+    &kLadder01Naive, &kSm90Gemm, &kSm90Decode, &kSm90DecodeLdg, &kSm90DecodeR64, &kSm90DecodeLdgR64,
 };
 
 bool is_ladder_step(const KernelInfo* k) { return std::strncmp(k->name, "ladder-", 7) == 0; }

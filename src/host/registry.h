@@ -30,8 +30,7 @@ struct KernelInfo {
 std::span<const KernelInfo* const> all_kernels();
 const KernelInfo* find_kernel(const char* name);
 
-// The kernels libanvil itself carries: those the dispatcher can pick, the fallback, and
-// the forced configurations of the production kernel.
+// The kernels libanvil itself carries: those the dispatcher can pick and the fallback.
 std::span<const KernelInfo* const> library_kernels();
 
 // Adds kernels built outside the library (the lab: lab/lab_registry.cpp) to all_kernels(),
@@ -41,12 +40,6 @@ std::span<const KernelInfo* const> library_kernels();
 // KernelInfo) are skipped, so registering twice is harmless. Returns false, and adds
 // nothing, when an entry's name is taken by a different kernel.
 bool register_kernels(std::span<const KernelInfo* const> kernels);
-
-// The decode kernel the dispatcher gives a problem it sends to decoding (dispatch.cpp):
-// sm90-decode-ldg for the fewest tokens (prefers_decode_ldg; never in batch-invariant
-// mode, where one kernel serves every M), else sm90-decode; null when neither accepts the
-// problem as it is. sm90-gemm gives its split-off rows (row_split.h) to the same choice.
-const KernelInfo* pick_decode_kernel(const GemmDesc& desc, const GemmArgs* args);
 
 // Records status and a printf-style message in diag (if non-null); returns status.
 Status fail(Diagnostic* diag, Status status, const char* fmt, ...)

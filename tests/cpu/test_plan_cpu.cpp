@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "anvil/gemm.h"
+#include "cpu/dispatch_pins.h"
 #include "host/plan_cache.h"
 #include "kernels/sm90/fit_widths.h"
 #include "kernels/sm90/kernel_config.h"
@@ -405,6 +406,30 @@ TEST(PlanNames, TooLongForTheKeyIsRefusedNotTruncated) {
   });
   EXPECT_EQ(s, Status::kInternalError);
   EXPECT_FALSE(built);
+}
+
+// The public dispatcher, now the planner's, keeps the kernel families it chose before the
+// planner existed (batch-invariant problems aside: that mode's rule changed, see
+// test_planner_cpu.cpp). No GPU here: 132 SMs, one CTA per SM in whole clusters.
+TEST(DispatchPins, SameFamiliesThroughThePublicApi) {
+  const auto letter = [](const char* name) {
+    const std::string n = name != nullptr ? name : "";
+    return n == "sm90-gemm" ? 'g' : n == "sm90-decode" ? 'd' : n == "sm90-decode-ldg" ? 'l'
+           : n == "sm90-decode-r64" ? 'r' : n == "sm90-decode-ldg-r64" ? 'L' : '-';
+  };
+  int checked = 0;
+  for (const pins::Pin& pin : pins::kPins) {
+    if (pin.variant == 1) continue;
+    int i = 0;
+    for (int64_t n : pins::kPinN) {
+      for (int64_t k : pins::kPinK) {
+        const GemmDesc d = pins::pin_desc(pin.m, n, k, pin.variant);
+        EXPECT_EQ(letter(dispatch_name(d)), pin.families[i]) << pin.m << " x " << n << " x " << k << " variant " << pin.variant;
+        ++i, ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 140 * 44);
 }
 
 }  // namespace

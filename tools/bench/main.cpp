@@ -27,6 +27,7 @@
 #include "bench.h"
 #include "check.h"
 #include "cublaslt_gemm.h"
+#include "plan/launch.h"
 #include "spin.h"
 #include "system_info.h"
 #include "verify/verify.h"
@@ -216,7 +217,8 @@ bool launch(const Candidate& c, const ProblemContext& ctx, int s, std::string& e
   }
   const anvil::GemmArgs args = anvil_args(c, ctx, s);
   anvil::Diagnostic diag;
-  anvil::Status st = anvil::gemm(c.desc, args, &diag);
+  anvil::Status st = c.spec->planned ? anvil::detail::gemm(c.desc, args, &c.spec->overrides, &diag)
+                                     : anvil::gemm(c.desc, args, &diag);
   if (st != anvil::Status::kSuccess) {
     err = "anvil::gemm: " + status_text(st, diag);
     return false;
@@ -474,20 +476,28 @@ void run_problem(const Problem& p, int index, int total, const Options& opt,
         row.algo = dev.cublas->algo_description();
       }
     } else {
-      if (spec.kind == KernelSpec::Kind::kAnvilNamed) {
+      anvil::Diagnostic diag;
+      anvil::Status st = anvil::Status::kSuccess;
+      if (spec.planned) {
+        // Through the planner with the options' overrides: the plan names the kernel.
+        anvil::detail::LaunchPlan plan;
+        st = anvil::detail::plan_for(c.desc, nullptr, &spec.overrides, &plan, &diag);
+        if (st == anvil::Status::kSuccess) row.dispatched = plan.kernel_name;
+      } else if (spec.kind == KernelSpec::Kind::kAnvilNamed) {
         c.desc.kernel = spec.label.c_str();
         row.dispatched = spec.label;
       } else {
         const char* picked = anvil::dispatch_name(c.desc);
         if (picked) row.dispatched = std::string(picked);
       }
-      anvil::Diagnostic diag;
-      anvil::Status st = anvil::can_implement(c.desc, nullptr, &diag);
+      if (st == anvil::Status::kSuccess && !spec.planned) st = anvil::can_implement(c.desc, nullptr, &diag);
       if (st != anvil::Status::kSuccess) {
         row.status = "unsupported";
         row.message = status_text(st, diag);
       } else {
-        workspace_needed = std::max(workspace_needed, anvil::workspace_size(c.desc));
+        workspace_needed = std::max(workspace_needed, spec.planned
+                                                          ? anvil::detail::workspace_size(c.desc, nullptr, &spec.overrides)
+                                                          : anvil::workspace_size(c.desc));
       }
     }
     c.active = row.status == "ok";
@@ -811,6 +821,7 @@ int run(int argc, char** argv) {
   // a kernel name fails in a second rather than after minutes of measuring.
   std::vector<Problem> problems = load_problems(opt);
   std::vector<KernelSpec> specs = expand_kernels(opt.kernels);
+  apply_overrides(opt, specs);
   std::optional<AnchorFile> anchors;
   if (!opt.anchors_path.empty()) anchors = load_anchors(opt.anchors_path);
 

@@ -193,34 +193,8 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
     park_partial<Config::kTokenTile>(partial, acc[0], consumer);
     const DecodeTileOrigin origin = tile_origin<Config>(p);
     const int rank = static_cast<int>(sm90::cluster_cta_rank()), splits = static_cast<int>(sm90::cluster_size());
-    using Shape = typename Config::ReduceShape;
-    // Two branches, not one path with its barriers under `if (split)`: the unsplit one
-    // compiles for one split, its reads local and its loop bounds known. Merged, sm90-decode
-    // and sm90-decode-r64 ran 0.15-0.3 us slower (docs/worklog.md, session 15).
-    if (splits == 1) {
-      // No peer reads this CTA's partial (sm90-decode-r64 in its one wave, or tiles that
-      // fill the GPU): a barrier over the consumer warpgroups publishes it. The cluster
-      // barriers' MEMBAR.ALL.GPU and the DSMEM reads of its own partial made up 1.5 of the
-      // 2.0 us from the mainloop's end to the exit on sm90-decode-r64 at 64 x 8192 x 8192
-      // (docs/worklog.md, session 14).
-      const ReduceShare share = plan_reduce_share<Config::kTokenTile, Config::kConsumerThreads, Shape>(
-          p.epilogue, origin, rank, splits, threadIdx.x - 128);
-      consumers_sync<Config>();
-      reduce_and_finish<Config::kTokenTile, Config::kConsumerThreads, Shape>(p.epilogue, partial, origin, share, 1);
-    } else {
-      // Partials are visible cluster-wide once every CTA has arrived (release) and this one
-      // has waited (acquire); the thread's share of the finishing is worked out in between ...
-      sm90::cluster_arrive();
-      const ReduceShare share = plan_reduce_share<Config::kTokenTile, Config::kConsumerThreads, Shape>(
-          p.epilogue, origin, rank, splits, threadIdx.x - 128);
-      sm90::cluster_wait();
-      reduce_and_finish<Config::kTokenTile, Config::kConsumerThreads, Shape>(p.epilogue, partial, origin, share,
-                                                                             splits);
-      // ... and must stay alive until every peer has read them. Relaxed: each thread has
-      // used every value it read (its stores are issued), and waiting for those stores to
-      // be performed, which is what the release would add, protects nothing.
-      sm90::cluster_sync_relaxed();
-    }
+    finish_decode_tile<Config::kTokenTile, Config::kConsumerThreads, typename Config::ReduceShape>(
+        p.epilogue, partial, origin, rank, splits, threadIdx.x - 128, [] { consumers_sync<Config>(); });
   }
 }
 

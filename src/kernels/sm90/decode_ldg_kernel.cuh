@@ -263,30 +263,9 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kCtasPerSm)
   constexpr int kPartFloats = kLdgPartFloats<Config>;
   // One group per thread at most (up to 16 tokens x 32 groups over 512 threads), two with
   // sm90-decode-ldg-r64's 32-token tile (32 x 16 groups over 384 threads).
-  using Shape = typename Config::ReduceShape;
-  // Two branches, not one path with its barriers under `if (splits > 1)`: the unsplit one
-  // compiles for one split, its reads local and its loop bounds known (see
-  // decode_kernel.cuh).
-  if (splits == 1) {
-    // No peer reads this CTA's partials (the tiles fill the GPU): a CTA barrier publishes
-    // them, without the cluster barriers (see decode_kernel.cuh).
-    const ReduceShare share =
-        plan_reduce_share<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, origin, rank, 1, threadIdx.x);
-    __syncthreads();
-    reduce_and_finish<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, partials, origin, share, 1,
-                                                                   Config::kSubslices, kPartFloats);
-    return;
-  }
-  // Partials are visible cluster-wide once every CTA has arrived (release) and this one
-  // has waited (acquire); the thread's share of the finishing is worked out in between ...
-  sm90::cluster_arrive();
-  const ReduceShare share =
-      plan_reduce_share<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, origin, rank, splits, threadIdx.x);
-  sm90::cluster_wait();
-  reduce_and_finish<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, partials, origin, share, splits,
-                                                                 Config::kSubslices, kPartFloats);
-  // ... and must stay alive until every peer has read them (relaxed: see decode_kernel.cuh).
-  sm90::cluster_sync_relaxed();
+  finish_decode_tile<Config::kTokenTile, Config::kThreads, typename Config::ReduceShape>(
+      p.epilogue, partials, origin, rank, splits, threadIdx.x, [] { __syncthreads(); }, Config::kSubslices,
+      kPartFloats);
 }
 
 }  // namespace anvil::detail
