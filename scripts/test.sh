@@ -55,10 +55,11 @@ gpu_tier_note() {
     grep -E 'no sm_90 GPU|GPU tier running on|FAILED' || true
 }
 
+# The installed copy and the example's build live in a temporary folder, removed on exit.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
 install_and_build_example() {
-  local tmp
-  tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' RETURN
   cmake --install "$build_dir" --prefix "$tmp/prefix" >"$tmp/install.log" || { cat "$tmp/install.log"; return 1; }
   echo "installed into $tmp/prefix: $(cd "$tmp/prefix" && find . -type f | wc -l) files"
   cmake -S examples/gemm_example -B "$tmp/example" -G Ninja -DCMAKE_BUILD_TYPE=Release \
