@@ -215,7 +215,7 @@ def markdown(results, modes, args) -> str:
     for mode in modes:
         head += [f"cuBLAS {mode} (ms)", f"anvil {mode} (ms)", f"anvil speedup ({mode})"]
     lines = [
-        f"Llama-3-8B dims, {args.layers} layers + lm_head, bf16; decode against a {args.context}-token static cache; "
+        f"{'tiny' if args.tiny else 'Llama-3-8B'} dims, {args.layers} layers + lm_head, bf16; decode against a {args.context}-token static cache; "
         f"median of {args.iters}",
         "",
         "| " + " | ".join(head) + " |",

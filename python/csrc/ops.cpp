@@ -30,6 +30,15 @@ const char* dtype_name(at::ScalarType t) {
     case at::kBFloat16: return "bf16";
     case at::kHalf: return "fp16";
     case at::kFloat: return "fp32";
+    case at::kDouble: return "float64";
+    case at::kLong: return "int64";
+    case at::kInt: return "int32";
+    case at::kShort: return "int16";
+    case at::kChar: return "int8";
+    case at::kByte: return "uint8";
+    case at::kBool: return "bool";
+    case at::kFloat8_e4m3fn: return "float8_e4m3fn";
+    case at::kFloat8_e5m2: return "float8_e5m2";
     default: return c10::toString(t);
   }
 }

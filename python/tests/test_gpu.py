@@ -55,7 +55,7 @@ def seed():
 
 @pytest.mark.parametrize("dtype", [BF16, FP16])
 @pytest.mark.parametrize("act", anvil.ACTIVATIONS)
-@pytest.mark.parametrize("shape", [(1, 256, 512), (7, 384, 256), (64, 1024, 512), (300, 520, 136), (2048, 256, 1024)])
+@pytest.mark.parametrize("shape", [(1, 256, 512), (7, 384, 256), (5, 100, 72), (64, 1024, 512), (300, 520, 136), (2048, 256, 1024)])
 def test_linear_matches_torch(dtype, act, shape):
     m, n, k = shape
     x, w = rand(m, k, dtype=dtype), rand(n, k, dtype=dtype, scale=k**-0.5)
