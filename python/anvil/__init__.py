@@ -49,7 +49,7 @@ from ._ops import (  # noqa: E402  (the ops must be loaded before their fake ker
     unfuse_gate_up,
 )
 from . import nn  # noqa: E402
-from .patch import PatchReport, patch  # noqa: E402
+from ._patch import PatchReport, patch  # noqa: E402
 
 __all__ = [
     "ACTIVATIONS",
