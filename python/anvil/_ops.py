@@ -302,13 +302,23 @@ def _act_backward(activation: str, dy: torch.Tensor, z: torch.Tensor) -> torch.T
     return dz.to(dy.dtype)
 
 
+def _needs(ctx, i: int) -> bool:
+    # The dispatcher may drop trailing arguments equal to their defaults, so the op can have
+    # been called with fewer inputs than its schema lists.
+    return i < len(ctx.needs_input_grad) and ctx.needs_input_grad[i]
+
+
+def _trim(ctx, grads: tuple) -> tuple:
+    return grads[: len(ctx.needs_input_grad)]
+
+
 def _weight_grads(ctx, dz: torch.Tensor, x2: torch.Tensor, weight: torch.Tensor, x_shape, bi: bool):
     dx = dw = db = None
-    if ctx.needs_input_grad[0]:
+    if _needs(ctx, 0):
         dx = torch.ops.anvil.matmul(dz, weight, batch_invariant=bi).reshape(x_shape)
-    if ctx.needs_input_grad[1]:
+    if _needs(ctx, 1):
         dw = torch.ops.anvil.matmul(dz.t(), x2, batch_invariant=bi)
-    if ctx.has_bias and ctx.needs_input_grad[2]:
+    if ctx.has_bias and _needs(ctx, 2):
         db = dz.sum(0, dtype=torch.float32).to(ctx.bias_dtype)
     return dx, dw, db
 
@@ -334,8 +344,8 @@ def _linear_backward(ctx, dy):
     else:
         dz = dy2
     dx, dw, db = _weight_grads(ctx, dz, x2, weight, x.shape, bi)
-    dres = dy if ctx.needs_input_grad[4] else None
-    return dx, dw, db, None, dres
+    dres = dy if _needs(ctx, 4) else None
+    return _trim(ctx, (dx, dw, db, None, dres))
 
 
 def _swiglu_setup(ctx, inputs, keyword_only_inputs, output):
@@ -363,7 +373,7 @@ def _swiglu_backward(ctx, dy):
     du = dyf * (g * s)
     dz = torch.stack([dg, du], dim=2).reshape(m, n).to(dy.dtype)
     dx, dw, db = _weight_grads(ctx, dz, x2, gate_up, x.shape, bi)
-    return dx, dw, db
+    return _trim(ctx, (dx, dw, db))
 
 
 def _matmul_setup(ctx, inputs, keyword_only_inputs, output):
@@ -386,9 +396,9 @@ def _matmul_backward(ctx, dc):
     bi = ctx.batch_invariant
     dc = dc.contiguous()
     da = db = None
-    if ctx.needs_input_grad[0]:
+    if _needs(ctx, 0):
         da = _reduce_to(torch.ops.anvil.matmul(dc, b.transpose(-1, -2), batch_invariant=bi), a)
-    if ctx.needs_input_grad[1]:
+    if _needs(ctx, 1):
         db = _reduce_to(torch.ops.anvil.matmul(a.transpose(-1, -2), dc, batch_invariant=bi), b)
     return da, db
 

