@@ -64,7 +64,8 @@ def linear(
     Differentiable in x, weight, bias and residual (not with out=)."""
     bi = _resolve(batch_invariant)
     if out is not None:
-        return torch.ops.anvil.linear.out(x, weight, bias, activation, residual, batch_invariant=bi, out=out)
+        torch.ops.anvil.linear_into(x, weight, bias, activation, residual, batch_invariant=bi, out=out)
+        return out
     return torch.ops.anvil.linear(x, weight, bias, activation, residual, batch_invariant=bi)
 
 
@@ -252,14 +253,13 @@ def _linear_fake(x, weight, bias=None, activation="none", residual=None, *, batc
     return x.new_empty(out_shape)
 
 
-@torch.library.register_fake("anvil::linear.out")
-def _linear_out_fake(x, weight, bias=None, activation="none", residual=None, *, batch_invariant=False, out):
+@torch.library.register_fake("anvil::linear_into")
+def _linear_into_fake(x, weight, bias=None, activation="none", residual=None, *, batch_invariant=False, out):
     out_shape, tensors = _linear_shape("linear", x, weight, bias, activation, residual, swiglu=False)
     _check_same_dtype("linear", "out", out, x, "x")
     if list(out.shape) != out_shape:
         raise ValueError(f"anvil.linear: out must have shape {out_shape}, got {list(out.shape)}")
     _check_devices("linear", tensors + [("out", out)])
-    return out
 
 
 @torch.library.register_fake("anvil::linear_swiglu")

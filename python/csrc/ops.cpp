@@ -273,12 +273,13 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const std::opti
   return linear_impl("linear", x, weight, bias, act, residual, batch_invariant, std::nullopt);
 }
 
-at::Tensor& linear_out(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
-                       c10::string_view activation, const std::optional<at::Tensor>& residual, bool batch_invariant,
-                       at::Tensor& out) {
+// linear writing into out. It returns nothing, as torch.compile's functionalization
+// requires of custom ops that mutate an argument.
+void linear_into(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                 c10::string_view activation, const std::optional<at::Tensor>& residual, bool batch_invariant,
+                 at::Tensor& out) {
   const auto act = parse_activation("linear", std::string_view(activation.data(), activation.size()));
   linear_impl("linear", x, weight, bias, act, residual, batch_invariant, out);
-  return out;
 }
 
 at::Tensor linear_swiglu(const at::Tensor& x, const at::Tensor& gate_up, const std::optional<at::Tensor>& bias,
@@ -364,8 +365,8 @@ std::string dispatch_name_linear(int64_t m, int64_t n, int64_t k, c10::string_vi
 TORCH_LIBRARY(anvil, m) {
   m.def("linear(Tensor x, Tensor weight, Tensor? bias=None, str activation='none', Tensor? residual=None, "
         "*, bool batch_invariant=False) -> Tensor");
-  m.def("linear.out(Tensor x, Tensor weight, Tensor? bias=None, str activation='none', Tensor? residual=None, "
-        "*, bool batch_invariant=False, Tensor(a!) out) -> Tensor(a!)");
+  m.def("linear_into(Tensor x, Tensor weight, Tensor? bias=None, str activation='none', Tensor? residual=None, "
+        "*, bool batch_invariant=False, Tensor(a!) out) -> ()");
   m.def("linear_swiglu(Tensor x, Tensor gate_up, Tensor? bias=None, *, bool batch_invariant=False) -> Tensor");
   m.def("matmul(Tensor a, Tensor b, *, bool batch_invariant=False) -> Tensor");
   m.def("bmm(Tensor a, Tensor b, *, bool batch_invariant=False) -> Tensor");
@@ -377,7 +378,7 @@ TORCH_LIBRARY(anvil, m) {
 // after every other argument check has run.
 TORCH_LIBRARY_IMPL(anvil, CUDA, m) {
   m.impl("linear", &linear);
-  m.impl("linear.out", &linear_out);
+  m.impl("linear_into", &linear_into);
   m.impl("linear_swiglu", &linear_swiglu);
   m.impl("matmul", &matmul);
   m.impl("bmm", &bmm);
@@ -385,7 +386,7 @@ TORCH_LIBRARY_IMPL(anvil, CUDA, m) {
 
 TORCH_LIBRARY_IMPL(anvil, CPU, m) {
   m.impl("linear", &linear);
-  m.impl("linear.out", &linear_out);
+  m.impl("linear_into", &linear_into);
   m.impl("linear_swiglu", &linear_swiglu);
   m.impl("matmul", &matmul);
   m.impl("bmm", &bmm);

@@ -32,8 +32,8 @@ def test_schemas():
     }
     for name, expected in schemas.items():
         assert str(getattr(torch.ops.anvil, name).default._schema) == expected
-    out = str(torch.ops.anvil.linear.out._schema)
-    assert out.endswith("Tensor(a!) out) -> Tensor(a!)"), out
+    into = str(torch.ops.anvil.linear_into.default._schema)
+    assert into.endswith("bool batch_invariant=False, Tensor(a!) out) -> ()"), into
 
 
 def test_version_mismatch_sentence():

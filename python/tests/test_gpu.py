@@ -201,7 +201,7 @@ def test_opcheck_every_op():
     cases = [
         (torch.ops.anvil.linear.default, (x, w, b, "gelu", r), {}),
         (torch.ops.anvil.linear.default, (x.requires_grad_(), w.requires_grad_(), None, "silu", None), {}),
-        (torch.ops.anvil.linear.out, (x.detach(), w.detach(), b, "relu", None), {"out": torch.empty(8, 256, device=DEV, dtype=BF16)}),
+        (torch.ops.anvil.linear_into.default, (x.detach(), w.detach(), b, "relu", None), {"out": torch.empty(8, 256, device=DEV, dtype=BF16)}),
         (torch.ops.anvil.linear_swiglu.default, (rand(8, 128).requires_grad_(), gu.requires_grad_(), None), {}),
         (torch.ops.anvil.matmul.default, (rand(4, 64, 128).requires_grad_(), rand(128, 32).t().contiguous().t()), {}),
         (torch.ops.anvil.bmm.default, (rand(2, 64, 128), rand(2, 128, 32)), {"batch_invariant": True}),
