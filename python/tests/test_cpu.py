@@ -372,3 +372,11 @@ def test_patch_transformers_llama_on_meta():
     names = dict(report.swapped)
     assert all(f"model.layers.{i}.self_attn.{p}" in names for i in range(2) for p in ("q_proj", "k_proj", "v_proj", "o_proj"))
     assert "lm_head" in names and not report.left_alone
+
+
+def test_dispatch_name_answers_without_a_gpu():
+    # The dispatcher's choice needs no GPU (it assumes an H200's SM count without one);
+    # production problems go to a Hopper kernel, whichever the planner picks.
+    for m, bi in ((1, False), (2048, False), (64, True)):
+        assert anvil.dispatch_name(m, 4096, 4096, batch_invariant=bi).startswith("sm90-"), (m, bi)
+    assert anvil.dispatch_name(8, 4096, 4096, torch.float16).startswith("sm90-")
