@@ -160,3 +160,13 @@ def test_compile_has_no_anvil_graph_break(models):
     # compiled model differs from eager by bf16 noise: held to the same bound as eager.
     print(f"{family}: compiled patched logits error vs fp32 {rel(got, exact):.2e} (eager unpatched {err_ref:.2e})")
     assert rel(got, exact) <= 2 * err_ref + 1e-2
+
+
+def test_docs_example_runs():
+    # The example in docs/python.md (and the README), run as written.
+    import pathlib
+    import re
+
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "python.md").read_text()
+    code = re.search(r"```python\n(.*?)```", doc, re.S).group(1)
+    exec(compile(code, "docs/python.md", "exec"), {})
