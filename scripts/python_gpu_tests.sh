@@ -37,8 +37,11 @@ if ! "$py" -m pip install --no-build-isolation --no-deps -v . >"$out/pip_install
 fi
 echo "installed in $(($(date +%s) - start)) s"
 # Import from outside the source tree, as a user would.
-(cd /tmp && "$py" -c 'import anvil, anvil._build_info as b; print("anvil", anvil.__version__, "built for torch", b.torch_version, "CUDA", b.torch_cuda, "toolkit", b.cuda_toolkit)') |
-  tee -a "$out/env.txt"
+if ! (cd /tmp && "$py" -c 'import anvil, anvil._build_info as b; print("anvil", anvil.__version__, "built for torch", b.torch_version, "CUDA", b.torch_cuda, "toolkit", b.cuda_toolkit)') >>"$out/env.txt"; then
+  echo "python_gpu_tests: the installed anvil does not import" >&2
+  exit 1
+fi
+tail -1 "$out/env.txt"
 
 if [ "${1:-tests}" = bench ]; then
   rc=0

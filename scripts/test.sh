@@ -46,6 +46,7 @@ if [ "${ANVIL_PYTHON:-auto}" != 0 ]; then
     echo "== Python package: install and CPU tests =="
     python3 -m pip install -q --no-build-isolation --no-deps . ||
       python3 -m pip install -q --no-build-isolation --no-deps --break-system-packages .
+    (cd /tmp && python3 -c 'import anvil')  # fails loudly where the tests would only skip
     (cd python/tests && python3 -m pytest -q -m 'not gpu' .)
   else
     echo "== Python package: skipped (torch is not importable; ANVIL_PYTHON=1 installs it) =="

@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import anvil
+anvil = pytest.importorskip("anvil")  # skips with the import error (not built, or built for another torch)
 
 pytestmark = pytest.mark.gpu
 

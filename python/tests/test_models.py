@@ -17,7 +17,7 @@ import copy
 import pytest
 import torch
 
-import anvil
+anvil = pytest.importorskip("anvil")  # skips with the import error (not built, or built for another torch)
 
 transformers = pytest.importorskip("transformers")
 
