@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Whole-model timing: a Llama-3-8B-sized stack (random bf16 weights, a few layers) with its
+"""Whole-model timing: a Llama-3-8B-sized stack (or Qwen2-7B, --model qwen2-7b) (random bf16 weights, a few layers) with its
 linear layers on cuBLAS (unpatched) and on anvil (anvil.patch: nn.Linear -> anvil.linear,
 gate/up -> one linear_swiglu GEMM), each run eagerly and under
 torch.compile(mode="max-autotune"), all in one process.
@@ -42,12 +42,25 @@ LLAMA3_8B = dict(
     rope_theta=500000.0,
     rms_norm_eps=1e-5,
 )
+# Qwen2-7B: q/k/v projections carry a bias, which anvil adds in the GEMM's epilogue.
+QWEN2_7B = dict(
+    vocab_size=152064,
+    hidden_size=3584,
+    intermediate_size=18944,
+    num_attention_heads=28,
+    num_key_value_heads=4,
+    max_position_embeddings=32768,
+    rope_theta=1000000.0,
+    rms_norm_eps=1e-6,
+)
+MODELS = {"llama3-8b": ("Llama-3-8B", LLAMA3_8B), "qwen2-7b": ("Qwen2-7B", QWEN2_7B)}
 TINY = dict(vocab_size=1024, hidden_size=256, intermediate_size=768, num_attention_heads=4, num_key_value_heads=2,
             max_position_embeddings=4096)
 
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", choices=sorted(MODELS), default="llama3-8b", help="whose layer dimensions")
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--workloads", default="prefill,decode1,decode8,decode64")
     p.add_argument("--prefill-tokens", type=int, default=2048)
@@ -64,14 +77,16 @@ def parse_args():
 def build_model(args):
     import transformers
 
-    dims = TINY if args.tiny else LLAMA3_8B
-    cfg = transformers.LlamaConfig(num_hidden_layers=args.layers, **dims)
+    dims = TINY if args.tiny else MODELS[args.model][1]
+    config_class = transformers.Qwen2Config if args.model == "qwen2-7b" else transformers.LlamaConfig
+    model_class = transformers.Qwen2ForCausalLM if args.model == "qwen2-7b" else transformers.LlamaForCausalLM
+    cfg = config_class(num_hidden_layers=args.layers, **dims)
     torch.manual_seed(0)
     default = torch.get_default_dtype()
     torch.set_default_dtype(torch.bfloat16)
     try:
         with torch.device(args.device):
-            model = transformers.LlamaForCausalLM(cfg)
+            model = model_class(cfg)
     finally:
         torch.set_default_dtype(default)
     return model.eval()
@@ -196,7 +211,8 @@ def main():
         torch=torch.__version__,
         device=torch.cuda.get_device_name() if args.device != "cpu" else "cpu",
         layers=args.layers,
-        dims=TINY if args.tiny else LLAMA3_8B,
+        model=args.model,
+        dims=TINY if args.tiny else MODELS[args.model][1],
         context=args.context,
         iters=args.iters,
         warmup=args.warmup,
@@ -215,7 +231,7 @@ def markdown(results, modes, args) -> str:
     for mode in modes:
         head += [f"cuBLAS {mode} (ms)", f"anvil {mode} (ms)", f"anvil speedup ({mode})"]
     lines = [
-        f"{'tiny' if args.tiny else 'Llama-3-8B'} dims, {args.layers} layers + lm_head, bf16; decode against a {args.context}-token static cache; "
+        f"{'tiny' if args.tiny else MODELS[args.model][0]} dims, {args.layers} layers + lm_head, bf16; decode against a {args.context}-token static cache; "
         f"median of {args.iters}",
         "",
         "| " + " | ".join(head) + " |",

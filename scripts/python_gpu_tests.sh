@@ -6,7 +6,8 @@
 #   scripts/python_gpu_tests.sh bench [WORKLOADS]
 #                                        install, then scripts/bench_model.py on WORKLOADS
 #                                        (default: prefill, then decode1,decode8,decode64,
-#                                        one process each; BENCH_ARGS adds arguments). The
+#                                        one process each; BENCH_ARGS adds arguments, e.g.
+#                                        "--model qwen2-7b", and BENCH_TAG names the files). The
 #                                        max-autotune compiles take minutes: under a
 #                                        10-minute limit, run one group per command.
 #
@@ -47,7 +48,7 @@ if [ "${1:-tests}" = bench ]; then
   rc=0
   groups=${2:-"prefill decode1,decode8,decode64"}
   for group in $groups; do
-    name=${group%%,*}
+    name=${group%%,*}${BENCH_TAG:+_$BENCH_TAG}
     echo "== bench_model.py --workloads $group =="
     "$py" scripts/bench_model.py --workloads "$group" --json "$out/bench_$name.json" ${BENCH_ARGS:-} \
       2> >(tee "$out/bench_$name.log" >&2) | tee "$out/bench_$name.md" || rc=1
