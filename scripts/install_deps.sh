@@ -35,4 +35,17 @@ if ! { command -v cuobjdump && command -v nvdisasm; } >/dev/null 2>&1; then
   pip_install 2>/dev/null || pip_install --break-system-packages ||
     echo "install_deps: cuobjdump/nvdisasm not installed: the sass_check test will skip"
 fi
+# ---- Python package (python/): torch and the build/test tools, only with ANVIL_PYTHON=1 ----
+if [ "${ANVIL_PYTHON:-}" = 1 ]; then
+  py_install() { python3 -m pip install -q --retries 1 --timeout 60 "$@"; }
+  py_need=()
+  python3 -c 'import torch' >/dev/null 2>&1 || py_need+=("torch==2.11.0")
+  python3 -c 'import scikit_build_core' >/dev/null 2>&1 || py_need+=(scikit-build-core)
+  python3 -c 'import pytest' >/dev/null 2>&1 || py_need+=(pytest)
+  if [ ${#py_need[@]} -gt 0 ]; then
+    echo "install_deps: installing ${py_need[*]} (Python package tests)"
+    py_install "${py_need[@]}" 2>/dev/null || py_install --break-system-packages "${py_need[@]}" ||
+      echo "install_deps: could not install ${py_need[*]}: the Python tests will skip" >&2
+  fi
+fi
 exit 0

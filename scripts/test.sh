@@ -14,7 +14,8 @@
 # apply: the functions below return on each failure themselves.)
 #
 # Environment: ANVIL_BUILD_DIR (default build), ANVIL_JOBS (default 2),
-# ANVIL_SANITIZERS=0 to leave the sanitized CPU tier out.
+# ANVIL_SANITIZERS=0 to leave the sanitized CPU tier out, ANVIL_PYTHON=0 to leave the
+# Python package's CPU tests out (=1 installs torch first; see the python phase).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -74,10 +75,37 @@ install_and_build_example() {
   esac
 }
 
+# The Python package's CPU tests (schemas, fake kernels, argument errors, patch: python/tests)
+# need a CUDA 13 build of torch. Where one is importable, the extension is built in the same
+# build tree against the library already built there (only ops.cpp compiles), staged with
+# the package's Python files, and tested; elsewhere the phase says why it is skipped.
+# ANVIL_PYTHON=1 makes install_deps.sh install torch from PyPI first (about 3 GB with its
+# CUDA wheels).
+torch_matches_toolkit() {
+  [ "${ANVIL_PYTHON:-auto}" != 0 ] || return 1
+  local torch_cuda nvcc_major
+  torch_cuda=$(python3 -c 'import torch; print((torch.version.cuda or "").split(".")[0])' 2>/dev/null) || return 1
+  nvcc_major=$(nvcc --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
+  [ -n "$torch_cuda" ] && [ "$torch_cuda" = "$nvcc_major" ]
+}
+python_cpu_tests() {
+  if [ "$python" != ON ]; then
+    echo "skipped: no importable torch built for this CUDA toolkit's major version (ANVIL_PYTHON=1 installs one)"
+    return 0
+  fi
+  rm -rf "$tmp/py" && mkdir -p "$tmp/py" && cp -r python/anvil "$tmp/py/" || return 1
+  cmake --install "$build_dir" --component python --prefix "$tmp/py" >/dev/null || return 1
+  (cd python/tests && PYTHONPATH="$tmp/py" python3 -m pytest -q -m 'not gpu' -p no:cacheprovider .)
+}
+
 phase deps scripts/install_deps.sh
-phase configure cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DANVIL_SANITIZER_TESTS="$sanitizers"
+python=OFF
+torch_matches_toolkit && python=ON
+phase configure cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DANVIL_SANITIZER_TESTS="$sanitizers" \
+  -DANVIL_BUILD_PYTHON="$python"
 phase build cmake --build "$build_dir" -j "$jobs"
 gpu_tier_note
 phase ctest ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
 phase install install_and_build_example
+phase python python_cpu_tests
 print_timings
