@@ -284,7 +284,7 @@ struct Table {
   TuningCache cache;
   std::string source;
   std::unordered_map<TuningProblem, PlanOverrides, ProblemHash> index;
-  std::atomic<bool> warned{false};
+  mutable std::atomic<bool> warned{false};  // the foreign-device warning is printed once
 
   explicit Table(TuningCache c, std::string from) : cache(std::move(c)), source(std::move(from)) {
     for (const auto& e : cache.entries) index.emplace(e.problem, e.plan);
@@ -494,7 +494,7 @@ bool find_tuned_overrides(const GemmDesc& desc, const DeviceIdentity& device, Pl
   if (loaded != nullptr) {
     if (loaded->cache.device == device) {
       if (const PlanOverrides* o = loaded->find(key)) return *out = *o, true;
-    } else if (!const_cast<Table&>(*loaded).warned.exchange(true)) {
+    } else if (!loaded->warned.exchange(true)) {
       const DeviceIdentity& c = loaded->cache.device;
       std::fprintf(stderr,
                    "anvil: tuning cache %s ignored: made on %s (%d SMs, CUDA runtime %d), this is %s (%d SMs, CUDA "

@@ -83,6 +83,9 @@ constexpr int kMaxItersPerReplay = 2000;
 constexpr double kSpinUs = 1000.0;
 constexpr size_t kAlign = 256;
 constexpr double kMemoryCapBytes = 40e9;  // input sets, all together
+// A candidate whose first launches take this many times the planner's plan's is not timed
+// further: it cannot win, and the search's time goes to the ones that can.
+constexpr double kPruneFactor = 2.0;
 
 [[noreturn]] void usage_error(const std::string& msg) {
   std::fprintf(stderr, "anvil-tune: %s\n\n%s", msg.c_str(), kUsage);
@@ -184,7 +187,8 @@ struct Candidate {
   bool ok = true;
   cudaGraphExec_t graph = nullptr;
   int iters = 0;
-  double search_us = NAN, final_us = NAN;
+  double estimate_us = NAN, search_us = NAN, final_us = NAN;
+  bool pruned = false;
 };
 
 // Two forced choices that give the same launch are measured once.
@@ -339,9 +343,10 @@ void destroy_graph(Candidate& c) {
 }
 
 // Verifies c on set 0 against the reference, estimates its time, and captures a graph of
-// enough launches for one replay to last replay_ms. False (with why) when it fails.
+// enough launches for one replay to last replay_ms. False (with why) when it fails, or
+// (c.pruned) when its estimate exceeds prune_above_us.
 bool prepare(Candidate& c, const GemmDesc& desc, const Buffers& b, cudaStream_t stream, double replay_ms, bool verify,
-             std::string& why) {
+             std::string& why, double prune_above_us = INFINITY) {
   destroy_graph(c);
   if (verify) {
     const int64_t d_elems = anvil::verify::storage_elements(desc.d, desc.m, anvil::verify::output_cols(desc), 1);
@@ -357,12 +362,14 @@ bool prepare(Candidate& c, const GemmDesc& desc, const Buffers& b, cudaStream_t 
       return false;
     }
   }
-  // Estimate: one pass over the sets, direct launches.
+  // Estimate: a pass over the sets with direct launches, timed after a first pass has made
+  // (and cached) each set's launch plan.
+  bool ok = true;
+  for (int s = 0; s < b.sets && ok; ++s) ok = launch(c, desc, b, s, stream, why);
   cudaEvent_t e0, e1;
   BENCH_CUDA(cudaEventCreate(&e0));
   BENCH_CUDA(cudaEventCreate(&e1));
   BENCH_CUDA(cudaEventRecord(e0, stream));
-  bool ok = true;
   for (int s = 0; s < b.sets && ok; ++s) ok = launch(c, desc, b, s, stream, why);
   BENCH_CUDA(cudaEventRecord(e1, stream));
   BENCH_CUDA(cudaStreamSynchronize(stream));
@@ -371,7 +378,13 @@ bool prepare(Candidate& c, const GemmDesc& desc, const Buffers& b, cudaStream_t 
   (void)cudaEventDestroy(e0);
   (void)cudaEventDestroy(e1);
   if (!ok) return false;
-  c.iters = bench::choose_iters(ms * 1000.0 / b.sets, replay_ms, kMaxItersPerReplay, b.sets);
+  c.estimate_us = ms * 1000.0 / b.sets;
+  if (c.estimate_us > prune_above_us) {
+    c.pruned = true;
+    why = "pruned";
+    return false;
+  }
+  c.iters = bench::choose_iters(c.estimate_us, replay_ms, kMaxItersPerReplay, b.sets);
   if (!bench::capture_graph(
           stream, c.iters, [&](int i, std::string& err) { return launch(c, desc, b, i % b.sets, stream, err); },
           &c.graph, why)) {
@@ -426,14 +439,19 @@ bool tune_shape(const Shape& sh, int index, int total, const Options& opt, const
   BENCH_CUDA(cudaStreamSynchronize(stream));
 
   // Search: every candidate verified, then short replays.
+  // The planner's plan comes first; it sets the bar past which the others are pruned.
   std::vector<Candidate*> live;
+  double prune_above_us = INFINITY;
+  int pruned = 0;
   for (auto& c : cands) {
     std::string why;
-    if (!prepare(c, desc, b, stream, opt.search_replay_ms, true, why)) {
+    if (!prepare(c, desc, b, stream, opt.search_replay_ms, true, why, prune_above_us)) {
       c.ok = false;
-      std::printf("    %s: %s\n", c.label.c_str(), why.c_str());
+      if (c.pruned) ++pruned;
+      else std::printf("    %s: %s\n", c.label.c_str(), why.c_str());
       continue;
     }
+    if (c.untuned) prune_above_us = kPruneFactor * c.estimate_us;
     live.push_back(&c);
   }
   if (live.empty()) {
@@ -467,7 +485,7 @@ bool tune_shape(const Shape& sh, int index, int total, const Options& opt, const
   const double planner_us = untuned != nullptr ? untuned->final_us : NAN;
   const double gain = planner_us / best->final_us;
   const bool keep = !best->untuned && (!(planner_us > 0) || gain >= 1.0 + opt.min_gain_pct / 100.0);
-  std::printf("%s: %zu plans, %s %.2f us; best %s %.2f us (%.3fx) -> %s  [%.1f s]\n", shape_text().c_str(), live.size(),
+  std::printf("%s: %zu plans (%d pruned), %s %.2f us; best %s %.2f us (%.3fx) -> %s  [%.1f s]\n", shape_text().c_str(), live.size(), pruned,
               untuned != nullptr ? untuned->label.c_str() : "planner (failed)", planner_us, best->label.c_str(),
               best->final_us, gain, keep ? "tuned" : "planner kept", seconds_since(t0));
   std::fflush(stdout);
