@@ -3,3 +3,4 @@
 
 #include "anvil/gemm.h"
 #include "anvil/swiglu.h"
+#include "anvil/tuning.h"
