@@ -17,6 +17,7 @@ SHAPES="$OUT/tune20.json"
 CACHE="$OUT/tune20-cache-bf16.json"
 
 # 20 shapes spread evenly over the tuning half (in its committed order).
+[ -f scripts/make_sweep.py ] || { echo "scripts/make_sweep.py (the sweep) is missing from this tree"; exit 1; }
 python3 scripts/make_sweep.py --extract tune -o "$OUT/sweep-tune.json" || exit 1
 python3 - "$OUT/sweep-tune.json" "$SHAPES" <<'PY' || exit 1
 import json, sys
