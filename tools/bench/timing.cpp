@@ -11,7 +11,7 @@ namespace bench {
 
 int rotating_set_count(size_t set_bytes, size_t l2_bytes, int max_sets) {
   int64_t r = int64_t(3 * l2_bytes / std::max<size_t>(set_bytes, 1)) + 1;
-  return static_cast<int>(std::min<int64_t>(std::max<int64_t>(r, 2), std::max(max_sets, 2)));
+  return static_cast<int>(std::min<int64_t>(std::max<int64_t>(r, 2), max_sets));
 }
 
 int64_t round_to_sets(int64_t n, int sets) { return (n + sets - 1) / sets * sets; }

@@ -14,7 +14,7 @@
 namespace bench {
 
 // Input sets to rotate through so that no launch finds its operands in L2: enough for
-// their total to exceed 3x L2, at least 2 and at most max_sets.
+// their total to exceed 3x L2, at least 2, then at most max_sets.
 int rotating_set_count(size_t set_bytes, size_t l2_bytes, int max_sets);
 
 // Launch counts are multiples of the set count, so every replay starts on set 0 after set
