@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What building and testing anvil needs beyond the CUDA toolkit, installed when missing:
-# CMake, Ninja, a C++ compiler and GoogleTest (Debian packages), and cuobjdump + nvdisasm
+# CMake, Ninja, a C++ compiler, GoogleTest and nlohmann-json (Debian packages), and cuobjdump + nvdisasm
 # for the SASS check (PyPI; the CI image's toolkit ships neither). Installing needs root
 # and a package mirror; where either is missing this says what is absent and carries on,
 # so the build reports the real error. Called by scripts/test.sh and scripts/gpu_run.sh.
@@ -16,6 +16,7 @@ command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v ninja >/dev/null 2>&1 || need+=(ninja-build)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 have_gtest || need+=(libgtest-dev)
+[ -f /usr/include/nlohmann/json.hpp ] || need+=(nlohmann-json3-dev)
 if [ ${#need[@]} -gt 0 ]; then
   echo "install_deps: installing ${need[*]}"
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -4,3 +4,4 @@
 #include "anvil/gemm.h"
 #include "anvil/swiglu.h"
 #include "anvil/version.h"
+#include "anvil/tuning.h"

@@ -7,6 +7,7 @@
 #include "host/registry.h"
 #include "host/validate.h"
 #include "plan/launch.h"
+#include "plan/tuning.h"
 
 namespace anvil::detail {
 
@@ -34,7 +35,10 @@ Status plan_problem(const GemmDesc& desc, const GemmArgs* args, const PlanOverri
                     Diagnostic* diag) {
   const auto build = [&](LaunchPlan* p) {
     const CallFacts facts = call_facts(desc, args);
-    *p = plan(desc, current_device_info(), overrides, &facts);
+    // The library's own calls take a tuned plan where one names the problem and the call
+    // can run it; measurements that pass overrides get exactly those.
+    *p = overrides != nullptr ? plan(desc, current_device_info(), overrides, &facts)
+                              : plan_with_tuning(desc, current_device_info(), current_device_identity(), facts);
     if (p->family != KernelFamily::kNone && (overrides != nullptr && overrides->trace)) print_plan(*p, desc, stderr);
     return Status::kSuccess;
   };
