@@ -27,9 +27,6 @@ extern const KernelInfo kSm90GemmFit;
 extern const KernelInfo kSm90GemmPow2;
 extern const KernelInfo kSm90GemmPairN;
 extern const KernelInfo kSm90GemmSplitK;
-extern const KernelInfo kXSmallA;
-extern const KernelInfo kXSmallB;
-extern const KernelInfo kXSmallC;
 extern const KernelInfo kAblation05TwoStages;
 extern const KernelInfo kAblation09NoMulticast;
 extern const KernelInfo kAblation09FourStages;
@@ -42,7 +39,7 @@ extern const KernelInfo kAblation10TallTwoRounds;
 namespace {
 // Ladder order first, then the production kernels the dispatcher prefers, then the
 // ablations that explain the ladder's flat or negative steps (docs/ladder.md).
-const std::array<const KernelInfo*, 33> kKernels = {
+const std::array<const KernelInfo*, 30> kKernels = {
     &kLadder01Naive,          &kLadder02SmemTiling,   &kLadder03TmaWgmma, &kLadder04Swizzle,
     &kLadder05Pipeline,       &kLadder06WarpSpecialized, &kLadder07TwoConsumers, &kLadder08TmaStore,
     &kLadder09Cluster,        &kLadder10Persistent,   &kLadder11DeeperRing, &kSm90Gemm,            &kSm90Decode,     &kSm90DecodeLdg,
@@ -52,9 +49,6 @@ const std::array<const KernelInfo*, 33> kKernels = {
     &kSm90GemmPow2,
     &kSm90GemmPairN,
     &kSm90GemmSplitK,
-    &kXSmallA,
-    &kXSmallB,
-    &kXSmallC,
     &kSm90DecodeR64,
     &kSm90DecodeLdgR64,
     &kAblation05TwoStages,    &kAblation09NoMulticast, &kAblation09FourStages, &kAblation09CrossRelease,

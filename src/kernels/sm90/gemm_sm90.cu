@@ -39,13 +39,6 @@ using PingPongPair = KernelConfig<128, 2, 2, 5, 2, true, ClusterB::kMulticast, S
 // the last wave, e.g. M = 256 decode batches, which then make one row of tiles. 4 stages
 // and the pairs' TMA store in two rounds.
 using TallStreamK = KernelConfig<128, 2, 2, 4, 1, true, ClusterB::kMulticast, Schedule::kCooperative, true, 2>;
-// EXPERIMENT: small tiles for problems whose 128x128/128x256 tiles leave most SMs idle.
-using Small128x64 = KernelConfig<64, 2, 1, 8, 1, true>;
-using Small64x128 = KernelConfig<128, 1, 1, 8, 1, true>;
-using Small128x64Pair = KernelConfig<64, 2, 1, 8, 2, true>;
-constexpr const char* kSmallAName = "x-small-128x64";
-constexpr const char* kSmallBName = "x-small-64x128";
-constexpr const char* kSmallCName = "x-small-128x64-pair";
 constexpr const char* kName = "sm90-gemm";
 constexpr const char* kPingPongName = "sm90-gemm-pingpong";
 constexpr const char* kStreamKName = "sm90-gemm-streamk";
@@ -305,20 +298,6 @@ Status launch_pair_n(const GemmDesc& desc, const GemmArgs& args, Diagnostic* dia
   return launch_packed(desc, args, diag, kPairNName, run_config<WidePairN>);
 }
 
-Status launch_small_a(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_packed(desc, args, diag, kSmallAName, run_config<Small128x64>);
-}
-Status launch_small_b(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_packed(desc, args, diag, kSmallBName, run_config<Small64x128>);
-}
-Status launch_small_c(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_packed(desc, args, diag, kSmallCName, run_config<Small128x64Pair>);
-}
-Status check_small(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
-  if (desc.epilogue.activation == Activation::kSwiGLU) return fail(diag, Status::kNotSupported, "x-small: no SwiGLU");
-  return check(desc, args, diag);
-}
-
 Status launch_stream_k(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   return launch_packed(desc, args, diag, kStreamKName, run_config<TallStreamK>);
 }
@@ -356,7 +335,4 @@ extern const KernelInfo kSm90GemmStreamK{kStreamKName,
                                          "says: 256x128 tiles, the last waves' K iterations spread over all SMs, "
                                          "partials fixed up in a fixed order (for tests and measurement)",
                                          check, launch_stream_k, workspace_stream_k};
-extern const KernelInfo kXSmallA{kSmallAName, "experiment: 128x64 lone CTAs, 8 stages, TMA store", check_small, launch_small_a, workspace_repack};
-extern const KernelInfo kXSmallB{kSmallBName, "experiment: 64x128 lone CTAs (one consumer), 8 stages, TMA store", check_small, launch_small_b, workspace_repack};
-extern const KernelInfo kXSmallC{kSmallCName, "experiment: 128x64 in multicast pairs, 8 stages, TMA store", check_small, launch_small_c, workspace_repack};
 }  // namespace anvil::detail
