@@ -2,6 +2,8 @@
 // choice of the planner forced, under the names anvil-bench and the tests use. Each is a
 // set of PlanOverrides run through the internal entry point, so the library holds no
 // forced path of its own.
+#include <cstdint>
+
 #include "host/registry.h"
 #include "plan/launch.h"
 
@@ -16,6 +18,8 @@ constexpr const char* kStreamKName = "sm90-gemm-streamk";
 constexpr const char* kFitName = "sm90-gemm-fit";
 constexpr const char* kPow2Name = "sm90-gemm-pow2";
 constexpr const char* kPairNName = "sm90-gemm-pair-n";
+constexpr const char* kSplitKName = "sm90-gemm-splitk4";
+constexpr int kForcedSlices = 4;
 
 PlanOverrides sm90_with_variant(Sm90Variant v) {
   PlanOverrides o;
@@ -31,6 +35,12 @@ PlanOverrides fit() {
   PlanOverrides o;
   o.family = KernelFamily::kSm90Gemm;
   o.sm90_fit_only = true;
+  return o;
+}
+PlanOverrides split_k() {
+  PlanOverrides o;
+  o.family = KernelFamily::kSm90Gemm;
+  o.split_k_slices = kForcedSlices;
   return o;
 }
 PlanOverrides pow2() {
@@ -66,8 +76,29 @@ Status check_fit(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
   return check(desc, args, diag);
 }
 
+// Split-K runs where the slices can be batch-stride views of the operands: K-major A and B
+// read in place, one matrix, K in four slices of whole 16-byte groups, and not in
+// batch-invariant mode. Refusing the rest keeps the entry from quietly running whole tiles.
+Status check_split_k(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
+  const bool in_place = desc.a.order == Order::kRowMajor && desc.b.order == Order::kColMajor && desc.a.ld % 8 == 0 &&
+                        desc.b.ld % 8 == 0 &&
+                        (args == nullptr || (reinterpret_cast<uintptr_t>(args->a) % 16 == 0 &&
+                                             reinterpret_cast<uintptr_t>(args->b) % 16 == 0));
+  if (!in_place || desc.batch != 1 || desc.batch_invariant || desc.k % (8 * kForcedSlices) != 0) {
+    return fail(diag, Status::kNotSupported,
+                "%s: needs K-major A and B read in place, batch 1, K a multiple of %d, no batch invariance", kSplitKName,
+                8 * kForcedSlices);
+  }
+  return check(desc, args, diag);
+}
+
 }  // namespace
 
+extern const KernelInfo kSm90GemmSplitK4{kSplitKName,
+                                         "sm90-gemm's split-K forced to 4 slices: the slices as one strided-batched "
+                                         "launch into fp32 partials in the workspace, summed in slice order with the "
+                                         "fused epilogue (for tests and measurement)",
+                                         check_split_k, launch<split_k>, workspace<split_k>};
 extern const KernelInfo kSm90GemmPingPong{kPingPongName,
                                           "sm90-gemm's ping-pong schedule: 128x128 tiles taken in turn by the two "
                                           "consumer warpgroups (epilogue overlaps the other's mainloop), 2-CTA multicast; "

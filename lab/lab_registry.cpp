@@ -23,6 +23,7 @@ extern const KernelInfo kSm90GemmStreamK;
 extern const KernelInfo kSm90GemmFit;
 extern const KernelInfo kSm90GemmPow2;
 extern const KernelInfo kSm90GemmPairN;
+extern const KernelInfo kSm90GemmSplitK4;
 extern const KernelInfo kAblation05TwoStages;
 extern const KernelInfo kAblation09NoMulticast;
 extern const KernelInfo kAblation09FourStages;
@@ -61,6 +62,7 @@ const std::array kLabKernels = {
     &detail::kSm90GemmFit,
     &detail::kSm90GemmPow2,
     &detail::kSm90GemmPairN,
+    &detail::kSm90GemmSplitK4,
     //
     // The ablations: one change against a ladder step or the production configuration.
     &detail::kAblation05TwoStages,

@@ -25,6 +25,9 @@ Status launch_sm90_plan(const LaunchPlan& plan, const GemmDesc& desc, const Gemm
 // kDecodeTma and kDecodeR64 (gemm_decode.cu), kDecodeLdg and kDecodeLdgR64 (gemm_decode_ldg.cu).
 Status launch_decode_tma_plan(const DecodePlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag);
 Status launch_decode_ldg_plan(const DecodePlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag);
+// sm90-gemm's split-K, second launch: D from the k_splits fp32 partials at args.workspace
+// (gemm_split_k.cu).
+Status launch_split_k_sum(const GemmDesc& desc, const GemmArgs& args, int slices, Diagnostic* diag);
 // Any plan, by its family (a table of launchers, no lookup by name).
 Status launch_plan(const LaunchPlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag);
 

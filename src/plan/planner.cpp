@@ -7,6 +7,7 @@
 
 #include "kernels/sm90/decode_plan.h"
 #include "kernels/sm90/row_split.h"
+#include "kernels/sm90/split_k.h"
 #include "kernels/sm90/stream_k.h"
 
 namespace anvil::detail {
@@ -194,6 +195,51 @@ void describe_tile_choice(LaunchPlan& p, const Sm90Problem& problem, int sms, bo
   }
 }
 
+// sm90-gemm's split-K (split_k.h): K in equal slices, one strided-batched launch of the
+// slices into fp32 partials, then their sum in slice order with the epilogue. Only for
+// operands read in place (the slices are batch-stride views of them), batch 1, a 16-byte
+// aligned workspace with room for the partials, and never in batch-invariant mode (the
+// slice count depends on M). The variant fields then describe the slices' launch.
+bool plan_split_k(LaunchPlan& p, const GemmDesc& desc, const Sm90Problem& whole, const PlanOverrides& ov,
+                  const CallFacts& facts, int sms, bool forced_variant) {
+  if (ov.split_k_slices == 1 || desc.batch_invariant || desc.batch != 1 || p.repack.a || p.repack.b) return false;
+  // Where both apply, split-K beats stream-K: every slice's tiles start together on the same
+  // K range, and the partials are summed across the GPU, not by each tile's last CTA
+  // (docs/notes/split-k.md).
+  SplitKPlan split;
+  if (ov.split_k_slices > 1) {
+    const int64_t s = ov.split_k_slices;
+    if (desc.k % (s * kSplitKGranule) == 0) split = SplitKPlan{static_cast<int>(s), desc.k / s};
+  } else if (!forced_variant) {
+    split = choose_split_k(desc.m, desc.n, desc.k, desc.batch, sms);
+  }
+  if (split.slices <= 1) return false;
+  const size_t bytes = split_k_workspace_bytes(split, desc.m, desc.n);
+  if (!facts.workspace_aligned16 || facts.workspace_bytes < bytes) {
+    say(p.split_reason, "none: split-K would need %zu workspace bytes, 16-byte aligned", bytes);
+    return false;
+  }
+  Sm90Problem slices = whole;
+  slices.m = desc.m;
+  slices.k = split.slice_k;
+  slices.batch = split.slices;
+  slices.fused_epilogue = false;  // the slices store plain fp32 partials
+  slices.store = DStore::kRowMajor;
+  slices.stream_k_allowed = false;
+  if (!forced_variant) describe_variant(p, choose_sm90_variant(slices, sms));
+  describe_tile_choice(p, slices, sms, forced_variant);
+  p.main_rows = desc.m;
+  p.tail_family = KernelFamily::kNone;
+  say(p.row_split_reason, "none: split-K");
+  p.k_splits = split.slices;
+  p.slice_k = split.slice_k;
+  p.workspace_bytes = bytes;
+  say(p.split_reason, "split-K: %d slices of K = %lld, summed in slice order (whole tiles fill %lld of %d SMs)",
+      split.slices, static_cast<long long>(split.slice_k),
+      static_cast<long long>(ceil_div(desc.m, 128) * ceil_div(desc.n, 256)), sms);
+  return true;
+}
+
 // sm90-gemm's plan: repack, variant, row split, workspace.
 void plan_sm90(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides& ov,
                const CallFacts& facts) {
@@ -259,6 +305,7 @@ void plan_sm90(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, co
   }
   p.workspace_bytes = repack_bytes + (p.variant == Sm90Variant::kTallStreamK ? sk_bytes : 0);
   p.k_splits = 1;
+  if (plan_split_k(p, desc, problem, ov, facts, sms, forced_variant)) return;
   if (p.variant == Sm90Variant::kTallStreamK) {
     say(p.split_reason, "stream-K: the last waves' K iterations spread over %d SMs, fixed up in a fixed order", sms);
   } else {

@@ -94,6 +94,9 @@ struct PlanOverrides {
   bool fit_widths = true;                     // false: only the 128/256-wide tiles and stream-K
   bool allow_stream_k = true;
   int decode_splits = 0;                      // 1..8 forces the decode kernels' K split
+  // sm90-gemm's split-K (kernels/sm90/split_k.h): 0 the planner's rule, 1 never, s > 1
+  // forces s slices (taken where K divides into s slices of whole 16-byte groups).
+  int split_k_slices = 0;
   enum class RowSplit : int { kAuto = 0, kNever, kAlways } row_split = RowSplit::kAuto;
   bool trace = false;                         // print each plan as it is built (stderr)
 };
@@ -151,7 +154,9 @@ struct LaunchPlan {
   DecodePlan tail;
   // Decode families: the launch itself.
   DecodePlan decode;
-  int k_splits = 1;           // the K split of the main launch (decode splits; 1 for whole tiles)
+  int k_splits = 1;           // the K split of the main launch (decode splits; sm90-gemm's split-K slices)
+  int64_t slice_k = 0;        // sm90-gemm split-K: K of each slice (k_splits x slice_k = K); the
+                              // variant fields then describe the slices' strided-batched launch
   size_t workspace_bytes = 0;
   bool batch_invariant = false;
   // One line per choice, for anvil-plan and traces.

@@ -153,6 +153,54 @@ TEST(PlannerGemm, StreamKWhereWholeTilesLeaveTheLastWaveIdleAndKIsLong) {
   EXPECT_NE(plan(linear(256, 18432, 4096), h200).variant, Sm90Variant::kTallStreamK);
 }
 
+TEST(PlannerGemm, SplitKWhereWholeTilesLeaveNearlyEverySmIdle) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  // 256 x 512 x 131072: four 128 x 256 tiles for 132 SMs.
+  const LaunchPlan p = plan(linear(256, 512, 131072), h200);
+  ASSERT_GT(p.k_splits, 1) << p.split_reason;
+  EXPECT_EQ(p.k_splits * p.slice_k, 131072);
+  EXPECT_NE(p.variant, Sm90Variant::kTallStreamK);  // split-K, not stream-K
+  EXPECT_FALSE(p.row_split());
+  EXPECT_EQ(p.workspace_bytes, size_t{4} * 256 * 512 * static_cast<size_t>(p.k_splits));
+  // Without room for the partials, an unaligned workspace, operands that must be
+  // repacked, a batch or batch invariance: no split.
+  CallFacts small;
+  small.workspace_bytes = p.workspace_bytes - 1;
+  EXPECT_EQ(plan(linear(256, 512, 131072), h200, nullptr, &small).k_splits, 1);
+  CallFacts unaligned;
+  unaligned.workspace_aligned16 = false;
+  EXPECT_EQ(plan(linear(256, 512, 131072), h200, nullptr, &unaligned).k_splits, 1);
+  GemmDesc column_major_a = linear(256, 512, 131072);
+  column_major_a.a = MatrixLayout{DataType::kBF16, Order::kColMajor, 256, 0};
+  EXPECT_EQ(plan(column_major_a, h200).k_splits, 1);
+  GemmDesc batched = linear(256, 512, 131072);
+  batched.batch = 2;
+  batched.a.batch_stride = 256 * 131072;
+  batched.b.batch_stride = 512 * 131072;
+  batched.d.batch_stride = batched.c.batch_stride = 256 * 512;
+  EXPECT_EQ(plan(batched, h200).k_splits, 1);
+  GemmDesc invariant = linear(256, 512, 131072);
+  invariant.batch_invariant = true;
+  EXPECT_EQ(plan(invariant, h200).k_splits, 1);
+  // Well-filled GPUs keep whole tiles.
+  EXPECT_EQ(plan(linear(4096, 4096, 4096), h200).k_splits, 1);
+  EXPECT_EQ(plan(linear(255, 4096, 4096), h200).k_splits, 1);
+}
+
+TEST(PlannerOverrides, SplitKForcedOrRefused) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  PlanOverrides four;
+  four.split_k_slices = 4;
+  const LaunchPlan p = plan(linear(1024, 1024, 4096), h200, &four);
+  EXPECT_EQ(p.k_splits, 4);
+  EXPECT_EQ(p.slice_k, 1024);
+  // K that does not divide into four slices of whole 16-byte groups: no split.
+  EXPECT_EQ(plan(linear(1024, 1024, 4100), h200, &four).k_splits, 1);
+  PlanOverrides never;
+  never.split_k_slices = 1;
+  EXPECT_EQ(plan(linear(256, 512, 131072), h200, &never).k_splits, 1);
+}
+
 TEST(PlannerGemm, RowSplitHandsAFewRowsToADecodeKernel) {
   const DeviceInfo h200 = DeviceInfo::h200();
   // 1025 x 4096 x 4096: the one row past 1024 would add a wave of tiles.

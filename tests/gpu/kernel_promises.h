@@ -17,6 +17,8 @@
 //   production        sm90-gemm, -pingpong, -streamk, -pow2, -pair-n: any K > 0 (other
 //                     layouts and strides are repacked into the workspace)
 //   ... no SwiGLU     sm90-gemm-fit (160-, 192- and 224-column tiles)
+//   split-K           sm90-gemm-splitk4 (K-major operands read in place, one matrix, K a
+//                     multiple of 32, not batch-invariant)
 // Size limits (grids, 2^30 extents) are far from every test case and are not modelled.
 #pragma once
 
@@ -36,6 +38,7 @@ enum class KernelFamily {
   kWarpSpecializedNoSwiGLU,
   kProduction,
   kProductionNoSwiGLU,
+  kSplitK,
   kUnknown,
 };
 
@@ -54,6 +57,7 @@ inline KernelFamily kernel_family(const char* name) {
     return KernelFamily::kWarpSpecialized;
   }
   if (n == "sm90-gemm-fit") return KernelFamily::kProductionNoSwiGLU;
+  if (n == "sm90-gemm-splitk4") return KernelFamily::kSplitK;
   if (n == "sm90-gemm" || n == "sm90-gemm-pingpong" || n == "sm90-gemm-streamk" || n == "sm90-gemm-pow2" ||
       n == "sm90-gemm-pair-n") {
     return KernelFamily::kProduction;
@@ -94,6 +98,12 @@ inline bool kernel_promises(const char* kernel, const anvil::GemmDesc& d, std::s
     case KernelFamily::kProductionNoSwiGLU:
       if (d.k == 0) return no("K = 0");
       return swiglu ? no("no SwiGLU") : true;
+    case KernelFamily::kSplitK:
+      if (!k_major) return no("operands not K-major");
+      if (!tma_strides) return no("leading dimensions not multiples of 8");
+      if (d.batch != 1) return no("batched");
+      if (d.batch_invariant) return no("batch-invariant");
+      return d.k % 32 == 0 && d.k > 0 ? true : no("K not a multiple of 32");
     case KernelFamily::kUnknown: return no("not in tests/gpu/kernel_promises.h");
   }
   return no("unreachable");
