@@ -143,7 +143,7 @@ __device__ __forceinline__ DecodeTileOrigin tile_origin(const DecodeParams& p) {
 // Named barrier over the consumer warpgroups (id 0 is __syncthreads).
 template <class Config>
 __device__ __forceinline__ void consumers_sync() {
-  sm90::named_barrier_sync(1, Config::kConsumerThreads);
+  sm90::named_barrier_sync<Config::kConsumerThreads>(1);
 }
 
 // Grid: (splits, feature tiles, token tiles x batch), clusters of (splits, 1, 1).
