@@ -135,6 +135,14 @@ const PlanLauncher kLaunchers[kKernelFamilies] = {launch_sm90, launch_tma, launc
 
 }  // namespace
 
+Status launch_with_family(KernelFamily family, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  PlanOverrides overrides;
+  overrides.family = family;
+  LaunchPlan plan;
+  const Status s = plan_for(desc, &args, &overrides, &plan, diag);
+  return s != Status::kSuccess ? s : launch_plan(plan, desc, args, diag);
+}
+
 CallFacts call_facts(const GemmDesc& desc, const GemmArgs* args) {
   CallFacts facts;
   if (args != nullptr) {

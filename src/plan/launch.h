@@ -31,6 +31,9 @@ Status launch_split_k_sum(const GemmDesc& desc, const GemmArgs& args, int slices
 // Any plan, by its family (a table of launchers, no lookup by name).
 Status launch_plan(const LaunchPlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag);
 
+// A registry entry's launch: the planner with `family` forced, then that plan.
+Status launch_with_family(KernelFamily family, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag);
+
 // The internal entry point: anvil::gemm with the planner's choices overridden (null: none)
 // and, optionally, the plan it ran. For anvil-bench, the tests and the tuner; a desc that
 // names a kernel is refused here (the overrides say what to run).

@@ -142,18 +142,11 @@ Status launch_decode_ldg_plan(const DecodePlan& plan, const GemmDesc& desc, cons
 
 namespace {
 // The registry entries run the planner with the family forced.
-Status launch_family(KernelFamily family, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  PlanOverrides overrides;
-  overrides.family = family;
-  LaunchPlan plan;
-  const Status s = plan_for(desc, &args, &overrides, &plan, diag);
-  return s != Status::kSuccess ? s : launch_decode_ldg_plan(plan.decode, desc, args, diag);
-}
 Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_family(KernelFamily::kDecodeLdg, desc, args, diag);
+  return launch_with_family(KernelFamily::kDecodeLdg, desc, args, diag);
 }
 Status launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_family(KernelFamily::kDecodeLdgR64, desc, args, diag);
+  return launch_with_family(KernelFamily::kDecodeLdgR64, desc, args, diag);
 }
 }  // namespace
 

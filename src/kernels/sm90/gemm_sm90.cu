@@ -182,11 +182,7 @@ namespace {
 // The registry entry runs the planner with the family forced: the production choice of
 // configuration and row split.
 Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  PlanOverrides overrides;
-  overrides.family = KernelFamily::kSm90Gemm;
-  LaunchPlan plan;
-  const Status s = plan_for(desc, &args, &overrides, &plan, diag);
-  return s != Status::kSuccess ? s : launch_sm90_plan(plan, desc, args, diag);
+  return launch_with_family(KernelFamily::kSm90Gemm, desc, args, diag);
 }
 
 size_t workspace(const GemmDesc& desc, const GemmArgs* args) {
