@@ -21,7 +21,7 @@ inline constexpr int64_t kRowSplitMaxTailRows = 64;
 // sm90-gemm's rows come in 256-row cluster rows (two 128-row tiles per 2-CTA cluster).
 inline constexpr int64_t kRowSplitGranule = 256;
 
-// Time estimates in microseconds, H200 (bench/results, 2026-11-29/30):
+// Time estimates in microseconds, H200:
 //   - the 2-CTA multicast pairs take 0.85 us per 64-wide K step of a 128 x 256 tile
 //     (the stream-K fit in plan.h), and estimated_cost's units are tile area / relative speed;
 //   - the decode kernel streams a weight at ~3.3 TB/s (M = 64 x 8192 x 8192: 40 us for
@@ -29,7 +29,7 @@ inline constexpr int64_t kRowSplitGranule = 256;
 inline constexpr double kPairKStepMicroseconds = 0.85;
 inline constexpr double kDecodeBytesPerMicrosecond = 3.3e6;
 inline constexpr double kDecodeFixedMicroseconds = 3.0;
-// The estimates are a few percent off on measured shapes (docs/worklog.md, session 10), so
+// The estimates are a few percent off on measured shapes, so
 // a split must promise at least this fraction of the whole problem's time.
 inline constexpr double kRowSplitMinSaving = 0.03;
 
