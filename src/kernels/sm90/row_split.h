@@ -50,8 +50,9 @@ inline double decode_estimated_us(int64_t rows, int64_t n, int64_t k, int64_t ba
 }
 
 // The rows sm90-gemm keeps (a multiple of 256), or all of M when nothing is split off.
-// Eligible: not batch-invariant (a row's kernel would then depend on M), a tail of 1-64
-// rows past at least one cluster row, and, by the estimates, cheaper split than whole.
+// Eligible: `allowed`, a tail of 1-64 rows past at least one cluster row, and, by the
+// estimates, cheaper split than whole. Batch-invariant problems are eligible too: their
+// tail's decode plan is unsplit, and sums each output's K in sm90-gemm's order.
 // override_mode (PlanOverrides::row_split, for measurement): 0 never splits, 1 splits
 // every eligible problem whatever the estimates say.
 inline int64_t row_split_main_rows(const Sm90Problem& p, bool allowed, int sm_count, int override_mode = -1) {
