@@ -149,7 +149,7 @@ TEST(ChooseVariant, UnderfilledWideWaveTakesNarrowTiles) {
 
 TEST(ChooseVariant, NarrowTilesThatSpillIntoASecondWaveLose) {
   // 256 x 10240: 80 wide tiles = one wave; 160 narrow tiles = two waves, the second
-  // nearly empty (measured 2x slower on 2026-11-29 before this rule).
+  // nearly empty (measured 2x slower).
   EXPECT_EQ(choose_classic_sm90_variant(256, 10240, 1, kH200Sms, false, DStore::kTma), Sm90Variant::kWidePair);
 }
 
