@@ -97,18 +97,18 @@ if want sanitize; then
   # compute-sanitizer over every kernel family at small shapes (tile multiples and ragged
   # edges, plain and fused epilogues), and the dispatcher on odd leading dimensions (row
   # repack, odd-ld D in ping-pong tiles; over every kernel it would outlast racecheck's
-  # limit). ANVIL_ROW_SPLIT=1 makes the dispatcher split every eligible problem, so its
-  # 300-row cases run as sm90-gemm on 256 rows + a decode kernel on 44 (the sweep's own
-  # split cases, 2049 rows, take racecheck 150 s each). Racecheck, the slowest tool, needs
+  # limit). The row split forced on small problems (ForcedRowSplit: sm90-gemm on 256 rows +
+  # a decode kernel on the rest; the sweep's own split cases, 2049 rows, take racecheck
+  # 150 s each). Racecheck, the slowest tool, needs
   # more than 150 s for these cases since the fitted widths. Load-path decode cases whose K
   # steps do not divide evenly over the warpgroups (the barrier padding in
   # decode_ldg_kernel.cuh), on each of sm90-decode-ldg-r64's token tiles (8, 16, 32). Each
   # tool's summary line lands in sanitize.txt.
-  filter='AllKernels/KernelSweep.*lin_256x512x256:AllKernels/KernelSweep.*lin_129x257x65:AllKernels/KernelSweep.*swiglu_300x768x1000:AllKernels/KernelSweep.*batch3_256x512x256:AllKernels/KernelSweep.*/auto__odd_ld_batch2_333x1001x777:AllKernels/KernelSweep.*/auto__*300x520x1000*:Decode/DecodeSweep.*/ldgr64_fp16_to_fp32_130x256x520:Decode/DecodeSweep.*/ldgr64_odd_k_padded_40x256x515:Decode/DecodeSweep.*/ldgr64_fp16_24x512x1000:Decode/DecodeSweep.*/ldgr64_odd_k_padded_9x384x1001:Decode/DecodeSweep.*/ldg_split_uneven_1x128x640'
+  filter='AllKernels/KernelSweep.*lin_256x512x256:AllKernels/KernelSweep.*lin_129x257x65:AllKernels/KernelSweep.*swiglu_300x768x1000:AllKernels/KernelSweep.*batch3_256x512x256:AllKernels/KernelSweep.*/auto__odd_ld_batch2_333x1001x777:AllKernels/KernelSweep.*/auto__*300x520x1000*:Decode/DecodeSweep.*/ldgr64_fp16_to_fp32_130x256x520:Decode/DecodeSweep.*/ldgr64_odd_k_padded_40x256x515:Decode/DecodeSweep.*/ldgr64_fp16_24x512x1000:Decode/DecodeSweep.*/ldgr64_odd_k_padded_9x384x1001:Decode/DecodeSweep.*/ldg_split_uneven_1x128x640:Small/ForcedRowSplit.*'
   for tool in memcheck racecheck synccheck initcheck; do
     limit=150
     [ "$tool" = racecheck ] && limit=330
-    ANVIL_ROW_SPLIT=1 timeout $limit compute-sanitizer --tool "$tool" --error-exitcode 9 "$BUILD/tests/anvil_gpu_tests" --gtest_filter="$filter" \
+    timeout $limit compute-sanitizer --tool "$tool" --error-exitcode 9 "$BUILD/tests/anvil_gpu_tests" --gtest_filter="$filter" \
       >"$OUT/sanitize-$tool.log" 2>&1
     rc=$?
     echo "$tool: exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|tests? ran|PASSED|FAILED' "$OUT/sanitize-$tool.log" | tr '\n' ' ')" | tee -a "$OUT/sanitize.txt"
@@ -146,20 +146,20 @@ fi
 if want splits; then
   # The decode planner's K split (decode_plan.h) against every alternative where it plans
   # for the wide token tiles (96 and 128), next to sm90-gemm and cuBLAS: the dispatcher's
-  # pick with each plan traced (ANVIL_TRACE_DECODE_PLANS), then one process per forced
-  # split (ANVIL_DECODE_SPLITS is read once per process), cuBLAS in each as the reference
+  # pick with each plan traced (--trace-plans), then one process per forced split
+  # (--decode-splits), cuBLAS in each as the reference
   # for the ratios. SPLIT_N / SPLIT_M narrow the sweep.
   sweep=(--m "${SPLIT_M:-80,96,112,128}" --n "${SPLIT_N:-6144,8192,9216,10240,12288,14336}" --k 8192 --dtype "$DTYPE")
   runs=()
-  ANVIL_TRACE_DECODE_PLANS=1 "$bench" "${sweep[@]}" --kernels anvil,sm90-decode,sm90-gemm,cublas \
+  "$bench" "${sweep[@]}" --trace-plans --kernels anvil,sm90-decode,sm90-gemm,cublas \
     --json "$OUT/splits-planner.json" 2>"$OUT/splits-plans.err" | tee "$OUT/splits.txt" || status=1
   runs+=(planner="$OUT/splits-planner.json")
   for s in 1 2 3 4 5 6 7 8; do
-    ANVIL_DECODE_SPLITS=$s "$bench" "${sweep[@]}" --kernels sm90-decode,cublas --no-verify \
+    "$bench" "${sweep[@]}" --decode-splits "$s" --kernels sm90-decode,cublas --no-verify \
       --json "$OUT/splits-s$s.json" 2>>"$OUT/splits.err" | tee -a "$OUT/splits.txt" || status=1
     runs+=(split$s="$OUT/splits-s$s.json")
   done
-  grep "decode plan" "$OUT/splits-plans.err" | sort -u >"$OUT/splits-plans.txt"
+  grep -E '^plan |^  (kernel|K split): ' "$OUT/splits-plans.err" >"$OUT/splits-plans.txt"
   python3 scripts/merge_runs.py "$OUT/decode-splits-$DTYPE-$stamp.json" "${runs[@]}" --text plans="$OUT/splits-plans.txt" \
     --note "gpu_run.sh splits at $ANVIL_COMMIT: the dispatcher (plans traced) and sm90-decode forced to each K split" \
     && rm -f "$OUT"/splits-planner.json "$OUT"/splits-s?.json \

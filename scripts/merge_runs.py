@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
 """Gathers several anvil-bench JSON files into one: {"note", "gpu", "date", "runs": {name: run}}.
 
-The device returns at most 8 files a call, so a sweep run as one process per setting (an
-environment override such as ANVIL_DECODE_SPLITS is read once per process) comes back as
-one file.
+The device returns at most 8 files a call, so a sweep run as one process per setting
+(anvil-bench --decode-splits S, say) comes back as one file.
 
     scripts/merge_runs.py OUT.json [--note "..."] [--text NAME=FILE ...] NAME=FILE [NAME=FILE ...]
 

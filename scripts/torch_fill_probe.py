@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Usage (GPU machine): OUT=dir python3 scripts/torch_fill_probe.py  - session 20, docs/worklog.md.
+# Usage (GPU machine): OUT=dir python3 scripts/torch_fill_probe.py  - docs/notes/cublas-anchor-gap.md.
 # cuBLAS (through torch, the anchor's method) on the same shapes with different input
 # distributions, interleaved per repeat, with nvidia-smi power/clock samples.
 import json, os, subprocess, time, torch

@@ -15,10 +15,10 @@
 // warpgroup barriers before its park (the kernels pass them after it; either way all
 // warpgroups reach __syncthreads having passed equally many).
 //
-// Measured on the H200 (CUDA 13.0's compute-sanitizer, docs/worklog.md session 16): equal
+// Measured on the H200 (CUDA 13.0's compute-sanitizer, docs/notes/racecheck-barrier-counts.md): equal
 // step counts or `pad` - no hazard; unequal counts (0 1 0 1, 0 0 0 1, 1 2 1 2, 2 3 2 3) -
 // "potential RAW hazard" between the park and the reads after __syncthreads, with stores or
-// cp.async (bench/results/h200-2026-11-30-s16-racecheck-probe.txt).
+// cp.async.
 #include <cuda_runtime.h>
 
 #include <cstdio>

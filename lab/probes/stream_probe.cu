@@ -15,7 +15,7 @@
 // (cp.async.bulk, no tensor map): the sequential-read ceiling; "ldg" patterns read the
 // same cut with 16-byte loads from every thread (the SM's load path, no TMA).
 //
-// What it found (docs/decode.md, session 6): a TMA-fed CTA completes about one stage per
+// What it found (docs/notes/tma-ring-rate.md): a TMA-fed CTA completes about one stage per
 // ~0.55 us whatever the ring depth, until DRAM saturates; the load path has no such limit
 // once enough requests are in flight.
 #include <cuda.h>

@@ -63,7 +63,7 @@ TEST(DecodeSplit, NoSplitWhenTilesAlreadyKeepDramBusy) {
 }
 
 TEST(DecodeSplit, NarrowTokenTilesLetEightyTilesStreamUnsplit) {
-  // 10240 features = 80 tiles (H200, session 13: 16 tokens 45.5 us unsplit against 47.6 in
+  // 10240 features = 80 tiles (H200: 16 tokens 45.5 us unsplit against 47.6 in
   // two splits; 32 and 64 tokens 48.3 and 53.8 unsplit against 46.0 and 47.0).
   EXPECT_EQ(choose_decode_split(80, 128, true, two_per_sm, decode_cta_headroom(16)).splits, 1);
   EXPECT_EQ(choose_decode_split(80, 128, true, two_per_sm, decode_cta_headroom(32)).splits, 2);
@@ -99,7 +99,7 @@ TEST(DecodeSplit, BatchInvariantSplitDoesNotDependOnM) {
 }
 
 // 96- and 128-token tiles take the most splits that fill one wave. The residents are the
-// occupancy API's answers for those configurations on the H200 (session 18's trace: one
+// occupancy API's answers for those configurations on the H200 (a plan trace: one
 // CTA per SM, fewer where clusters of 3 and more leave a GPC's last SMs idle), the
 // expected splits the fastest of all eight measured at 80-128 tokens x K = 8192 (docs/
 // decode.md); the whole-waves score had picked 3 for 9216, 4 for 10240 and 8 for 12288.
@@ -190,7 +190,7 @@ TEST(DecodeDispatch, CrossoverFollowsTheMeasuredSweep) {
   EXPECT_FALSE(decode_tiles_fit_one_wave(8192, 3, 132));   // 192 over three batches
   for (int64_t m : {65, 80, 96, 112, 128}) {
     EXPECT_TRUE(prefers_decode(m, 14336, 1, 132)) << m;  // 112 tiles, where sm90-gemm's wave plan counts as full
-    EXPECT_TRUE(prefers_decode(m, 13312, 1, 132)) << m;  // 104 tiles: 79% of the SMs, sm90-gemm until session 18
+    EXPECT_TRUE(prefers_decode(m, 13312, 1, 132)) << m;  // 104 tiles: 79% of the SMs
     EXPECT_TRUE(prefers_decode(m, 10240, 1, 132)) << m;
     EXPECT_FALSE(prefers_decode(m, 17408, 1, 132)) << m;  // 136 tiles
   }
@@ -307,7 +307,7 @@ TEST(DecodeDispatch, LoadPathSixtyFourRowTilesWhereTheyFillOneWave) {
 // Below a wave of 64-row tiles, 1-8 tokens still go to the load path's 64-row tiles where
 // their single-wave plan (at most two splits) makes as many CTAs as the 128-row tiles' and
 // at least 72% of the SMs: the H200's residency by cluster size, and the widths of
-// session 21's sweep with the side each measured faster on.
+// a sweep of them with the side each measured faster on.
 TEST(DecodeDispatch, LoadPathSixtyFourRowTilesWithASplitWhereTheyMakeMoreCtas) {
   const int h200[kDecodeMaxSplit + 1] = {0, 132, 132, 117, 120, 110, 102, 105, 120};
   const auto resident = [&](int s) { return h200[s]; };

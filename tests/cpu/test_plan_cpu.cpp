@@ -55,7 +55,7 @@ TEST(ChooseVariant, PingPongTilesWhereTheyFillTheLastWaveBetter) {
   EXPECT_EQ(choose_classic_sm90_variant(4097, 4097, 1, kH200Sms, false, DStore::kColumnMajor),
             Sm90Variant::kWidePair);
   // ... but into any row-major D: 4096 x 4097 fills 8 waves exactly in 128 x 128 tiles
-  // (198 us against 237 in 128 x 224 pairs, session 10), and 4097^3 pays 9 waves against
+  // (198 us against 237 in 128 x 224 pairs), and 4097^3 pays 9 waves against
   // the pairs' 5 x 256 columns.
   EXPECT_EQ(choose_sm90_variant(4096, 4097, 1, kH200Sms, false, DStore::kRowMajor), Sm90Variant::kPingPongPair);
   EXPECT_EQ(choose_sm90_variant(4097, 4097, 1, kH200Sms, false, DStore::kRowMajor), Sm90Variant::kPingPongPair);
@@ -149,7 +149,7 @@ TEST(ChooseVariant, UnderfilledWideWaveTakesNarrowTiles) {
 
 TEST(ChooseVariant, NarrowTilesThatSpillIntoASecondWaveLose) {
   // 256 x 10240: 80 wide tiles = one wave; 160 narrow tiles = two waves, the second
-  // nearly empty (measured 2x slower on 2026-11-29 before this rule).
+  // nearly empty (measured 2x slower).
   EXPECT_EQ(choose_classic_sm90_variant(256, 10240, 1, kH200Sms, false, DStore::kTma), Sm90Variant::kWidePair);
 }
 
@@ -167,7 +167,7 @@ TEST(ChooseVariant, FittedWidthsWhereTheyPayFewerWavesTimesWidth) {
   // 768 x 4096: 6 x 22 = 132 tiles of 128 x 192, exactly one wave.
   EXPECT_EQ(choose_sm90_variant(768, 4096, 1, kH200Sms), Sm90Variant::kFitPair192);
   // 1024 x 6144 and 4096 x 1536: 2 waves of 128 x 192 pairs against 3 of 128 x 128 tiles
-  // (measured 83 against 94 us and 142 against 149, 7734dc6), and 1024 x 5120: 2 waves of
+  // (measured 83 against 94 us and 142 against 149), and 1024 x 5120: 2 waves of
   // 160-wide pairs against 3 (85 against 110 us).
   EXPECT_EQ(choose_sm90_variant(1024, 6144, 1, kH200Sms), Sm90Variant::kFitPair192);
   EXPECT_EQ(choose_sm90_variant(4096, 1536, 1, kH200Sms), Sm90Variant::kFitPair192);
@@ -385,7 +385,7 @@ TEST(RowSplit, SweepShapesSplit) {
 TEST(RowSplit, EstimatesFollowTheChosenConfiguration) {
   // 4096^3 in pairs: 4 waves of 64 K steps at 0.85 us.
   EXPECT_NEAR(sm90_estimated_us(problem(4096, 4096, 4096), kH200Sms), 4 * 64 * 0.85, 1e-9);
-  // Against the split's measured parts (ncu, H200, 0cb2774 and 7af9841): 4097^3's one-row
+  // Against the split's measured parts (ncu, H200): 4097^3's one-row
   // decode took 13.5-13.8 us, its GEMM on 4096 rows 197.6-201.9 us. The sm90-gemm side
   // runs ~10% high; both stay within 15%.
   EXPECT_NEAR(decode_estimated_us(1, 4097, 4097, 1), 13.6, 0.15 * 13.6);

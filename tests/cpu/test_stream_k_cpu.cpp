@@ -118,7 +118,7 @@ TEST(StreamKPlan, ShortRunsUseFewerCtas) {
 
 TEST(StreamKChoice, BadlyQuantizedSkinnyShapesStream) {
   // M = 256 on Llama-70B's qkv and mlp_up weights: 80 and 224 tall tiles for 132 SMs, whose
-  // 128- and 256-wide plans need 2 waves (measured at 2f93ba3: 98 -> 85 us and 220 -> 207
+  // 128- and 256-wide plans need 2 waves (measured: 98 -> 85 us and 220 -> 207
   // us). With the fitted widths (plan.h) those fill their waves instead: stream-K is then
   // the choice of the 128/256-wide tiles only.
   for (int64_t n : {10240, 28672}) {
@@ -157,7 +157,7 @@ TEST(StreamKChoice, FullWavesAndShortKKeepWholeTiles) {
 
 TEST(StreamKChoice, NotBelowTheMeasuredKRange) {
   // 4097^3: 561 tall tiles after 5 whole waves of pairs, so the cost model alone prefers
-  // stream-K; measured 423 us against 340 us for the pairs (178a2e3). 65 K iterations is
+  // stream-K; measured 423 us against 340 us for the pairs. 65 K iterations is
   // below the range where stream-K was measured to win.
   const Sm90Problem odd{4097, 4097, 4097, 1, false, true};
   EXPECT_LT(stream_k_cost(odd.m, odd.n, odd.k, 1, kH200Sms),
@@ -174,7 +174,7 @@ TEST(StreamKChoice, NotBelowTheMeasuredKRange) {
 
 TEST(StreamKChoice, AgainstFittedWidthsWithTheirAllowance) {
   // Why the allowance counts here too: 768 x 4096 x 11008 in 114 tiles of 128 x 224 (86%
-  // of one wave) took 122 us, streamed 112 (session 8; it now takes 132 tiles of 128 x 192).
+  // of one wave) took 122 us, streamed 112 (it now takes 132 tiles of 128 x 192).
   // 256 x 18432 x 8192: 232 tiles of 128 x 160 in 2 waves (88% of them); stream-K's
   // estimate lies between the tiles' waves and the waves over the allowance.
   const Sm90Problem p{256, 18432, 8192, 1, false, true};

@@ -286,8 +286,8 @@ std::string gemm_on_fresh_operands(anvil::GemmArgs* used) {
 // second call meets the plan the first one cached. A plan may hold nothing that dies with
 // its context (a module or function handle, a stream, an event): the kernel attribute
 // it sets, the shared-memory limit, the runtime re-applies in the new context (H200,
-// CUDA 13.0, session 9: this passed with plans keyed by context id and without).
-// The allocator does not always hand the new context the old addresses (session 11, H200:
+// CUDA 13.0: this passed with plans keyed by context id and without).
+// The allocator does not always hand the new context the old addresses (H200:
 // once in five runs, and a retry of the reset did not always help), and then no second
 // call can meet the first's plan: the child says so with its own exit code and the test
 // skips, visibly. Any wrong result, or a failed call, still fails it.

@@ -65,7 +65,7 @@ struct Options {
   uint64_t seed = 20261129;
   // The inputs' distribution: uniform in [-1, 1], or normal with the same variance (1/3)
   // - torch.randn's shape, which the anchors were measured with. On the H200 the two gave
-  // times within 1.5% of each other (docs/worklog.md, session 20).
+  // times within 1.5% of each other (docs/notes/cublas-anchor-gap.md).
   InputDistribution inputs = InputDistribution::kUniform;
 };
 

@@ -36,7 +36,7 @@ namespace anvil::detail {
 // kRows weight rows per CTA, 64 per consumer warpgroup: 128, or 64 for the unsplit
 // configuration (sm90-decode-r64: twice the CTAs, so 17-64 tokens on an 8192-row weight
 // fill the GPU without splitting K). kKBlocks 64-wide K boxes per stage: a CTA fed by TMA
-// completes about one stage per ~0.55 us (docs/decode.md, session 6), so a 64-row CTA
+// completes about one stage per ~0.55 us (docs/notes/tma-ring-rate.md), so a 64-row CTA
 // needs four boxes per stage to stream per stage twice what a 128-row one does with one.
 // kTwoPerSm_: two CTAs share an SM (a ring of ~108 KiB each); by default the memory-bound
 // one-box configurations.
@@ -68,7 +68,7 @@ struct DecodeConfig {
 
   // The reduction's reads in flight (split_k_reduce.cuh): two groups of a thread, two
   // terms each (the common split is 2). Four groups at 64 tokens, one round trip less,
-  // measured no faster (docs/worklog.md, session 14).
+  // measured no faster (docs/notes/decode-reduction-tail.md).
   using ReduceShape = detail::ReduceShape<2, 2, kRows>;
 
   static_assert(kRows == 64 || kRows == 128, "one or two consumer warpgroups of m64");

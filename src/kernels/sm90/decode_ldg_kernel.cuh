@@ -255,7 +255,7 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kCtasPerSm)
   // the step it lacks. Not for the hardware, which needs no such thing, but for racecheck: it
   // pairs a CTA barrier by how many barriers each warp has passed before it, named ones
   // included, so with unequal counts it reports the park above as racing with the reads
-  // after the CTA barrier (anvil-racecheck-probe, docs/worklog.md session 16). The count
+  // after the CTA barrier (anvil-racecheck-probe, docs/notes/racecheck-barrier-counts.md). The count
   // is worked out before the mainloop, from a bound the host computed: a division here, on
   // the CTA's last microsecond, cost 0.1 us on 1 x 8192 x 8192.
   for (int i = 0; i < missing_steps; ++i) sm90::warpgroup_sync(warpgroup);

@@ -22,7 +22,7 @@ namespace anvil::detail {
 // busy (ncu, 9216 x 8192 unsplit at 128 tokens: 72 CTAs, 3.2 TB/s) - so a thin second
 // wave costs nearly a whole one and the split is the most that fills one wave
 // (choose_single_wave_split). Measured on 80-128 tokens x twelve widths x K = 8192 against
-// every split (H200, session 18, docs/decode.md; fitted on six widths, checked on six): that
+// every split (H200, docs/notes/decode-split-choice.md; fitted on six widths, checked on six): that
 // rule picks the fastest on all 44 shapes whose tiles fit one wave, where the whole-waves
 // score below picked 3-8 splits over 2-7 waves, up to 1.8x slower. 256 tokens are
 // compute-bound per CTA, and a partial wave costs a whole one.
@@ -48,13 +48,12 @@ inline constexpr int64_t kDecodeMaxTokens = 128;
 inline constexpr double kSm90MinWaveEfficiency = 0.75;
 
 // Which decode kernel: the load-path one (sm90-decode-ldg) streams the weight faster than
-// the TMA one (sm90-decode) up to 8 tokens everywhere measured (H200, 2026-11-30, docs/
-// decode.md session 13: 1-8 x 8192 x 8192 33.4-34.6 us against 34.2-35.0; 1-8 x 28672 x
+// the TMA one (sm90-decode) up to 8 tokens everywhere measured (H200, docs/notes/
+// decode-reduction-tail.md: 1-8 x 8192 x 8192 33.4-34.6 us against 34.2-35.0; 1-8 x 28672 x
 // 8192 110.2-112.8 against 112.2-115.9). From 9 tokens the TMA kernel is as fast or faster
-// since its reduction tail got cheaper (session 13): 12-16 x 8192 x 8192 within 0.5 us
+// with its pull-based reduction tail: 12-16 x 8192 x 8192 within 0.5 us
 // either way across runs, 16 x 10240 x 8192 45.6 against 49.3, 12-16 x 28672 x 8192
-// 116.5-117.3 against 120.1-120.9. (Session 7 kept the ldg kernel up to 16 tokens while
-// its grid fit one wave; that was before the TMA kernel lost 0.5-2 us of tail.)
+// 116.5-117.3 against 120.1-120.9.
 // Batch-invariant mode keeps sm90-decode, as one kernel must serve every M.
 inline constexpr int64_t kDecodeLdgMaxTokens = 8;
 
@@ -74,14 +73,14 @@ inline bool decode_rows64_fill_one_wave(int64_t n, int64_t batch, int sm_count) 
 
 // Where sm90-decode-r64 (64 weight rows per CTA, no K split) replaces sm90-decode.
 // 17-64 tokens (its 32- and 64-token tiles, one CTA per SM) on weights whose 64-row tiles
-// fill one wave. Measured there (8192 x 8192, H200, 2026-11-30, docs/decode.md session
-// 14): 32 tokens 35.6 against 36.2 us, 64 tokens 37.75 against 38.4. Where its tiles make
+// fill one wave. Measured there (8192 x 8192, H200, docs/decode.md):
+// 32 tokens 35.6 against 36.2 us, 64 tokens 37.75 against 38.4. Where its tiles make
 // more than one wave it is slower (10240 features: 51.2 against 46.1 us at 32 tokens, 61.4
 // against 46.5 at 64; 28672: 2-13% slower), and with fewer tiles it would need the split
 // it was built to avoid, which has not been measured.
 // 9-16 tokens (its 16-token tile, two CTAs per SM) where all its tiles are resident at
-// once - up to two per SM - and fill at least 84% of the SMs. Measured there (session 15,
-// in one process against sm90-decode): 16 x 7168 / 8192 / 10240 x 8192 (112, 128, 160
+// once - up to two per SM - and fill at least 84% of the SMs. Measured there (in one
+// process against sm90-decode): 16 x 7168 / 8192 / 10240 x 8192 (112, 128, 160
 // tiles) 0.6-1.0 us faster (decode16-qkv 44.6 -> 43.7 us); 16 x 28672 (448 tiles, more
 // than a wave) 115.7 -> 120.5, slower. Past one tile per SM its time moves between
 // processes (decode16-qkv 43.8-45.1 us in bf16 against sm90-decode's 44.5-44.9): the block
@@ -101,10 +100,10 @@ inline bool prefers_decode_r64(int64_t m, int64_t n, int64_t batch, int sm_count
 // sm90-decode-ldg (1-8 tokens) and sm90-decode-r64 (9-24): on weights whose 64-row tiles
 // fill one wave, up to K = 16384. The 128-row tiles of such a weight fill half the GPU and
 // take a K split across a cluster, whose tail the 64-row tiles do without; but they stream
-// a little slower. Measured in one process (8192 features, H200, 2026-11-30, docs/decode.md
-// session 15): K = 8192 0.24-0.46 us faster at 1-8 tokens (1 token: 33.15 against 33.45
+// a little slower. Measured in one process (8192 features, H200, docs/decode.md):
+// K = 8192 0.24-0.46 us faster at 1-8 tokens (1 token: 33.15 against 33.45
 // us), K = 28672 0.1-0.3 us slower. As a fixed saving less a cost growing with K, the two
-// cross near K = 16K. At 9-24 tokens against sm90-decode-r64's TMA-fed tiles (session 17,
+// cross near K = 16K. At 9-24 tokens against sm90-decode-r64's TMA-fed tiles (in
 // alternating processes): 9-20 x 8192 x 8192 0.6-0.9 us faster, 24 tokens 0.2-0.4; at 32
 // tokens (forced, one process) level or slower.
 inline constexpr int64_t kDecodeLdgRows64MaxK = 16384;
@@ -117,12 +116,12 @@ inline bool prefers_decode_ldg_r64(int64_t m, int64_t n, int64_t k, int64_t batc
 // Whether the decode kernel's 128-row tiles fit in one wave, one CTA per SM. At 65-128
 // tokens it then runs them in one wave with the most splits that fill it
 // (decode_plans_single_wave), which measured faster than sm90-gemm or level with it
-// whatever sm90-gemm's tiles would do: on 4096-14336 x 8192 at 65-128 tokens (sessions
-// 17-18, `-s17-crossover.json`, `-7fe6c8d-decode-splits-bf16.json`) up to 26% faster
+// whatever sm90-gemm's tiles would do: on 4096-14336 x 8192 at 65-128 tokens
+// (docs/notes/decode-split-choice.md) up to 26% faster
 // (13312: 57.3 against 72.2 us at 80 tokens; 14336: 63.5 against 82.7 at 65), level at
 // 112-128 tokens on 9216-14336 (12288: sm90-gemm 3-8% faster than forced splits run in
-// another process, 2.5% slower in the same one). Session 17's rule asked for a fill of
-// 80%, which sent 13312 (79%) to sm90-gemm. With more tiles than SMs (17408 features:
+// another process, 2.5% slower in the same one). A rule asking for a fill of 80% would
+// send 13312 (79%) to sm90-gemm. With more tiles than SMs (17408 features:
 // 136) sm90-gemm was 15-25% faster.
 inline bool decode_tiles_fit_one_wave(int64_t n, int64_t batch, int sm_count) {
   return (n + 127) / 128 * batch <= sm_count;
@@ -157,7 +156,7 @@ inline constexpr double kDecodeCtaOverheadTiles = 2;
 // share of 4.26 TB/s / 264 slots = 16 GB/s. Capped lower than that ratio (6x) because the
 // first and last stages do not overlap, and lower still for wider token tiles, whose CTAs
 // also read more of X and multiply more per k-tile. Measured on 80 tiles of one split
-// (16-64 x 10240 x 8192, H200, 2026-11-30, docs/decode.md session 13): 45.5 us at 16 tokens
+// (16-64 x 10240 x 8192, H200, docs/notes/decode-split-choice.md): 45.5 us at 16 tokens
 // (one CTA streaming ~2.9x its fair share, faster than two splits' 47.6), 48.3 at 32 and
 // 53.8 at 64 (two splits faster: 46.0, 47.0). 4 and 3 put the model's crossover between.
 inline constexpr double kDecodeCtaBandwidthHeadroom = 3;
@@ -216,8 +215,8 @@ DecodeSplit choose_decode_split(int64_t output_tiles, int64_t k_tiles, bool band
 
 // The split for a kernel that runs one CTA per SM with a fixed number of bytes in flight
 // (sm90-decode-ldg): such a CTA cannot stream much faster than its fair share when others
-// are idle, so a second, partial wave costs nearly a whole one. Measured (docs/decode.md,
-// session 7): 1 x 8192 x 8192, 64 tiles: 2 splits 34.0 us, 1 split 40.1, 3 splits 40.1;
+// are idle, so a second, partial wave costs nearly a whole one. Measured (docs/decode.md):
+// 1 x 8192 x 8192, 64 tiles: 2 splits 34.0 us, 1 split 40.1, 3 splits 40.1;
 // 16 x 10240 x 8192, 80 tiles: 1 split 46.3 us, 2 splits 60.8. So: the most splits that
 // still fit in one wave, at least 1 (more tiles than SMs: waves are unavoidable).
 template <class ResidentCtas>
@@ -235,7 +234,7 @@ DecodeSplit choose_single_wave_split(int64_t output_tiles, int64_t k_tiles, Resi
 // the load path streaming the same bytes, one CTA per SM; the 64-row tiles need half the
 // split for the same CTAs, so less of the split's tail, but a lone CTA streams a little
 // slower (four warpgroups on a quarter of K each). Measured (1, 4 and 8 tokens x 2048-7168
-// features x K = 4096 and 8192, H200, session 21, docs/worklog.md): 1-5% faster where this
+// features x K = 4096 and 8192, H200, docs/decode.md): 1-5% faster where this
 // holds - 3072-4097 features (96-130 CTAs at two splits against 96-99 at three to four)
 // and 6144-7168 (96-112 CTAs each, unsplit against two) - and 0-17% slower where it does
 // not: 2048 (three splits), 2560 (80 CTAs against 100), 4608 (72 against 108), 5120-5632
@@ -312,8 +311,8 @@ DecodeLaunchPlan plan_decode(const GemmDesc& desc, int token_tile, int smallest_
   if (desc.batch_invariant) {
     // The split may depend on the weight (features, K) and the batch count, never on the
     // number of tokens: a token's sums are then added in the same order whatever M is.
-    // (Until session 18 the tokens' own tile chose the cost model here, so from 65 tokens
-    // most weights got another split than one token did.) Planned with the headroom of
+    // The tokens' own tile must not choose the cost model here, or from 65 tokens most
+    // weights would get another split than one token does. Planned with the headroom of
     // the widest streaming tile, so 32-64 tokens, where a lone CTA streams slowest, do not
     // get a split only narrow tiles can afford.
     const int splits = choose(int64_t{plan.feature_tiles} * desc.batch, smallest_tile,

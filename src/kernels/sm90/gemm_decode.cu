@@ -77,9 +77,8 @@ Status launch_config(const char* name, const char* config_key, const DecodePlan&
 // ---- sm90-decode-r64: 64 weight rows per CTA ----
 //
 // Twice the CTAs of sm90-decode for the same weight, so 17-64 tokens on 8192 rows make
-// 128 tiles and need no K split - and none of its tail (docs/decode.md, session 14). Up
-// to 16 tokens two CTAs share an SM, so 10240 rows' 160 tiles all run at once, unsplit
-// (session 15). The planner picks it where its tiles are all resident unsplit
+// 128 tiles and need no K split - and none of its tail (docs/decode.md). Up to 16
+// tokens two CTAs share an SM, so 10240 rows' 160 tiles all run at once, unsplit. The planner picks it where its tiles are all resident unsplit
 // (prefers_decode_r64). No SwiGLU: a 64-row tile cannot hold a 64-row gate block and its
 // up block.
 

@@ -19,7 +19,7 @@ constexpr const char* kName = "sm90-decode-ldg";
 
 // The two configurations, one per token tile; more tokens take several 16-wide tiles
 // (correct, but each re-reads the weight: the planner sends those to sm90-decode).
-// Stage shapes from the session-7 sweep (docs/decode.md): with 8 tokens, 128-wide K steps
+// Stage shapes from a sweep of them (docs/decode.md): with 8 tokens, 128-wide K steps
 // and two warpgroups per row half (three stages each) beat 64-wide steps (five stages) by
 // 1-4% on the 8192- and 28672-row weights - longer runs of each weight row per request
 // burst. With 16 tokens the wider steps leave only two stages; 64-wide ones are kept
@@ -91,8 +91,7 @@ Status launch_config(const char* name, const char* config_key, const DecodePlan&
 // ---- sm90-decode-ldg-r64: 64 weight rows per CTA, three or four warpgroups along K ----
 //
 // Twice the load-path kernel's CTAs for the same weight, so 1-24 tokens on 8192 rows make
-// 128 tiles and need no K split - and none of its cluster tail (docs/decode.md, sessions
-// 15 and 17). Up to 8 tokens each warpgroup streams what it streams in Ldg8 (64 rows, a
+// 128 tiles and need no K split - and none of its cluster tail (docs/decode.md). Up to 8 tokens each warpgroup streams what it streams in Ldg8 (64 rows, a
 // quarter of the tile's K in 128-wide steps, three stages); 16- and 32-token tiles take
 // three warpgroups. The planner picks it where its tiles fill one wave
 // (prefers_decode_ldg_r64). More than 32 tokens take several 32-wide tiles, each
@@ -103,8 +102,8 @@ constexpr const char* kRows64Name = "sm90-decode-ldg-r64";
 using LdgRows64 = LdgDecodeConfig<8, 128, 4, 64>;
 // 9-32 tokens: three warpgroups along K, so each keeps three 128-wide stages (four would
 // leave two). Measured against four warpgroups in 64-wide steps, which fit five stages (16
-// x 8192 x 8192, H200, docs/worklog.md session 17): 33.7 against 35.3 us - the wider steps
-// matter more than the fourth ring, as in the 128-row kernel (session 7).
+// x 8192 x 8192, H200): 33.7 against 35.3 us - the wider steps matter more than the
+// fourth ring, as in the 128-row kernel.
 template <int kTokenTile>
 using LdgRows64ThreeRings = LdgDecodeConfig<kTokenTile, 128, 3, 64>;
 

@@ -18,7 +18,7 @@ enum class Schedule { kCooperative, kPingPong };
 // for problems with an odd number of 128-row tiles, where a pair along M would leave half
 // of the last cluster row idle. Either way a CTA reads less from L2 than a lone CTA: the
 // lone 128 x 256 CTAs run at ~0.89 of the pairs' speed, bounded by L2 bandwidth
-// (docs/worklog.md, session 11).
+// (docs/notes/lone-ctas-l2-bound.md).
 enum class ClusterAxis { kM, kN };
 
 // The choices that define one warp-specialized kernel instance, by name. A structural

@@ -104,30 +104,29 @@ inline double estimated_cost(const WavePlan& plan, TileShape shape, double relat
   return waves * shape.block_m * shape.block_n / relative_speed;
 }
 
-// Lone 128x256 CTAs against the pairs, per unit of work. Session 3 measured 0.95-0.97 on
-// 4096^3-class shapes; the pairs have become faster since, and sessions 10 and 11 (H200,
-// bench/results/...-s11-wide089-ragged-*) measured 0.89-0.90 on ~4100-row shapes. What bounds
+// Lone 128x256 CTAs against the pairs, per unit of work: 0.89-0.90 on ~4100-row shapes
+// (H200, docs/notes/lone-ctas-l2-bound.md). What bounds
 // them is L2 bandwidth: each lone CTA reads 48 KiB per K step, a pair's CTA 32, and
 // lone 128x256, lone 128x160 and ping-pong 128x128 CTAs all ran at ~7.1-7.3 TB/s of L2
-// reads in full waves (session 11 worklog).
+// reads in full waves.
 inline constexpr double kWideRelativeSpeed = 0.89;
 // 128x128 lone CTAs: 0.79x of lone wide tiles when both were measured (ladder step 6
-// against step 7, 4096^3, session 3); kept at that absolute value, not rescaled with the
+// against step 7, 4096^3); kept at that absolute value, not rescaled with the
 // wide tiles' newer figure.
 inline constexpr double kNarrowRelativeSpeed = 0.768;
 // Pairs along N (multicast A): 40 KiB of L2 reads per CTA and K step, between the lone
 // CTAs' 48 and the pairs' 32, which at the lone CTAs' L2 rate is still under the pairs'
-// compute time. Measured (session 11): forced on 4096^3 they ran as fast as the pairs along
-// M (208.8 against 208.3 us in one process, ...-s11-pairn-ragged-C*); on 4224 x 28672 and
-// 53248 x 4096 in 28 and 52 waves against the pairs' 29 and 54 they were 0.7% faster,
-// not 3.5% (...-s11-pairn1-*), so ~0.97 of the pairs' speed there.
+// compute time. Measured: forced on 4096^3 they ran as fast as the pairs along M (208.8
+// against 208.3 us in one process); on 4224 x 28672 and 53248 x 4096 in 28 and 52 waves
+// against the pairs' 29 and 54 they were 0.7% faster, not 3.5%, so ~0.97 of the pairs'
+// speed there.
 inline constexpr double kWidePairNRelativeSpeed = 0.98;
 // The fitted widths against the 256-wide pairs, per unit of tile area: a narrower MMA and
-// a partly direct store. An allowance, not a measurement (session 8, docs/worklog.md): a
+// a partly direct store. An allowance, not a measurement (docs/notes/fitted-widths.md): a
 // fitted width must save more than 5% of the other tiles' waves x width to be chosen.
 inline constexpr double kFitRelativeSpeed = 0.95;
 // Lone fitted tiles are L2-bound like lone wide ones, more on long runs than on short
-// ones (session 11, bench/results/...-s11-pairn-b-ragged-*: ~0.86-0.90 of the pairs on
+// ones (~0.86-0.90 of the pairs on
 // 2049 x 28672 and 53248 x 4096, where pairs along N won by 5-9%; but on 640 x 10240,
 // 1025 x 6144 and 1025 x 8192 x 4096 lone 224- and 192-wide tiles beat the pairs along M
 // by 7-14%, which needs more than 0.90 here). 0.92 sits between the two sets of choices:
@@ -160,8 +159,7 @@ inline double variant_cost(Sm90Variant v, int64_t m, int64_t n, int64_t batch, i
 // along M, then to the pairs along N, then to single wide tiles. Where pairs along M win,
 // the ping-pong schedule's 128x128 tiles (same clusters, same speed per FLOP for the
 // plain GEMM since both store through stmatrix + TMA) take over when their finer tiles
-// fill the last wave better. H200,
-// 2026-11-29 (0843406, bench/results/...-0843406-confirm-bf16.json, one run, 11 repeats):
+// fill the last wave better. H200, one run, 11 repeats:
 // qkv prefill 8192 x 10240, 20 waves of pairs against 39 of 128x128 tiles, ran 1.052x
 // cuBLAS ping-pong against 1.006x pairs; where both fill their waves equally (4096^3,
 // 8192^3, mlp_down) the two were within 1.3% of each other.
@@ -175,11 +173,10 @@ enum class DStore {
 
 // Ping-pong tiles only into a row-major D. A column-major D's long epilogue loop in
 // ping-pong competes with the other warpgroup's wgmma issue: 4097^3 ran 411 us in
-// ping-pong tiles against 333 us for the pairs when its odd-ld D still took that loop
-// (bed4304 and 0843406, bench/results/...-streamk-choice-bf16.json,
-// ...-unaligned-odd-bf16.json). Into row-major outputs that TMA cannot store, ping-pong
+// ping-pong tiles against 333 us for the pairs when its odd-ld D took that loop
+// (docs/notes/unaligned-operands.md). Into row-major outputs that TMA cannot store, ping-pong
 // wins wherever its waves do, and at equal waves too, its epilogue hidden behind the
-// other warpgroup's mainloop (H200, session 10, bench/results/...-s10b-*): 4096 x 4097 x
+// other warpgroup's mainloop (H200): 4096 x 4097 x
 // 4096 198 us against 237 in 128 x 224 pairs (odd-ld bf16 D), 216 against 242 into fp32;
 // 4096^3 into fp32 218 against 225 for the pairs at equal waves. With TMA stores, equal
 // waves keep the pairs.
@@ -192,7 +189,7 @@ inline Sm90Variant choose_classic_sm90_variant(int64_t m, int64_t n, int64_t bat
   if (pair_cost <= wide_cost && pair_cost <= narrow_cost && pair_cost <= pair_n_cost) {
     // With a fused epilogue (bias, activation, SwiGLU, alpha, C) the ping-pong schedule
     // always takes the pairs' place: its epilogue overlaps the other warpgroup's mainloop.
-    // H200, 2026-11-29 (1b513f3, bench/results): fused bias+GELU 4-6% faster, SwiGLU 6-10%.
+    // H200 (docs/notes/epilogue-code-size.md): fused bias+GELU 4-6% faster, SwiGLU 6-10%.
     if (fused_epilogue) return Sm90Variant::kPingPongPair;
     const double pingpong_cost = variant_cost(Sm90Variant::kPingPongPair, m, n, batch, sm_count);
     const bool pingpong = store == DStore::kTma ? pingpong_cost < pair_cost
@@ -233,11 +230,11 @@ inline Sm90Variant cheaper_fit_variant(int64_t m, int64_t n, int64_t batch, int 
 
 // The whole-tile choice: the 128- and 256-wide variants above, unless a fitted width
 // (160, 192 or 224 wide) costs less by estimated_cost, its allowance included. Measured
-// (H200, session 8, bench/results/...-7734dc6-fit-bf16.json): where 128 x 128 tiles take
+// (H200, docs/notes/fitted-widths.md): where 128 x 128 tiles take
 // 3 waves and 128 x 224 ones 2 (1024 x 6144 x 4096, 4096 x 1536 x 7168), the fitted tiles
 // won by 12% and 5% once their whole boxes left through TMA stores; storing everything
-// from the registers, 224-wide tiles had lost by 10-14% (...-22ce2a2-fit-bf16.json) and
-// 192-wide ones tied (...-f21274d-fit-bf16.json). Plain GEMMs only:
+// from the registers, 224-wide tiles had lost by 10-14% and 192-wide ones tied. Plain
+// GEMMs only:
 // fused epilogues keep the ping-pong schedule, whose epilogue overlaps the next mainloop,
 // and SwiGLU needs 128-column gate/up pairs. Examples on 132 SMs: 256 x 10240 -> 128 x 160
 // pairs (128 tiles, one wave, where 256-wide pairs fill 61% of one); 4096 x 4097 into a
@@ -263,9 +260,9 @@ inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int 
 // Why 256 x 128 tiles: an M = 256 batch is then one row of tiles, so each weight tile is
 // read once. With two rows of 128 x 256 tiles, the two CTAs sharing a weight tile work on
 // different K ranges at different times and both fetch it from DRAM: measured on the H200
-// (45578b7), 256 x 10240 x 8192 took 98 us that way, no faster than whole tiles.
+// (docs/notes/stream-k-tiles.md), 256 x 10240 x 8192 took 98 us that way, no faster than whole tiles.
 //
-// The constants are fitted to H200 measurements (2f93ba3, bench/results/...-streamk-*):
+// The constants are fitted to H200 measurements:
 //   - the 256x128 configuration runs a K iteration in 0.89-0.96 us where the multicast
 //     pairs take 0.85 (M = 256 and 4096^3 shapes): relative speed ~0.92;
 //   - stream-K adds 12-14 us per call beyond its iterations, about 13 iterations' worth,
@@ -299,13 +296,12 @@ struct Sm90Problem {
   bool fused_epilogue = false;
   bool stream_k_allowed = true;  // workspace for the partials is there; not batch-invariant
   DStore store = DStore::kTma;   // how a plain GEMM's D leaves (choose_classic_sm90_variant)
-  bool fit_widths = true;        // the fitted widths may be chosen (off: the choice before session 8)
+  bool fit_widths = true;        // the fitted widths may be chosen (off: 128- and 256-wide tiles only)
 };
 
 // Stream-K is only considered with at least this many K iterations per tile. Every shape
 // where it was measured to win has 128 (K = 8192; H200, 2026-11-29); on 4097^3 (65) the
-// model predicted a 3% gain and it ran 25% slower (423 against 340 us,
-// bench/results/h200-2026-11-29-178a2e3-streamk-choice-*), so below that the model's
+// model predicted a 3% gain and it ran 25% slower (423 against 340 us), so below that the model's
 // fixup estimate is not trusted.
 inline constexpr int64_t kStreamKMinKTiles = 128;
 
@@ -316,10 +312,9 @@ inline Sm90Variant choose_sm90_variant(const Sm90Problem& p, int sm_count) {
       p.fit_widths ? choose_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue, p.store)
                    : choose_classic_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue, p.store);
   if (!p.stream_k_allowed || ceil_div(p.k, 64) < kStreamKMinKTiles) return whole;
-  // A fitted width carries its allowance here too. Session 8: 768 x 4096 x 11008 in 114
-  // tiles of 128 x 224 (one wave at 86%) took 122 us against 112 streamed, before the
-  // 192-wide tiles; 256 x 18432 x 8192 streams for the same reason, 134 us against 139 in
-  // 128 x 160 pairs (bench/results/...-8113b9a-fit-bf16.json).
+  // A fitted width carries its allowance here too: 768 x 4096 x 11008 in 114 tiles of
+  // 128 x 224 (one wave at 86%) took 122 us against 112 streamed; 256 x 18432 x 8192
+  // streams for the same reason, 134 us against 139 in 128 x 160 pairs.
   const double whole_cost =
       whole_tile_waves_cost(whole, p.m, p.n, p.batch, sm_count) / (is_fit_width(whole) ? kFitRelativeSpeed : 1.0);
   return stream_k_cost(p.m, p.n, p.k, p.batch, sm_count) < whole_cost ? Sm90Variant::kTallStreamK : whole;

@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(256) repack_transpose_kernel(RepackSource src,
 // and every lane shifts its 16 output bytes out of its block and the next lane's. On the
 // H200 it takes 20-24 us per 4097 x 4097 operand: 67 MB read and written at 2.8-3.4 TB/s,
 // within 10% of cudaMemcpyAsync moving the same bytes contiguously (21.2 us) and twice as
-// fast as cudaMemcpy2DAsync with these pitches (46.5 us; docs/worklog.md, sessions 9-11).
+// fast as cudaMemcpy2DAsync with these pitches (46.5 us; docs/notes/unaligned-operands.md).
 
 inline constexpr int kRowChunk = 256;      // elements of a row per warp: 32 lanes x 8
 inline constexpr int kRowsPerWarp = 2;     // independent rows in flight per warp

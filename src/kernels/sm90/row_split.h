@@ -21,7 +21,7 @@ inline constexpr int64_t kRowSplitMaxTailRows = 64;
 // sm90-gemm's rows come in 256-row cluster rows (two 128-row tiles per 2-CTA cluster).
 inline constexpr int64_t kRowSplitGranule = 256;
 
-// Time estimates in microseconds, H200 (bench/results, 2026-11-29/30):
+// Time estimates in microseconds, H200:
 //   - the 2-CTA multicast pairs take 0.85 us per 64-wide K step of a 128 x 256 tile
 //     (the stream-K fit in plan.h), and estimated_cost's units are tile area / relative speed;
 //   - the decode kernel streams a weight at ~3.3 TB/s (M = 64 x 8192 x 8192: 40 us for
@@ -29,7 +29,7 @@ inline constexpr int64_t kRowSplitGranule = 256;
 inline constexpr double kPairKStepMicroseconds = 0.85;
 inline constexpr double kDecodeBytesPerMicrosecond = 3.3e6;
 inline constexpr double kDecodeFixedMicroseconds = 3.0;
-// The estimates are a few percent off on measured shapes (docs/worklog.md, session 10), so
+// The estimates are a few percent off on measured shapes, so
 // a split must promise at least this fraction of the whole problem's time.
 inline constexpr double kRowSplitMinSaving = 0.03;
 
@@ -50,8 +50,9 @@ inline double decode_estimated_us(int64_t rows, int64_t n, int64_t k, int64_t ba
 }
 
 // The rows sm90-gemm keeps (a multiple of 256), or all of M when nothing is split off.
-// Eligible: not batch-invariant (a row's kernel would then depend on M), a tail of 1-64
-// rows past at least one cluster row, and, by the estimates, cheaper split than whole.
+// Eligible: `allowed`, a tail of 1-64 rows past at least one cluster row, and, by the
+// estimates, cheaper split than whole. Batch-invariant problems are eligible too: their
+// tail's decode plan is unsplit, and sums each output's K in sm90-gemm's order.
 // override_mode (PlanOverrides::row_split, for measurement): 0 never splits, 1 splits
 // every eligible problem whatever the estimates say.
 inline int64_t row_split_main_rows(const Sm90Problem& p, bool allowed, int sm_count, int override_mode = -1) {

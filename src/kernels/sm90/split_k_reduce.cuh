@@ -62,7 +62,7 @@ __device__ __forceinline__ float4 read_term(const float* local, int term, int pa
 // added (a term past the last is read again from the first of the step and not added). A
 // read from a peer is a round trip over the SM-to-SM network, 0.2-0.4 us on the H200;
 // issued one after another, as a loop over a run-time split count compiles, they cost
-// every group a round trip per term (2026-11-30, docs/worklog.md session 14).
+// every group a round trip per term (docs/notes/decode-reduction-tail.md).
 template <int kGroups, int kTerms>
 __device__ __forceinline__ void sum_over_cluster(const float* const (&local)[kGroups], int splits, int parts,
                                                  int part_floats, float4 (&sum)[kGroups]) {
@@ -154,7 +154,7 @@ __device__ __forceinline__ ReduceShare plan_reduce_share(const EpilogueParams& p
 // activation and the output type are template arguments because this loop is the decode
 // kernel's whole tail: with the activation chosen per output at run time (an indexed jump
 // over every activation's code, four per group) it cost 1.7 of the 2.8 us that finishing
-// took at 64 tokens (H200, 2026-11-30, docs/worklog.md session 13). Shape::kGroups groups
+// took at 64 tokens (H200). Shape::kGroups groups
 // per step, summed together (sum_over_cluster); a thread's last groups past its count
 // re-read the step's first and skip their stores.
 template <int kTokenTile, int kThreads, class Shape, Activation kAct, class Out>
@@ -265,7 +265,7 @@ __device__ void reduce_and_finish(const EpilogueParams& p, const float* partial,
 // the CTAs of a split add theirs in rank order and each finishes its share of the tile.
 // Two branches, not one path with its barriers under `if (splits > 1)`: the unsplit one
 // compiles for one split, its reads local and its loop bounds known. Merged, sm90-decode
-// and sm90-decode-r64 ran 0.15-0.3 us slower (docs/worklog.md, session 15).
+// and sm90-decode-r64 ran 0.15-0.3 us slower.
 // local_barrier() publishes the parked partials to the CTA's own finishing threads (the
 // consumer warpgroups' named barrier, or __syncthreads when every thread finishes).
 // `thread` counts the finishing threads from 0; parts and part_floats as reduce_and_finish.
@@ -277,8 +277,7 @@ __device__ __forceinline__ void finish_decode_tile(const EpilogueParams& p, cons
     // No peer reads this CTA's partial (sm90-decode-r64 in its one wave, or tiles that
     // fill the GPU): the local barrier publishes it. The cluster barriers' MEMBAR.ALL.GPU
     // and the DSMEM reads of its own partial made up 1.5 of the 2.0 us from the
-    // mainloop's end to the exit on sm90-decode-r64 at 64 x 8192 x 8192 (docs/worklog.md,
-    // session 14).
+    // mainloop's end to the exit on sm90-decode-r64 at 64 x 8192 x 8192.
     const ReduceShare share = plan_reduce_share<kTokenTile, kThreads, Shape>(p, origin, rank, 1, thread);
     local_barrier();
     reduce_and_finish<kTokenTile, kThreads, Shape>(p, partials, origin, share, 1, parts, part_floats);
