@@ -1,0 +1,53 @@
+// The compile-time shape of one Blackwell GEMM instance. Plain C++ (no CUDA): the host
+// side and the planner read it too.
+#pragma once
+
+#include "kernels/sm100/budget.h"
+
+namespace anvil::detail {
+
+// kCtaGroup 2: a CTA pair computes a 256 x 256 tile with tcgen05.mma.cta_group::2, each
+// CTA holding half of A's rows and half of B's columns; 1: one CTA, 128 x 256.
+// kClc: cluster launch control schedules the tiles (one cluster launched per tile, early
+// finishers cancel and take over clusters not yet started); otherwise the static
+// persistent schedule (as many clusters as fit, each striding over the tiles).
+template <int kCtaGroup_, int kStages_, bool kClc_>
+struct Sm100Config {
+  static constexpr int kCtaGroup = kCtaGroup_;
+  static constexpr int kStages = kStages_;
+  static constexpr bool kClc = kClc_;
+
+  static constexpr int kRowsPerCta = 128;  // TMEM lanes: one accumulator row each
+  static constexpr int kTileM = kRowsPerCta * kCtaGroup;
+  static constexpr int kTileN = sm100::budget::kPairTileN;
+  static constexpr int kBlockK = sm100::budget::kTileK;
+  static constexpr int kBRowsPerCta = kTileN / kCtaGroup;
+  static constexpr int kStageBytesA = kRowsPerCta * kBlockK * 2;
+  static constexpr int kStageBytesB = kBRowsPerCta * kBlockK * 2;
+  // Bytes that land on one stage's full barrier: both CTAs' loads for a pair.
+  static constexpr int kStageTxBytes = kCtaGroup * (kStageBytesA + kStageBytesB);
+
+  // Warp roles: 0 loads (TMA), 1 issues the MMAs and owns TMEM, 2-5 drain the
+  // accumulator (the epilogue; four warps, one per 32-lane quarter of TMEM).
+  static constexpr int kProducerWarp = 0;
+  static constexpr int kMmaWarp = 1;
+  static constexpr int kFirstEpilogueWarp = 2;
+  static constexpr int kEpilogueWarps = 4;
+  static constexpr int kThreads = 32 * (kFirstEpilogueWarp + kEpilogueWarps);
+
+  // Accumulators: two buffers of kTileN fp32 columns, so the epilogue drains one while
+  // the MMA warp fills the other.
+  static constexpr int kAccumulatorBuffers = sm100::budget::kAccumulatorBuffers;
+  static constexpr int kAccumulatorColumns = kTileN;
+  static constexpr int kTmemColumns = kAccumulatorBuffers * kAccumulatorColumns;
+  static_assert(kTmemColumns <= sm100::budget::kTmemColumns);
+
+  // CLC responses in flight: the producer asks for tile t+1 while it loads tile t, and the
+  // epilogue may still be reading tile t-1's.
+  static constexpr int kClcStages = 2;
+  // Consumers of one CLC response: each CTA's producer, the MMA thread, and each CTA's
+  // four epilogue warps.
+  static constexpr int kClcConsumers = kCtaGroup + 1 + kEpilogueWarps * kCtaGroup;
+};
+
+}  // namespace anvil::detail
