@@ -1,0 +1,77 @@
+# The Blackwell (sm_100a) path: its kernels, its CPU tests and its SASS check.
+# Included once from the root CMakeLists.txt after the anvil target exists.
+#
+# Architectures are per translation unit: the sm_100a kernels are compiled only for
+# compute_100a/sm_100a (tcgen05 exists nowhere else), and the Hopper kernels' units keep
+# their sm_90a flags (wgmma does not exist on sm_100a). The static library then carries
+# both in one archive; the runtime picks the cubin matching the device, and dispatch
+# checks the compute capability first, so neither family is ever launched on the other's
+# GPU.
+option(ANVIL_SM100 "Build the Blackwell (sm_100a) kernels" ON)
+
+if(ANVIL_SM100)
+  add_library(anvil_sm100 OBJECT
+    src/kernels/sm100/gemm_sm100.cu
+  )
+  target_include_directories(anvil_sm100 PRIVATE include src)
+  set_target_properties(anvil_sm100 PROPERTIES CUDA_ARCHITECTURES OFF CUDA_SEPARABLE_COMPILATION OFF
+                                               POSITION_INDEPENDENT_CODE ON)
+  target_compile_options(anvil_sm100 PRIVATE
+    $<$<COMPILE_LANGUAGE:CUDA>:-gencode=arch=compute_100a,code=sm_100a>
+    $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20>
+    $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Xptxas=-warn-spills>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>)
+  target_link_libraries(anvil_sm100 PRIVATE CUDA::cudart_static)
+  # The objects go into libanvil.a itself.
+  target_sources(anvil PRIVATE $<TARGET_OBJECTS:anvil_sm100>)
+  target_compile_definitions(anvil PRIVATE ANVIL_HAVE_SM100=1)
+endif()
+
+if(ANVIL_BUILD_TESTS)
+  enable_testing()
+  find_package(GTest REQUIRED)
+  include(GoogleTest)
+  # Descriptor encoders and the sm_100 budget: constexpr, no CUDA needed.
+  add_executable(anvil_sm100_cpu_tests tests/cpu/test_sm100_descriptors_cpu.cpp)
+  target_include_directories(anvil_sm100_cpu_tests PRIVATE src)
+  target_link_libraries(anvil_sm100_cpu_tests PRIVATE GTest::gtest GTest::gtest_main)
+  target_compile_options(anvil_sm100_cpu_tests PRIVATE -Wall -Wextra -Wpedantic)
+  gtest_discover_tests(anvil_sm100_cpu_tests PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
+endif()
+
+if(ANVIL_SM100)
+  # The verification toolkit (random fill, poison, reference GEMM) is plain CUDA: it also
+  # gets sm_100a code, so that the GPU tests can run on a B200.
+  target_compile_options(anvil_verify PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-gencode=arch=compute_100a,code=sm_100a>)
+endif()
+
+if(ANVIL_SM100 AND ANVIL_BUILD_TESTS)
+  # The Blackwell GEMM against the GPU reference: without an sm_100 GPU every kernel test
+  # skips with "no sm_100 GPU: <reason>" and CTest reports the entry skipped.
+  add_executable(anvil_sm100_gpu_tests tests/gpu/test_sm100_gpu.cpp)
+  target_include_directories(anvil_sm100_gpu_tests PRIVATE src)
+  target_link_libraries(anvil_sm100_gpu_tests PRIVATE anvil anvil_verify GTest::gtest GTest::gtest_main)
+  target_compile_options(anvil_sm100_gpu_tests PRIVATE -Wall -Wextra -Wpedantic)
+  add_test(NAME anvil_sm100_gpu_tests.kernels COMMAND anvil_sm100_gpu_tests --gtest_filter=Sm100/*)
+  set_tests_properties(anvil_sm100_gpu_tests.kernels PROPERTIES LABELS gpu TIMEOUT 600
+                       SKIP_REGULAR_EXPRESSION "no sm_100 GPU")
+  # The clean refusal on every other device (or none): runs, and can fail, anywhere.
+  add_test(NAME anvil_sm100_gpu_tests.refusal COMMAND anvil_sm100_gpu_tests --gtest_filter=Sm100Refusal.*)
+  set_tests_properties(anvil_sm100_gpu_tests.refusal PROPERTIES LABELS cpu TIMEOUT 120)
+endif()
+
+# The sm_100a machine code, checked without a GPU (scripts/check_sass.py --sm100): the
+# tcgen05 MMA (and its 2-CTA form), TMEM loads, CLC requests, no local memory, registers
+# within the limit. Reads the one object file, not the whole library. Skips (77) without
+# cuobjdump.
+if(ANVIL_SM100 AND ANVIL_BUILD_TESTS)
+  find_package(Python3 COMPONENTS Interpreter)
+  if(Python3_FOUND)
+    add_test(NAME sass_check_sm100
+             COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/check_sass.py --sm100
+                     $<TARGET_OBJECTS:anvil_sm100>
+             COMMAND_EXPAND_LISTS)
+    set_tests_properties(sass_check_sm100 PROPERTIES LABELS cpu SKIP_RETURN_CODE 77 TIMEOUT 300)
+  endif()
+endif()
