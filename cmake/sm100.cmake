@@ -12,6 +12,8 @@ option(ANVIL_SM100 "Build the Blackwell (sm_100a) kernels" ON)
 if(ANVIL_SM100)
   add_library(anvil_sm100 OBJECT
     src/kernels/sm100/gemm_sm100.cu
+    # The seeds' steps as configurations (lab; see docs/blackwell.md, "Ladder").
+    src/kernels/sm100/ladder_sm100.cu
   )
   target_include_directories(anvil_sm100 PRIVATE include src)
   set_target_properties(anvil_sm100 PROPERTIES CUDA_ARCHITECTURES OFF CUDA_SEPARABLE_COMPILATION OFF

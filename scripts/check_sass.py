@@ -15,7 +15,7 @@ sm90_decode_kernel: sm90-decode; sm90_decode_ldg_kernel: sm90-decode-ldg):
 Ladder steps 3-5 are reported but not failed: their simple epilogue calls an out-of-line
 per-element function, and the call's register saves are their only local-memory traffic.
 
-    python3 scripts/check_sass.py --sm100 build/.../gemm_sm100.cu.o
+    python3 scripts/check_sass.py --sm100 OBJECT_FILE...
 
 checks the Blackwell kernels (sm100_gemm_kernel, sm_100a machine code) instead. No
 B200 runs them anywhere this is checked, so their machine code is the evidence that the
@@ -104,12 +104,12 @@ SM100_MAX_REGISTERS = 168
 
 
 def sm100_traits(name):
-    """(pair, clc) of a Blackwell kernel, from the Sm100Config<kCtaGroup, kStages, kClc>
-    template arguments in its mangled name."""
-    m = re.search(r"Sm100ConfigILi(\d+)ELi\d+ELb([01])E", name)
+    """(pair, clc) of a Blackwell kernel, from the Sm100Config<kCtaGroup, kStages,
+    kSchedule, ...> template arguments in its mangled name (Sm100Schedule::kClc = 0)."""
+    m = re.search(r"Sm100ConfigILi(\d+)ELi\d+ELN\w*?Sm100ScheduleE(\d+)E", name)
     if not m:
         return None
-    return m.group(1) == "2", m.group(2) == "1"
+    return m.group(1) == "2", m.group(2) == "0"
 
 
 def sm100_problems(name, body, registers, stack):
@@ -194,8 +194,8 @@ def check_sm100(path, cuobjdump, env):
 def self_test_sm100():
     """The sm_100a rules on hand-written listings (mnemonics as nvdisasm prints them for
     the kernels in src/kernels/sm100)."""
-    pair_clc = "_ZN5anvil6detail17sm100_gemm_kernelINS0_11Sm100ConfigILi2ELi7ELb1EEE"
-    one_static = "_ZN5anvil6detail17sm100_gemm_kernelINS0_11Sm100ConfigILi1ELi4ELb0EEE"
+    pair_clc = "_ZN5anvil6detail17sm100_gemm_kernelINS0_11Sm100ConfigILi2ELi7ELNS0_13Sm100ScheduleE0ELi2ELi8EEE"
+    one_static = "_ZN5anvil6detail17sm100_gemm_kernelINS0_11Sm100ConfigILi1ELi4ELNS0_13Sm100ScheduleE1ELi2ELi8EEE"
     assert sm100_traits(pair_clc) == (True, True) and sm100_traits(one_static) == (False, False)
     good = ["UTCHMMA.2CTA gdesc[UR4], gdesc[UR6], tmem[UR8], tmem[UR10], idesc[UR11], UPT ;",
             "UTCBAR.2CTA.MULTICAST [UR4], URZ, UR5 ;", "LDTM.x16 R4, tmem[UR4] ;",
@@ -240,7 +240,7 @@ def self_test():
 def main():
     if len(sys.argv) == 2 and sys.argv[1] == "--self-test":
         return self_test()
-    sm100 = len(sys.argv) == 3 and sys.argv[1] == "--sm100"
+    sm100 = len(sys.argv) >= 3 and sys.argv[1] == "--sm100"
     if len(sys.argv) != 2 and not sm100:
         print(__doc__)
         return 2
@@ -249,7 +249,8 @@ def main():
         print("check_sass: SKIPPED - cuobjdump/nvdisasm not found (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
         return 77
     if sm100:
-        return check_sm100(sys.argv[2], cuobjdump, dict(os.environ, PATH=path))
+        results = [check_sm100(p, cuobjdump, dict(os.environ, PATH=path)) for p in sys.argv[2:]]
+        return max(results)
     result = subprocess.run([cuobjdump, "--dump-sass", sys.argv[1]], capture_output=True, text=True,
                             env=dict(os.environ, PATH=path))
     if result.returncode != 0:

@@ -151,21 +151,28 @@ const Case kCases[] = {
 
 class Sm100Kernels : public ::testing::TestWithParam<int> {};
 
+// The production kernels, then the ladder configurations (bf16 inputs only).
+constexpr int kProductionKernels = 3;
+constexpr int kAllKernels = 8;
+
 const anvil::detail::KernelInfo& kernel_of(int i) {
-  static const anvil::detail::KernelInfo* const kAll[] = {&anvil::detail::kSm100Gemm, &anvil::detail::kSm100GemmStatic,
-                                                          &anvil::detail::kSm100Gemm1Cta};
+  using namespace anvil::detail;
+  static const KernelInfo* const kAll[kAllKernels] = {&kSm100Gemm,    &kSm100GemmStatic, &kSm100Gemm1Cta,
+                                                      &kSm100Ladder1, &kSm100Ladder2,    &kSm100Ladder3,
+                                                      &kSm100Ladder4, &kSm100Ladder5};
   return *kAll[i];
 }
 
 TEST_P(Sm100Kernels, MatchReference) {
   SKIP_WITHOUT_SM100();
   for (const Case& c : kCases) {
+    if (GetParam() >= kProductionKernels && c.input != DataType::kBF16) continue;
     SCOPED_TRACE(c.name);
     run_case(kernel_of(GetParam()), c);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Sm100, Sm100Kernels, ::testing::Values(0, 1, 2),
+INSTANTIATE_TEST_SUITE_P(Sm100, Sm100Kernels, ::testing::Range(0, kAllKernels),
                          [](const auto& info) {
                            std::string name = kernel_of(info.param).name;
                            for (char& ch : name) ch = ch == '-' ? '_' : ch;
@@ -178,7 +185,7 @@ TEST(Sm100Refusal, OtherDevicesGetNotSupported) {
   const std::string reason = no_sm100_reason();
   if (reason.empty()) GTEST_SKIP() << "this is an sm_100 GPU: nothing to refuse";
   GemmDesc desc = make_desc(kCases[0]);
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < kAllKernels; ++i) {
     anvil::Diagnostic diag;
     EXPECT_EQ(kernel_of(i).check(desc, nullptr, &diag), Status::kNotSupported);
     EXPECT_NE(std::string(diag.message).find("needs an sm_100 GPU"), std::string::npos) << diag.message;

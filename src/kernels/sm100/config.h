@@ -6,16 +6,29 @@
 
 namespace anvil::detail {
 
+// How clusters get their tiles.
+enum class Sm100Schedule {
+  // Cluster launch control: one cluster launched per tile; clusters that finish early
+  // cancel clusters not yet started and take over their tiles.
+  kClc,
+  // Static persistent: as many clusters as fit at once, each striding over the tiles.
+  kStaticPersistent,
+  // One tile per cluster, one cluster per tile (the plain grid; ladder configurations).
+  kOneTilePerCluster,
+};
+
 // kCtaGroup 2: a CTA pair computes a 256 x 256 tile with tcgen05.mma.cta_group::2, each
 // CTA holding half of A's rows and half of B's columns; 1: one CTA, 128 x 256.
-// kClc: cluster launch control schedules the tiles (one cluster launched per tile, early
-// finishers cancel and take over clusters not yet started); otherwise the static
-// persistent schedule (as many clusters as fit, each striding over the tiles).
-template <int kCtaGroup_, int kStages_, bool kClc_>
+// kAccumulatorBuffers: 2 lets the epilogue drain one tile's accumulator while the MMA
+// fills the next (persistent schedules); 1 leaves half of TMEM to a second resident CTA.
+// kBand: tile rows per raster band of the tile scheduler (L2 reuse); 1 = row-major.
+template <int kCtaGroup_, int kStages_, Sm100Schedule kSchedule_, int kAccumulatorBuffers_ = 2, int kBand_ = 8>
 struct Sm100Config {
   static constexpr int kCtaGroup = kCtaGroup_;
   static constexpr int kStages = kStages_;
-  static constexpr bool kClc = kClc_;
+  static constexpr Sm100Schedule kSchedule = kSchedule_;
+  static constexpr bool kClc = kSchedule_ == Sm100Schedule::kClc;
+  static constexpr int kBand = kBand_;
 
   static constexpr int kRowsPerCta = 128;  // TMEM lanes: one accumulator row each
   static constexpr int kTileM = kRowsPerCta * kCtaGroup;
@@ -37,10 +50,11 @@ struct Sm100Config {
 
   // Accumulators: two buffers of kTileN fp32 columns, so the epilogue drains one while
   // the MMA warp fills the other.
-  static constexpr int kAccumulatorBuffers = sm100::budget::kAccumulatorBuffers;
+  static constexpr int kAccumulatorBuffers = kAccumulatorBuffers_;
   static constexpr int kAccumulatorColumns = kTileN;
   static constexpr int kTmemColumns = kAccumulatorBuffers * kAccumulatorColumns;
   static_assert(kTmemColumns <= sm100::budget::kTmemColumns);
+  static_assert(kTmemColumns == 256 || kTmemColumns == 512, "TMEM is allocated in powers of two columns");
 
   // CLC responses in flight: the producer asks for tile t+1 while it loads tile t, and the
   // epilogue may still be reading tile t-1's.
