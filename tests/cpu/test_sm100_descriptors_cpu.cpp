@@ -119,3 +119,39 @@ TEST(Sm100Budget, PairGemmFits) {
 }
 
 }  // namespace
+
+#include "kernels/sm100/config.h"
+
+namespace {
+
+using anvil::detail::Sm100Config;
+using anvil::detail::Sm100Schedule;
+
+// The pair configuration's bookkeeping: what each barrier must count.
+TEST(Sm100Config, PairBarrierCounts) {
+  using Pair = Sm100Config<2, anvil::sm100::budget::kPairGemmStages, Sm100Schedule::kClc>;
+  EXPECT_EQ(Pair::kTileM, 256);
+  EXPECT_EQ(Pair::kBRowsPerCta, 128);
+  // Both CTAs' A (128 x 64) and B (128 x 64) halves land on the even CTA's full barrier.
+  EXPECT_EQ(Pair::kStageTxBytes, 2 * (128 * 64 * 2 + 128 * 64 * 2));
+  EXPECT_EQ(Pair::kStageTxBytes, 64 * 1024);
+  // A CLC response is read by both producers, the MMA thread and eight epilogue warps.
+  EXPECT_EQ(Pair::kClcConsumers, 2 + 1 + 8);
+  EXPECT_EQ(Pair::kTmemColumns, 512);
+  EXPECT_EQ(Pair::kThreads, 192);
+  EXPECT_TRUE(valid_f16_shape(Pair::kCtaGroup, Pair::kTileM, Pair::kTileN));
+}
+
+TEST(Sm100Config, SingleCtaBarrierCounts) {
+  using Single = Sm100Config<1, 4, Sm100Schedule::kClc>;
+  EXPECT_EQ(Single::kTileM, 128);
+  EXPECT_EQ(Single::kBRowsPerCta, 256);
+  EXPECT_EQ(Single::kStageTxBytes, 128 * 64 * 2 + 256 * 64 * 2);
+  EXPECT_EQ(Single::kClcConsumers, 1 + 1 + 4);
+  EXPECT_TRUE(valid_f16_shape(Single::kCtaGroup, Single::kTileM, Single::kTileN));
+  // Four 48 KiB stages fit one CTA; a fifth would not.
+  EXPECT_LE(4 * (Single::kStageBytesA + Single::kStageBytesB) + 2048, anvil::sm100::budget::kSmemPerBlockBytes);
+  EXPECT_GT(5 * (Single::kStageBytesA + Single::kStageBytesB) + 2048, anvil::sm100::budget::kSmemPerBlockBytes);
+}
+
+}  // namespace

@@ -22,13 +22,18 @@ enum class Sm100Schedule {
 // kAccumulatorBuffers: 2 lets the epilogue drain one tile's accumulator while the MMA
 // fills the next (persistent schedules); 1 leaves half of TMEM to a second resident CTA.
 // kBand: tile rows per raster band of the tile scheduler (L2 reuse); 1 = row-major.
-template <int kCtaGroup_, int kStages_, Sm100Schedule kSchedule_, int kAccumulatorBuffers_ = 2, int kBand_ = 8>
+// kEpiloguePerActivation: one epilogue loop compiled per activation (the activation a
+// compile-time constant in it), or one loop that reads it at run time - a sixth of the
+// epilogue code and build time, for configurations measured without epilogue math.
+template <int kCtaGroup_, int kStages_, Sm100Schedule kSchedule_, int kAccumulatorBuffers_ = 2, int kBand_ = 8,
+          bool kEpiloguePerActivation_ = true>
 struct Sm100Config {
   static constexpr int kCtaGroup = kCtaGroup_;
   static constexpr int kStages = kStages_;
   static constexpr Sm100Schedule kSchedule = kSchedule_;
   static constexpr bool kClc = kSchedule_ == Sm100Schedule::kClc;
   static constexpr int kBand = kBand_;
+  static constexpr bool kEpiloguePerActivation = kEpiloguePerActivation_;
 
   static constexpr int kRowsPerCta = 128;  // TMEM lanes: one accumulator row each
   static constexpr int kTileM = kRowsPerCta * kCtaGroup;

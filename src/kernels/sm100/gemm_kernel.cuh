@@ -231,7 +231,7 @@ __device__ __forceinline__ void run_sm100_epilogue(const Sm100Params& params, Sm
                                                    TileStream<Config> stream, uint32_t tmem_base,
                                                    uint32_t cta_rank, int warp, int lane) {
   const EpilogueParams& p = params.epilogue;
-  const bool swiglu = kAct == Activation::kSwiGLU;
+  const bool swiglu = kAct == kRuntimeActivation ? p.activation == Activation::kSwiGLU : kAct == Activation::kSwiGLU;
   const int quarter = warp % 4;  // the TMEM lanes this warp may access
   for (;;) {
     const int t = stream.turn;
@@ -331,9 +331,13 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm100_gemm_kernel(const _
   } else if (warp == Config::kMmaWarp) {
     if (lane == 0 && cta_rank == 0) run_sm100_mma<Config, kInput>(params, shared, stream, tmem_base);
   } else {
-    visit_activation(params.epilogue.activation, [&](auto act) {
-      run_sm100_epilogue<Config, decltype(act)::value>(params, shared, stream, tmem_base, cta_rank, warp, lane);
-    });
+    if constexpr (Config::kEpiloguePerActivation) {
+      visit_activation(params.epilogue.activation, [&](auto act) {
+        run_sm100_epilogue<Config, decltype(act)::value>(params, shared, stream, tmem_base, cta_rank, warp, lane);
+      });
+    } else {
+      run_sm100_epilogue<Config, kRuntimeActivation>(params, shared, stream, tmem_base, cta_rank, warp, lane);
+    }
   }
 
   // Nobody leaves, and TMEM is not freed, while a peer may still arrive on this CTA's
