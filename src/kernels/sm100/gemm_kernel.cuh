@@ -156,6 +156,12 @@ __device__ __forceinline__ void run_sm100_producer(const Sm100Params& params, Sm
       ring.template advance<Config::kStages>();
     }
   }
+  // The tail: wait until the MMA thread has released every stage, so that no
+  // tcgen05.commit arrival is still on its way to this CTA's barriers when it exits.
+  for (int s = 0; s < Config::kStages; ++s) {
+    sm90::mbarrier_wait(&shared.empty[ring.index], ring.phase ^ 1u);
+    ring.template advance<Config::kStages>();
+  }
 }
 
 // The even CTA's MMA thread: one tcgen05.mma per K = 16 slice; the pair's instruction
@@ -201,6 +207,12 @@ __device__ __forceinline__ void run_sm100_mma(const Sm100Params& params, Sm100Sh
     } else {
       sm100::tcgen05_commit(&shared.accumulator_full[buffer]);
     }
+  }
+  // The tail: wait until both CTAs' epilogues have released every buffer, so that no
+  // remote arrival is still on its way to this CTA's barriers when it exits.
+  for (int t = stream.turn - 1; t < stream.turn - 1 + Config::kAccumulatorBuffers; ++t) {
+    const uint32_t use_parity = static_cast<uint32_t>(t / Config::kAccumulatorBuffers) & 1u;
+    sm90::mbarrier_wait(&shared.accumulator_empty[t % Config::kAccumulatorBuffers], use_parity ^ 1u);
   }
 }
 
