@@ -8,6 +8,8 @@
 # checks the compute capability first, so neither family is ever launched on the other's
 # GPU.
 option(ANVIL_SM100 "Build the Blackwell (sm_100a) kernels" ON)
+# A first-run aid: barrier waits that last seconds print where they are and trap.
+option(ANVIL_SM100_HANG_CHECK "Blackwell kernels trap on a barrier wait of seconds, naming it" OFF)
 
 if(ANVIL_SM100)
   add_library(anvil_sm100 OBJECT
@@ -25,6 +27,9 @@ if(ANVIL_SM100)
     $<$<COMPILE_LANGUAGE:CUDA>:-Xptxas=-warn-spills>
     $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>)
   target_link_libraries(anvil_sm100 PRIVATE CUDA::cudart_static)
+  if(ANVIL_SM100_HANG_CHECK)
+    target_compile_definitions(anvil_sm100 PRIVATE ANVIL_SM100_HANG_CHECK=1)
+  endif()
   # The objects go into libanvil.a itself.
   target_sources(anvil PRIVATE $<TARGET_OBJECTS:anvil_sm100>)
   target_compile_definitions(anvil PRIVATE ANVIL_HAVE_SM100=1)

@@ -19,6 +19,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <cstdio>
 
 #include "arch/sm100/clc.cuh"
 #include "arch/sm100/descriptors.h"
@@ -37,6 +38,38 @@
 #include "kernels/sm90/tile_scheduler.cuh"
 
 namespace anvil::detail {
+
+// Where a role waits; named in the hang check's report.
+enum class WaitSite : int {
+  kStageEmpty,            // producer: a stage's previous contents consumed by the MMA
+  kStageEmptyTail,        // producer, at its end: every stage released
+  kStageFull,             // MMA: a stage's TMA loads (both CTAs') landed
+  kAccumulatorEmpty,      // MMA: the epilogue drained a TMEM buffer
+  kAccumulatorEmptyTail,  // MMA, at its end: every TMEM buffer drained
+  kAccumulatorFull,       // epilogue: a tile's MMAs finished
+  kClcFull,               // any role: a CLC response arrived
+  kClcEmpty,              // producer: every role read the previous response in the slot
+};
+
+// An mbarrier wait. Built with ANVIL_SM100_HANG_CHECK (cmake -DANVIL_SM100_HANG_CHECK=ON)
+// a wait that lasts about 2^32 cycles (seconds) prints the site, CTA and thread and traps,
+// so that a wrong phase or count on a first run fails with its place named instead of
+// hanging.
+__device__ __forceinline__ void wait_barrier(uint64_t* bar, uint32_t parity, WaitSite site) {
+#if defined(ANVIL_SM100_HANG_CHECK)
+  const long long start = clock64();
+  while (!sm90::mbarrier_try_wait(bar, parity)) {
+    if (clock64() - start > (1ll << 32)) {
+      printf("sm100 hang check: wait site %d (parity %u) in CTA %d thread %d\n", static_cast<int>(site), parity,
+             static_cast<int>(blockIdx.x), static_cast<int>(threadIdx.x));
+      __trap();
+    }
+  }
+#else
+  (void)site;
+  sm90::mbarrier_wait(bar, parity);
+#endif
+}
 
 template <class Config>
 struct Sm100Shared {
@@ -83,7 +116,7 @@ struct TileStream {
       if (t == 0) return cluster;
       const int slot = (t - 1) % Config::kClcStages;
       const uint32_t parity = static_cast<uint32_t>((t - 1) / Config::kClcStages) & 1u;
-      sm90::mbarrier_wait(&shared.clc_full[slot], parity);
+      wait_barrier(&shared.clc_full[slot], parity, WaitSite::kClcFull);
       uint32_t first_cta = 0;
       const bool canceled = sm100::clc_query(&shared.clc[slot], &first_cta);
       if (release_elected) sm100::mbarrier_arrive_remote(sm100::peer_smem_addr(&shared.clc_empty[slot], 0));
@@ -99,7 +132,7 @@ template <class Config>
 __device__ __forceinline__ void request_next_tile(Sm100Shared<Config>& shared, int t) {
   const int slot = t % Config::kClcStages;
   const uint32_t parity = (static_cast<uint32_t>(t / Config::kClcStages) & 1u) ^ 1u;
-  sm90::mbarrier_wait(&shared.clc_empty[slot], parity);
+  wait_barrier(&shared.clc_empty[slot], parity, WaitSite::kClcEmpty);
   // The consumers' reads of the previous response (generic proxy) come before the async
   // proxy overwrites it.
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -131,7 +164,7 @@ __device__ __forceinline__ void run_sm100_producer(const Sm100Params& params, Sm
     const int a_row = tile.m_tile * Config::kTileM + static_cast<int>(cta_rank) * Config::kRowsPerCta;
     const int b_row = tile.n_tile * Config::kTileN + static_cast<int>(cta_rank) * Config::kBRowsPerCta;
     for (int kt = 0; kt < params.k_tiles; ++kt) {
-      sm90::mbarrier_wait(&shared.empty[ring.index], ring.phase ^ 1u);
+      wait_barrier(&shared.empty[ring.index], ring.phase ^ 1u, WaitSite::kStageEmpty);
       if (leader) sm90::mbarrier_arrive_expect_tx(&shared.full[ring.index], Config::kStageTxBytes);
       const int k = kt * Config::kBlockK;
       if constexpr (Config::kCtaGroup == 2) {
@@ -159,7 +192,7 @@ __device__ __forceinline__ void run_sm100_producer(const Sm100Params& params, Sm
   // The tail: wait until the MMA thread has released every stage, so that no
   // tcgen05.commit arrival is still on its way to this CTA's barriers when it exits.
   for (int s = 0; s < Config::kStages; ++s) {
-    sm90::mbarrier_wait(&shared.empty[ring.index], ring.phase ^ 1u);
+    wait_barrier(&shared.empty[ring.index], ring.phase ^ 1u, WaitSite::kStageEmptyTail);
     ring.template advance<Config::kStages>();
   }
 }
@@ -180,11 +213,11 @@ __device__ __forceinline__ void run_sm100_mma(const Sm100Params& params, Sm100Sh
     const int buffer = t % Config::kAccumulatorBuffers;
     const uint32_t use_parity = static_cast<uint32_t>(t / Config::kAccumulatorBuffers) & 1u;
     // The epilogue (of both CTAs) has drained this buffer's previous tile.
-    sm90::mbarrier_wait(&shared.accumulator_empty[buffer], use_parity ^ 1u);
+    wait_barrier(&shared.accumulator_empty[buffer], use_parity ^ 1u, WaitSite::kAccumulatorEmpty);
     sm100::tcgen05_fence_after_thread_sync();
     const uint32_t tmem_d = tmem_base + static_cast<uint32_t>(buffer * Config::kAccumulatorColumns);
     for (int kt = 0; kt < params.k_tiles; ++kt) {
-      sm90::mbarrier_wait(&shared.full[ring.index], ring.phase);
+      wait_barrier(&shared.full[ring.index], ring.phase, WaitSite::kStageFull);
       sm100::tcgen05_fence_after_thread_sync();
       const uint64_t desc_a = sm100::make_kmajor_sw128_desc(sm90::smem_addr(shared.a[ring.index]));
       const uint64_t desc_b = sm100::make_kmajor_sw128_desc(sm90::smem_addr(shared.b[ring.index]));
@@ -212,7 +245,8 @@ __device__ __forceinline__ void run_sm100_mma(const Sm100Params& params, Sm100Sh
   // remote arrival is still on its way to this CTA's barriers when it exits.
   for (int t = stream.turn - 1; t < stream.turn - 1 + Config::kAccumulatorBuffers; ++t) {
     const uint32_t use_parity = static_cast<uint32_t>(t / Config::kAccumulatorBuffers) & 1u;
-    sm90::mbarrier_wait(&shared.accumulator_empty[t % Config::kAccumulatorBuffers], use_parity ^ 1u);
+    wait_barrier(&shared.accumulator_empty[t % Config::kAccumulatorBuffers], use_parity ^ 1u,
+                 WaitSite::kAccumulatorEmptyTail);
   }
 }
 
@@ -251,7 +285,8 @@ __device__ __forceinline__ void run_sm100_epilogue(const Sm100Params& params, Sm
     if (linear < 0) break;
     const TileCoord tile = params.scheduler.tile(linear, 0);
     const int buffer = t % Config::kAccumulatorBuffers;
-    sm90::mbarrier_wait(&shared.accumulator_full[buffer], static_cast<uint32_t>(t / Config::kAccumulatorBuffers) & 1u);
+    wait_barrier(&shared.accumulator_full[buffer], static_cast<uint32_t>(t / Config::kAccumulatorBuffers) & 1u,
+                 WaitSite::kAccumulatorFull);
     sm100::tcgen05_fence_after_thread_sync();
 
     const int64_t row = static_cast<int64_t>(tile.m_tile) * Config::kTileM +

@@ -37,7 +37,9 @@ Status sm100_check(const char* name, const GemmDesc& desc, const GemmArgs* args,
   const int64_t tiles = ((desc.m + Config::kTileM - 1) / Config::kTileM) *
                         ((desc.n + Config::kTileN - 1) / Config::kTileN) * desc.batch;
   // CLC launches one cluster per tile: the grid's x extent bounds the tile count.
-  if (tiles * Config::kCtaGroup > (int64_t{1} << 31) - 1) return fail(diag, Status::kNotSupported, "%s: too many tiles", name);
+  if (tiles * Config::kCtaGroup > (int64_t{1} << 31) - 1) {
+    return fail(diag, Status::kNotSupported, "%s: too many tiles", name);
+  }
   return Status::kSuccess;
 }
 
