@@ -51,6 +51,10 @@ if(ANVIL_SM100)
   # The verification toolkit (random fill, poison, reference GEMM) is plain CUDA: it also
   # gets sm_100a code, so that the GPU tests can run on a B200.
   target_compile_options(anvil_verify PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-gencode=arch=compute_100a,code=sm_100a>)
+  # So is the benchmark's own device code (its timing kernels), which measures the ladder.
+  if(TARGET anvil-bench)
+    target_compile_options(anvil-bench PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-gencode=arch=compute_100a,code=sm_100a>)
+  endif()
 endif()
 
 if(ANVIL_SM100 AND ANVIL_BUILD_TESTS)
