@@ -12,27 +12,36 @@ option(ANVIL_SM100 "Build the Blackwell (sm_100a) kernels" ON)
 option(ANVIL_SM100_HANG_CHECK "Blackwell kernels trap on a barrier wait of seconds, naming it" OFF)
 
 if(ANVIL_SM100)
-  add_library(anvil_sm100 OBJECT
-    src/kernels/sm100/gemm_sm100.cu
-    # The seeds' steps as configurations (lab; see docs/blackwell.md, "Ladder").
-    src/kernels/sm100/ladder_sm100.cu
-  )
-  target_include_directories(anvil_sm100 PRIVATE include src)
-  set_target_properties(anvil_sm100 PROPERTIES CUDA_ARCHITECTURES OFF CUDA_SEPARABLE_COMPILATION OFF
+  # sm_100a device code only: the flags of anvil_cuda_target without its architectures.
+  function(anvil_sm100_target target)
+    set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES OFF CUDA_SEPARABLE_COMPILATION OFF
                                                POSITION_INDEPENDENT_CODE ON)
-  target_compile_options(anvil_sm100 PRIVATE
-    $<$<COMPILE_LANGUAGE:CUDA>:-gencode=arch=compute_100a,code=sm_100a>
-    $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20>
-    $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>
-    $<$<COMPILE_LANGUAGE:CUDA>:-Xptxas=-warn-spills>
-    $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>)
-  target_link_libraries(anvil_sm100 PRIVATE CUDA::cudart_static)
-  if(ANVIL_SM100_HANG_CHECK)
-    target_compile_definitions(anvil_sm100 PRIVATE ANVIL_SM100_HANG_CHECK=1)
-  endif()
-  # The objects go into libanvil.a itself.
+    target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
+    target_compile_options(${target} PRIVATE
+      $<$<COMPILE_LANGUAGE:CUDA>:-gencode=arch=compute_100a,code=sm_100a>
+      $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20>
+      $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>
+      $<$<COMPILE_LANGUAGE:CUDA>:-Xptxas=-warn-spills>
+      $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>)
+    if(ANVIL_SM100_HANG_CHECK)
+      target_compile_definitions(${target} PRIVATE ANVIL_SM100_HANG_CHECK=1)
+    endif()
+  endfunction()
+
+  # The production kernels: their objects go into libanvil.a itself.
+  add_library(anvil_sm100 OBJECT src/kernels/sm100/gemm_sm100.cu)
+  anvil_sm100_target(anvil_sm100)
   target_sources(anvil PRIVATE $<TARGET_OBJECTS:anvil_sm100>)
   target_compile_definitions(anvil PRIVATE ANVIL_HAVE_SM100=1)
+
+  # The seeds' steps as configurations (docs/blackwell.md, "Ladder"): lab kernels, into
+  # libanvil_lab.a with the Hopper ladder.
+  if(TARGET anvil_lab)
+    add_library(anvil_sm100_lab OBJECT lab/kernels/sm100/ladder_sm100.cu)
+    anvil_sm100_target(anvil_sm100_lab)
+    target_sources(anvil_lab PRIVATE $<TARGET_OBJECTS:anvil_sm100_lab>)
+    target_compile_definitions(anvil_lab PRIVATE ANVIL_HAVE_SM100=1)
+  endif()
 endif()
 
 if(ANVIL_BUILD_TESTS)
@@ -50,19 +59,21 @@ endif()
 if(ANVIL_SM100)
   # The verification toolkit (random fill, poison, reference GEMM) is plain CUDA: it also
   # gets sm_100a code, so that the GPU tests can run on a B200.
-  target_compile_options(anvil_verify PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-gencode=arch=compute_100a,code=sm_100a>)
+  if(TARGET anvil_verify_kernels)
+    target_compile_options(anvil_verify_kernels PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-gencode=arch=compute_100a,code=sm_100a>)
+  endif()
   # So is the benchmark's own device code (its timing kernels), which measures the ladder.
   if(TARGET anvil-bench)
     target_compile_options(anvil-bench PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-gencode=arch=compute_100a,code=sm_100a>)
   endif()
 endif()
 
-if(ANVIL_SM100 AND ANVIL_BUILD_TESTS)
+if(ANVIL_SM100 AND ANVIL_BUILD_TESTS AND TARGET anvil_lab)
   # The Blackwell GEMM against the GPU reference: without an sm_100 GPU every kernel test
   # skips with "no sm_100 GPU: <reason>" and CTest reports the entry skipped.
   add_executable(anvil_sm100_gpu_tests tests/gpu/test_sm100_gpu.cpp)
   target_include_directories(anvil_sm100_gpu_tests PRIVATE src)
-  target_link_libraries(anvil_sm100_gpu_tests PRIVATE anvil anvil_verify GTest::gtest GTest::gtest_main)
+  target_link_libraries(anvil_sm100_gpu_tests PRIVATE anvil_lab anvil anvil_verify GTest::gtest GTest::gtest_main)
   target_compile_options(anvil_sm100_gpu_tests PRIVATE -Wall -Wextra -Wpedantic)
   add_test(NAME anvil_sm100_gpu_tests.kernels COMMAND anvil_sm100_gpu_tests --gtest_filter=Sm100/*)
   set_tests_properties(anvil_sm100_gpu_tests.kernels PROPERTIES LABELS gpu TIMEOUT 600
@@ -76,12 +87,12 @@ endif()
 # tcgen05 MMA (and its 2-CTA form), TMEM loads, CLC requests, no local memory, registers
 # within the limit. Reads the one object file, not the whole library. Skips (77) without
 # cuobjdump.
-if(ANVIL_SM100 AND ANVIL_BUILD_TESTS)
+if(ANVIL_SM100 AND ANVIL_BUILD_TESTS AND TARGET anvil_lab)
   find_package(Python3 COMPONENTS Interpreter)
   if(Python3_FOUND)
     add_test(NAME sass_check_sm100
              COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/check_sass.py --sm100
-                     $<TARGET_OBJECTS:anvil_sm100>
+                     $<TARGET_OBJECTS:anvil_sm100> $<TARGET_OBJECTS:anvil_sm100_lab>
              COMMAND_EXPAND_LISTS)
     set_tests_properties(sass_check_sm100 PROPERTIES LABELS cpu SKIP_RETURN_CODE 77 TIMEOUT 300)
   endif()

@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# The one command for the GPU machine: configure, build, run the GPU tests and the
-# benchmark suites, writing logs and JSON under $OUT (default ./out).
+# The one command for the GPU machine, writing logs and JSON under $OUT (default ./out).
 #
-#   scripts/gpu_run.sh [phase ...]     phases: build tests fuzz sanitize probe llm decode splits streamk fit anchors ablations epilogue unaligned square ladder all (default: all)
+#   scripts/gpu_run.sh               anvil against cuBLAS on the LLM suite: builds the library
+#                                    and anvil-bench only, runs the suite, prints its table
+#                                    (scripts/results_table.py) and draws its chart
+#                                    (scripts/plot_results.py, when matplotlib is there).
+#                                    A few minutes on an H200.
+#   scripts/gpu_run.sh full          every developer phase below, in this order (`all` too).
+#   scripts/gpu_run.sh phase ...     only these phases: build tests fuzz sanitize probe llm
+#                                    decode splits streamk fit anchors ablations epilogue
+#                                    unaligned square ladder.
 #
 # Environment: OUT (results folder), ANVIL_BUILD_DIR (default build-gpu), DTYPE (bf16),
 # FUZZ_SEED (default: today's date as a number), FUZZ_PROBLEMS (2000).
@@ -13,8 +20,12 @@ BUILD=${ANVIL_BUILD_DIR:-build-gpu}
 DTYPE=${DTYPE:-bf16}
 mkdir -p "$OUT"
 phases=("$@")
-[ ${#phases[@]} -eq 0 ] && phases=(all)
-want() { for p in "${phases[@]}"; do [ "$p" = "$1" ] || [ "$p" = all ] && return 0; done; return 1; }
+quick=0
+if [ ${#phases[@]} -eq 0 ]; then
+  quick=1
+  phases=(quick)
+fi
+want() { for p in "${phases[@]}"; do [ "$p" = "$1" ] || [ "$p" = all ] || [ "$p" = full ] && return 0; done; return 1; }
 status=0
 export ANVIL_COMMIT=${ANVIL_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 # As scripts/test.sh: a toolkit installed in its default place but not on PATH.
@@ -24,12 +35,44 @@ fi
 bench="$BUILD/tools/anvil-bench"
 stamp=$(date -u +%Y-%m-%d)
 
-if want build || [ ! -x "$bench" ]; then
+# Built when asked for, and whenever a binary a phase needs is missing (a quick run builds
+# anvil-bench alone).
+needs_build=0
+[ -x "$bench" ] || needs_build=1
+if [ $quick = 0 ]; then
+  for binary in tests/anvil_gpu_tests tests/anvil_cpu_tests tools/fuzz/anvil-fuzz tools/anvil-stream-probe; do
+    [ -x "$BUILD/$binary" ] || needs_build=1
+  done
+fi
+if [ $quick = 1 ] || want build || [ $needs_build = 1 ]; then
   scripts/install_deps.sh >"$OUT/install.log" 2>&1
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv >"$OUT/gpu.txt" 2>&1
-  { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C "$BUILD"; } >"$OUT/build.log" 2>&1 \
+  # The quick run needs anvil-bench alone (the library, the lab, the verification code);
+  # every other phase needs the test binaries and the other tools too.
+  targets=()
+  [ $quick = 1 ] && targets=(--target anvil-bench)
+  echo "== build (${targets[*]:-everything}) =="
+  { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build "$BUILD" "${targets[@]}"; } >"$OUT/build.log" 2>&1 \
     || { tail -50 "$OUT/build.log"; echo "BUILD FAILED"; exit 1; }
   grep -E "warning|spill|C75" "$OUT/build.log" | head -20
+fi
+
+if [ $quick = 1 ]; then
+  # anvil (the dispatcher's choice) against cuBLAS on the LLM suite, each result checked
+  # against the reference before it is timed.
+  echo "== anvil vs cuBLAS: suites/llm.json ($DTYPE) =="
+  "$bench" --shapes suites/llm.json --dtype "$DTYPE" --kernels anvil,cublas --json "$OUT/llm.json" \
+    2>"$OUT/llm.err" >"$OUT/llm.txt" || { status=1; tail -20 "$OUT/llm.err"; }
+  if [ -s "$OUT/llm.json" ]; then
+    python3 scripts/results_table.py "$OUT/llm.json" | tee "$OUT/llm-table.md"
+    if python3 -c "import matplotlib" 2>/dev/null; then
+      python3 scripts/plot_results.py "$OUT/llm.json" -o "$OUT/llm.png" --title "anvil vs cuBLAS, LLM shapes ($DTYPE)" \
+        && echo "chart: $OUT/llm.png" || status=1
+    else
+      echo "no chart: matplotlib is not installed (pip install matplotlib, then: python3 scripts/plot_results.py $OUT/llm.json)"
+    fi
+    echo "results: $OUT/llm.json; every developer phase: scripts/gpu_run.sh full"
+  fi
 fi
 
 if want tests; then
@@ -74,7 +117,7 @@ if want sanitize; then
 fi
 
 if want probe; then
-  # Weight-streaming bandwidth by CTA cut, no math (tools/probes/stream_probe.cu).
+  # Weight-streaming bandwidth by CTA cut, no math (lab/probes/stream_probe.cu).
   "$BUILD/tools/anvil-stream-probe" --json "$OUT/stream-probe-$stamp.json" 2>"$OUT/probe.err" | tee "$OUT/probe.txt" || status=1
 fi
 
@@ -164,7 +207,7 @@ if want ablations; then
     --kernels ladder-04-swizzle,ladder-05-pipeline,ablation-05-two-stages,ladder-07-two-consumers,ladder-08-tma-store,ladder-09-cluster-multicast,ablation-09-no-multicast,ablation-09-cross-release,ablation-09-four-stages,ladder-10-persistent,sm90-gemm,cublas \
     --json "$OUT/ablations-$DTYPE-$stamp.json" 2>"$OUT/ablations.err" | tee "$OUT/ablations.txt" || status=1
   # The production pairs against one-change variants of their configuration (stages,
-  # tile shape, epilogue path) on the prefill shapes (src/kernels/ablations/tile_shape_ablations.cu).
+  # tile shape, epilogue path) on the prefill shapes (lab/kernels/ablations/tile_shape_ablations.cu).
   "$bench" --shapes suites/llm.json --only square-4096,square-8192,llama70b-prefill-qkv,llama70b-prefill-mlp_up,llama70b-prefill-mlp_down,gemma3-27b-512x8192x5376 \
     --dtype "$DTYPE" --kernels sm90-gemm,ablation-10-wide-4stage,ablation-10-tall-4stage,ablation-10-tall-3stage,ablation-10-tall-4stage-tma2,ladder-10-persistent,cublas \
     --json "$OUT/ablations-prefill-$DTYPE-$stamp.json" 2>>"$OUT/ablations.err" | tee -a "$OUT/ablations.txt" || status=1

@@ -3,3 +3,5 @@
 
 #include "anvil/gemm.h"
 #include "anvil/swiglu.h"
+#include "anvil/version.h"
+#include "anvil/tuning.h"

@@ -20,13 +20,14 @@ namespace anvil {
 
 enum class Status : int {
   kSuccess = 0,
-  kInvalidArgument,    // null pointer, negative size, leading dimension too small, ...
+  kInvalidArgument,    // null pointer, negative size, leading dimension too small, D overlapping an input, ...
   kMisalignedOperand,  // a pointer or stride breaks an alignment no kernel can work around
   kNotSupported,       // the combination (dtype, layout, epilogue, kernel) is not implemented
   kWorkspaceTooSmall,  // workspace_bytes < workspace_size(desc)
   kArchMismatch,       // the current GPU cannot run the chosen kernel (anvil needs sm_90)
   kCudaError,          // a CUDA runtime call failed; the message names it
   kInternalError,
+  kDriverUnavailable,  // no CUDA driver, one too old for anvil's runtime, or no GPU it can use
 };
 
 enum class DataType : int { kBF16 = 0, kF16, kF32 };
@@ -68,7 +69,7 @@ struct GemmDesc {
   float beta = 0.0f;
   EpilogueDesc epilogue;
   // nullptr or "auto": the dispatcher picks. Otherwise the name of one kernel
-  // (see kernel_name()), e.g. "ladder-04-swizzle" or "sm90-persistent".
+  // (see kernel_name()), e.g. "sm90-gemm" or "sm90-decode".
   const char* kernel = nullptr;
   // Batch invariance: a row of D is bitwise the same whatever m is (whatever other rows
   // share the call). The dispatcher then makes no m-dependent choice: K-major problems
@@ -77,7 +78,9 @@ struct GemmDesc {
   bool batch_invariant = false;
 };
 
-// Where the data is. c may equal d (in-place residual add); c may be null when beta == 0.
+// Where the data is. c may equal d (in-place residual add: same pointer and layout) but
+// may not overlap it otherwise; d may not overlap a or b. c may be null when beta == 0,
+// a and b when k == 0. Each pointer must be aligned to its element size.
 struct GemmArgs {
   const void* a = nullptr;
   const void* b = nullptr;

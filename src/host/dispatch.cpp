@@ -1,119 +1,210 @@
-// The public entry points: validation, kernel choice, launch.
+// The public entry points: validation, the planner's choice (src/plan/), launch.
+#include <cstdio>
 #include <cstring>
 
 #include "anvil/gemm.h"
+#include "host/plan_cache.h"
 #include "host/registry.h"
 #include "host/validate.h"
-#include "kernels/sm90/decode_plan.h"
+#include "plan/launch.h"
+#include "plan/tuning.h"
 
-namespace anvil {
+namespace anvil::detail {
+
+extern const KernelInfo kSm90Gemm;
+extern const KernelInfo kSm90Decode;
+extern const KernelInfo kSm90DecodeLdg;
+extern const KernelInfo kSm90DecodeR64;
+extern const KernelInfo kSm90DecodeLdgR64;
+extern const KernelInfo kLadder01Naive;
+
 namespace {
 
-using detail::KernelInfo;
+// Each family's registry entry, by KernelFamily: its checks (and the fallback's launch).
+const KernelInfo* const kFamilyKernels[kKernelFamilies] = {&kSm90Gemm,      &kSm90Decode,       &kSm90DecodeLdg,
+                                                            &kSm90DecodeR64, &kSm90DecodeLdgR64, &kLadder01Naive};
 
 bool wants_auto(const GemmDesc& desc) { return desc.kernel == nullptr || std::strcmp(desc.kernel, "auto") == 0; }
 
-// The dispatcher's preference: a decode kernel for few tokens (the load-path one for the
-// fewest, prefers_decode_ldg; the 64-row ones where their tiles all run at once unsplit,
-// prefers_decode_ldg_r64 and prefers_decode_r64; always sm90-decode for batch
-// invariance), the production Hopper kernel, then the CUDA-core naive kernel, which
-// accepts every valid problem (K = 0, odd strides, any layout). The decode kernels take
-// K-major operands in place only; other layouts go to sm90-gemm, which repacks them.
-const KernelInfo* pick(const GemmDesc& desc, const GemmArgs* args) {
-  if (desc.batch_invariant || detail::prefers_decode(desc.m, desc.n, desc.batch, detail::device_sm_count())) {
-    if (const KernelInfo* k = detail::pick_decode_kernel(desc, args)) return k;
-  }
-  for (const char* name : {"sm90-gemm", "ladder-01-naive"}) {
-    const KernelInfo* k = detail::find_kernel(name);
-    if (k != nullptr && k->check(desc, args, nullptr) == Status::kSuccess) return k;
-  }
-  return nullptr;
-}
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// Resolves the kernel for desc, running every description- and pointer-level check.
-Status resolve(const GemmDesc& desc, const GemmArgs* args, const KernelInfo** out, Diagnostic* diag) {
-  *out = nullptr;
-  Status s = detail::validate_desc(desc, diag);
-  if (s != Status::kSuccess) return s;
-  if (args != nullptr) {
-    s = detail::validate_args(desc, *args, diag);
-    if (s != Status::kSuccess) return s;
+// The plan for an automatic choice. With arguments on a usable device it comes from the
+// plan cache (the planner and the families' checks run once per problem); otherwise it is
+// made here.
+Status plan_problem(const GemmDesc& desc, const GemmArgs* args, const PlanOverrides* overrides, LaunchPlan* out,
+                    Diagnostic* diag) {
+  const auto build = [&](LaunchPlan* p) {
+    const CallFacts facts = call_facts(desc, args);
+    // The library's own calls take a tuned plan where one names the problem and the call
+    // can run it; measurements that pass overrides get exactly those.
+    *p = overrides != nullptr ? plan(desc, current_device_info(), overrides, &facts)
+                              : plan_with_tuning(desc, current_device_info(), current_device_identity(), facts);
+    if (p->family != KernelFamily::kNone && (overrides != nullptr && overrides->trace)) print_plan(*p, desc, stderr);
+    return Status::kSuccess;
+  };
+  // Overridden plans are cached apart, under a name that spells the overrides.
+  char name[PlanKey::kMaxKernelName] = "anvil-plan";
+  if (overrides != nullptr) {
+    const PlanOverrides& o = *overrides;
+    std::snprintf(name, sizeof(name), "anvil-plan/f%d/v%d/o%d%d%d/s%d/r%d/t%d", static_cast<int>(o.family),
+                  o.sm90_variant, int(o.sm90_fit_only), int(o.fit_widths), int(o.allow_stream_k), o.decode_splits,
+                  static_cast<int>(o.row_split), int(o.trace));
   }
-  if (wants_auto(desc)) {
-    *out = pick(desc, args);
-    if (*out == nullptr) return detail::fail(diag, Status::kNotSupported, "no kernel supports this problem");
-  } else {
-    *out = detail::find_kernel(desc.kernel);
-    if (*out == nullptr) return detail::fail(diag, Status::kNotSupported, "unknown kernel '%s'", desc.kernel);
-    s = (*out)->check(desc, args, diag);
-    if (s != Status::kSuccess) return s;
+  int device = 0;
+  if (args == nullptr || cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    build(out);
+  } else if (find_or_build_plan(name, desc, *args, out, nullptr, build) != Status::kSuccess) {
+    build(out);
   }
-  if (args != nullptr) {
-    const size_t need = (*out)->workspace != nullptr ? (*out)->workspace(desc, args) : 0;
-    if (args->workspace_bytes < need) {
-      return detail::fail(diag, Status::kWorkspaceTooSmall, "%s needs %zu workspace bytes, got %zu", (*out)->name, need,
-                          args->workspace_bytes);
-    }
+  if (out->family == KernelFamily::kNone) {
+    return fail(diag, Status::kNotSupported, "no kernel supports this problem (%s)", out->family_reason);
   }
   return Status::kSuccess;
 }
 
-}  // namespace
+// What a call runs: a plan (automatic choice, possibly overridden) or a kernel named in
+// the description. Runs every description- and pointer-level check, and the workspace's.
+struct Resolved {
+  LaunchPlan plan;
+  const KernelInfo* named = nullptr;
+};
 
-namespace detail {
-
-const KernelInfo* pick_decode_kernel(const GemmDesc& desc, const GemmArgs* args) {
-  const bool load_path = !desc.batch_invariant && prefers_decode_ldg(desc.m);
-  // The 64-row kernels refuse SwiGLU themselves; the next candidate takes it.
-  // The residency table is looked up only for the few-token problems the split rule weighs.
-  const bool load_path_rows64 =
-      !desc.batch_invariant &&
-      (prefers_decode_ldg_r64(desc.m, desc.n, desc.k, desc.batch, device_sm_count()) ||
-       (load_path &&
-        prefers_decode_ldg_r64_split(desc.m, desc.n, desc.k, desc.batch, device_sm_count(), decode_ldg_residency())));
-  const bool rows64 = !desc.batch_invariant && prefers_decode_r64(desc.m, desc.n, desc.batch, device_sm_count());
-  for (const char* name : {load_path_rows64 ? "sm90-decode-ldg-r64" : "", load_path ? "sm90-decode-ldg" : "",
-                           rows64 ? "sm90-decode-r64" : "", "sm90-decode"}) {
-    if (*name == '\0') continue;
-    const KernelInfo* k = find_kernel(name);
-    if (k != nullptr && k->check(desc, args, nullptr) == Status::kSuccess) return k;
+Status resolve(const GemmDesc& desc, const GemmArgs* args, const PlanOverrides* overrides, Resolved* out,
+               Diagnostic* diag) {
+  Status s = validate_desc(desc, diag);
+  if (s != Status::kSuccess) return s;
+  if (args != nullptr) {
+    s = validate_args(desc, *args, diag);
+    if (s != Status::kSuccess) return s;
   }
-  return nullptr;
+  size_t need = 0;
+  const char* name = nullptr;
+  if (wants_auto(desc)) {
+    s = plan_problem(desc, args, overrides, &out->plan, diag);
+    if (s != Status::kSuccess) return s;
+    need = out->plan.workspace_bytes;
+    name = out->plan.kernel_name;
+  } else {
+    if (overrides != nullptr) {
+      return fail(diag, Status::kInvalidArgument, "a named kernel ('%s') and plan overrides together", desc.kernel);
+    }
+    out->named = find_kernel(desc.kernel);
+    if (out->named == nullptr) return fail(diag, Status::kNotSupported, "unknown kernel '%s'", desc.kernel);
+    s = out->named->check(desc, args, diag);
+    if (s != Status::kSuccess) return s;
+    if (args != nullptr && out->named->workspace != nullptr) need = out->named->workspace(desc, args);
+    name = out->named->name;
+  }
+  if (args != nullptr && args->workspace_bytes < need) {
+    return fail(diag, Status::kWorkspaceTooSmall, "%s needs %zu workspace bytes, got %zu", name, need,
+                args->workspace_bytes);
+  }
+  return Status::kSuccess;
 }
 
-}  // namespace detail
+Status run(const GemmDesc& desc, const GemmArgs& args, const PlanOverrides* overrides, Diagnostic* diag,
+           LaunchPlan* ran) {
+  Resolved r;
+  Status s = resolve(desc, &args, overrides, &r, diag);
+  if (s != Status::kSuccess) return s;
+  if (ran != nullptr) *ran = r.plan;
+  if (is_noop(desc)) return Status::kSuccess;
+  s = validate_device(diag);
+  if (s != Status::kSuccess) return s;
+  return r.named != nullptr ? r.named->launch(desc, args, diag) : launch_plan(r.plan, desc, args, diag);
+}
+
+Status launch_fallback(const LaunchPlan&, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return kLadder01Naive.launch(desc, args, diag);
+}
+Status launch_sm90(const LaunchPlan& p, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return launch_sm90_plan(p, desc, args, diag);
+}
+Status launch_tma(const LaunchPlan& p, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return launch_decode_tma_plan(p.decode, desc, args, diag);
+}
+Status launch_ldg(const LaunchPlan& p, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return launch_decode_ldg_plan(p.decode, desc, args, diag);
+}
+
+// The launchers by KernelFamily.
+using PlanLauncher = Status (*)(const LaunchPlan&, const GemmDesc&, const GemmArgs&, Diagnostic*);
+const PlanLauncher kLaunchers[kKernelFamilies] = {launch_sm90, launch_tma, launch_ldg,
+                                                  launch_tma,  launch_ldg, launch_fallback};
+
+}  // namespace
+
+CallFacts call_facts(const GemmDesc& desc, const GemmArgs* args) {
+  CallFacts facts;
+  if (args != nullptr) {
+    facts.a_aligned16 = aligned16(args->a);
+    facts.b_aligned16 = aligned16(args->b);
+    facts.workspace_aligned16 = aligned16(args->workspace);
+    facts.workspace_bytes = args->workspace_bytes;
+  }
+  for (int f = 0; f < kKernelFamilies; ++f) {
+    facts.accepts[f] = kFamilyKernels[f]->check(desc, args, nullptr) == Status::kSuccess;
+  }
+  return facts;
+}
+
+Status launch_plan(const LaunchPlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  if (plan.family == KernelFamily::kNone) return fail(diag, Status::kNotSupported, "no kernel supports this problem");
+  return kLaunchers[static_cast<int>(plan.family)](plan, desc, args, diag);
+}
+
+Status plan_for(const GemmDesc& desc, const GemmArgs* args, const PlanOverrides* overrides, LaunchPlan* out,
+                Diagnostic* diag) {
+  return plan_problem(desc, args, overrides, out, diag);
+}
+
+Status gemm(const GemmDesc& desc, const GemmArgs& args, const PlanOverrides* overrides, Diagnostic* diag,
+            LaunchPlan* ran) {
+  return run(desc, args, overrides, diag, ran);
+}
+
+size_t workspace_size(const GemmDesc& desc, const GemmArgs* args, const PlanOverrides* overrides) {
+  if (validate_desc(desc, nullptr) != Status::kSuccess) return 0;
+  LaunchPlan p;
+  if (args == nullptr) return plan_problem(desc, nullptr, overrides, &p, nullptr) == Status::kSuccess ? p.workspace_bytes : 0;
+  // What a launch with these arguments uses: stream-K's part only where it has room.
+  const CallFacts facts = call_facts(desc, args);
+  p = plan(desc, current_device_info(), overrides, &facts);
+  return p.family != KernelFamily::kNone ? p.workspace_bytes : 0;
+}
+
+}  // namespace anvil::detail
+
+namespace anvil {
 
 Status can_implement(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
-  const KernelInfo* kernel = nullptr;
-  Status s = resolve(desc, args, &kernel, diag);
+  detail::Resolved r;
+  Status s = detail::resolve(desc, args, nullptr, &r, diag);
   if (s != Status::kSuccess) return s;
   if (detail::is_noop(desc)) return Status::kSuccess;
   return detail::validate_device(diag);
 }
 
 size_t workspace_size(const GemmDesc& desc) {
-  const KernelInfo* kernel = nullptr;
-  if (resolve(desc, nullptr, &kernel, nullptr) != Status::kSuccess || kernel->workspace == nullptr) return 0;
-  return kernel->workspace(desc, nullptr);
+  detail::Resolved r;
+  if (detail::resolve(desc, nullptr, nullptr, &r, nullptr) != Status::kSuccess) return 0;
+  if (r.named != nullptr) return r.named->workspace != nullptr ? r.named->workspace(desc, nullptr) : 0;
+  return r.plan.workspace_bytes;
 }
 
 size_t workspace_size(const GemmDesc& desc, const GemmArgs& args) {
-  const KernelInfo* kernel = nullptr;
   GemmArgs probe = args;
   probe.workspace_bytes = ~size_t{0};  // ask what is needed, not whether it is there
   probe.workspace = probe.workspace != nullptr ? probe.workspace : reinterpret_cast<void*>(256);
-  if (resolve(desc, &probe, &kernel, nullptr) != Status::kSuccess || kernel->workspace == nullptr) return 0;
-  return kernel->workspace(desc, &args);
+  detail::Resolved r;
+  if (detail::resolve(desc, &probe, nullptr, &r, nullptr) != Status::kSuccess) return 0;
+  if (r.named != nullptr) return r.named->workspace != nullptr ? r.named->workspace(desc, &args) : 0;
+  return r.plan.workspace_bytes;
 }
 
 Status gemm(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  const KernelInfo* kernel = nullptr;
-  Status s = resolve(desc, &args, &kernel, diag);
-  if (s != Status::kSuccess) return s;
-  if (detail::is_noop(desc)) return Status::kSuccess;
-  s = detail::validate_device(diag);
-  if (s != Status::kSuccess) return s;
-  return kernel->launch(desc, args, diag);
+  return detail::run(desc, args, nullptr, diag, nullptr);
 }
 
 int kernel_count() { return static_cast<int>(detail::all_kernels().size()); }
@@ -129,8 +220,9 @@ const char* kernel_summary(int index) {
 }
 
 const char* dispatch_name(const GemmDesc& desc) {
-  const KernelInfo* kernel = nullptr;
-  return resolve(desc, nullptr, &kernel, nullptr) == Status::kSuccess ? kernel->name : nullptr;
+  detail::Resolved r;
+  if (detail::resolve(desc, nullptr, nullptr, &r, nullptr) != Status::kSuccess) return nullptr;
+  return r.named != nullptr ? r.named->name : r.plan.kernel_name;
 }
 
 GemmDesc linear_desc(int64_t m, int64_t n, int64_t k, DataType in, DataType out) {

@@ -1,67 +1,63 @@
 #include "host/registry.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
+#include <vector>
 
 namespace anvil::detail {
 
 extern const KernelInfo kLadder01Naive;
-extern const KernelInfo kLadder02SmemTiling;
-extern const KernelInfo kLadder03TmaWgmma;
-extern const KernelInfo kLadder04Swizzle;
-extern const KernelInfo kLadder05Pipeline;
-extern const KernelInfo kLadder06WarpSpecialized;
-extern const KernelInfo kLadder07TwoConsumers;
-extern const KernelInfo kLadder08TmaStore;
-extern const KernelInfo kLadder09Cluster;
-extern const KernelInfo kLadder10Persistent;
-extern const KernelInfo kLadder11DeeperRing;
 extern const KernelInfo kSm90Gemm;
 extern const KernelInfo kSm90Decode;
 extern const KernelInfo kSm90DecodeLdg;
 extern const KernelInfo kSm90DecodeR64;
 extern const KernelInfo kSm90DecodeLdgR64;
-extern const KernelInfo kSm90GemmPingPong;
-extern const KernelInfo kSm90GemmStreamK;
-extern const KernelInfo kSm90GemmFit;
-extern const KernelInfo kSm90GemmPow2;
-extern const KernelInfo kSm90GemmPairN;
-extern const KernelInfo kAblation05TwoStages;
-extern const KernelInfo kAblation09NoMulticast;
-extern const KernelInfo kAblation09FourStages;
-extern const KernelInfo kAblation09CrossRelease;
-extern const KernelInfo kAblation10WideFourStages;
-extern const KernelInfo kAblation10TallFourStages;
-extern const KernelInfo kAblation10TallThreeStages;
-extern const KernelInfo kAblation10TallTwoRounds;
 
 namespace {
-// Ladder order first, then the production kernels the dispatcher prefers, then the
-// ablations that explain the ladder's flat or negative steps (docs/ladder.md).
-const std::array<const KernelInfo*, 29> kKernels = {
-    &kLadder01Naive,          &kLadder02SmemTiling,   &kLadder03TmaWgmma, &kLadder04Swizzle,
-    &kLadder05Pipeline,       &kLadder06WarpSpecialized, &kLadder07TwoConsumers, &kLadder08TmaStore,
-    &kLadder09Cluster,        &kLadder10Persistent,   &kLadder11DeeperRing, &kSm90Gemm,            &kSm90Decode,     &kSm90DecodeLdg,
-    &kSm90GemmPingPong,
-    &kSm90GemmStreamK,
-    &kSm90GemmFit,
-    &kSm90GemmPow2,
-    &kSm90GemmPairN,
-    &kSm90DecodeR64,
-    &kSm90DecodeLdgR64,
-    &kAblation05TwoStages,    &kAblation09NoMulticast, &kAblation09FourStages, &kAblation09CrossRelease,
-    &kAblation10WideFourStages, &kAblation10TallFourStages, &kAblation10TallThreeStages,
-    &kAblation10TallTwoRounds,
+
+// The library's kernels: the fallback (the ladder's step 1) and the production kernels
+// the dispatcher picks from.
+const std::array<const KernelInfo*, 6> kLibraryKernels = {
+    &kLadder01Naive, &kSm90Gemm, &kSm90Decode, &kSm90DecodeLdg, &kSm90DecodeR64, &kSm90DecodeLdgR64,
 };
+
+bool is_ladder_step(const KernelInfo* k) { return std::strncmp(k->name, "ladder-", 7) == 0; }
+
+// The named table: the library's kernels until register_kernels adds others. A function's
+// static, so that it exists before any static initializer of a caller runs.
+std::vector<const KernelInfo*>& table() {
+  static std::vector<const KernelInfo*> kernels(kLibraryKernels.begin(), kLibraryKernels.end());
+  return kernels;
+}
+
 }  // namespace
 
-std::span<const KernelInfo* const> all_kernels() { return kKernels; }
+std::span<const KernelInfo* const> library_kernels() { return kLibraryKernels; }
+
+std::span<const KernelInfo* const> all_kernels() { return table(); }
 
 const KernelInfo* find_kernel(const char* name) {
-  for (const KernelInfo* k : kKernels) {
+  for (const KernelInfo* k : table()) {
     if (std::strcmp(k->name, name) == 0) return k;
   }
   return nullptr;
+}
+
+bool register_kernels(std::span<const KernelInfo* const> kernels) {
+  std::vector<const KernelInfo*> merged = table();
+  for (const KernelInfo* k : kernels) {
+    if (std::find(merged.begin(), merged.end(), k) != merged.end()) continue;
+    for (const KernelInfo* added : merged) {
+      if (std::strcmp(added->name, k->name) == 0) return false;
+    }
+    merged.push_back(k);
+  }
+  // Ladder steps first, in the order given (the library's step 1, then the steps added),
+  // then everything else in the order it arrived: the listing reads as the ladder.
+  std::stable_partition(merged.begin(), merged.end(), is_ladder_step);
+  table() = std::move(merged);
+  return true;
 }
 
 }  // namespace anvil::detail

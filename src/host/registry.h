@@ -24,14 +24,22 @@ struct KernelInfo {
   size_t (*workspace)(const GemmDesc& desc, const GemmArgs* args);
 };
 
+// Every kernel that can be named: the library's own (library_kernels) and those added by
+// register_kernels, ladder steps first. The by-name lookup, kernel_count() and
+// kernel_name() read this list; the dispatcher only ever picks the library's own.
 std::span<const KernelInfo* const> all_kernels();
 const KernelInfo* find_kernel(const char* name);
 
-// The decode kernel the dispatcher gives a problem it sends to decoding (dispatch.cpp):
-// sm90-decode-ldg for the fewest tokens (prefers_decode_ldg; never in batch-invariant
-// mode, where one kernel serves every M), else sm90-decode; null when neither accepts the
-// problem as it is. sm90-gemm gives its split-off rows (row_split.h) to the same choice.
-const KernelInfo* pick_decode_kernel(const GemmDesc& desc, const GemmArgs* args);
+// The kernels libanvil itself carries: those the dispatcher can pick and the fallback.
+std::span<const KernelInfo* const> library_kernels();
+
+// Adds kernels built outside the library (the lab: lab/lab_registry.cpp) to all_kernels(),
+// so that they can be named in GemmDesc::kernel and listed. Call it before any other
+// anvil call and from one thread: it rebuilds the table that gemm(), can_implement() and
+// the listing functions read, without a lock. Entries already present (the same
+// KernelInfo) are skipped, so registering twice is harmless. Returns false, and adds
+// nothing, when an entry's name is taken by a different kernel.
+bool register_kernels(std::span<const KernelInfo* const> kernels);
 
 // Records status and a printf-style message in diag (if non-null); returns status.
 Status fail(Diagnostic* diag, Status status, const char* fmt, ...)

@@ -18,6 +18,7 @@ const char* to_string(Status status) {
     case Status::kArchMismatch: return "architecture mismatch";
     case Status::kCudaError: return "CUDA error";
     case Status::kInternalError: return "internal error";
+    case Status::kDriverUnavailable: return "CUDA driver unavailable";
   }
   return "unknown status";
 }

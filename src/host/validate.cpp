@@ -35,18 +35,69 @@ Status check_operand(const char* name, const MatrixLayout& layout, int64_t rows,
                 name, static_cast<long long>(lines), static_cast<long long>(layout.ld));
   }
   if (batch > 1) {
+    // Inputs may repeat one matrix for every batch (stride 0, e.g. a shared weight); an
+    // output may not, or two batches would write the same elements.
     const int64_t one = lines == 0 ? 0 : (lines - 1) * layout.ld + line;
-    if (layout.batch_stride < 0 || (is_output && layout.batch_stride < one)) {
+    if (layout.batch_stride < 0) {
+      return fail(diag, Status::kInvalidArgument, "%s: batch stride %lld is negative (%s)", name,
+                  static_cast<long long>(layout.batch_stride),
+                  is_output ? "an output's must be >= one matrix" : "0 repeats one matrix for every batch");
+    }
+    if (is_output && layout.batch_stride < one) {
       return fail(diag, Status::kInvalidArgument,
-                  "%s: batch stride %lld must be >= one matrix (%lld elements)%s", name,
-                  static_cast<long long>(layout.batch_stride), static_cast<long long>(one),
-                  is_output ? " for the output" : "");
+                  "%s: batch stride %lld is smaller than one matrix (%lld elements): output batches would overlap",
+                  name, static_cast<long long>(layout.batch_stride), static_cast<long long>(one));
     }
     if (layout.batch_stride > 0 && layout.batch_stride > kMaxElements / batch) {
       return fail(diag, Status::kInvalidArgument, "%s: batch stride x batch overflows the index range", name);
     }
   }
   return Status::kSuccess;
+}
+
+// The memory one operand's kernels address: `lines` lines of `line` elements, `ld`
+// elements apart, repeated `batch` times `batch_stride` apart (once when the stride is 0).
+struct Extent {
+  const void* base;
+  const MatrixLayout& layout;
+  int64_t rows, cols, batch;
+
+  int64_t element_bytes() const { return static_cast<int64_t>(dtype_size(layout.dtype)); }
+  int64_t line() const { return layout.order == Order::kRowMajor ? cols : rows; }
+  int64_t lines() const { return layout.order == Order::kRowMajor ? rows : cols; }
+  int64_t copies() const { return batch > 1 && layout.batch_stride > 0 ? batch : 1; }
+  bool empty() const { return base == nullptr || line() == 0 || lines() == 0 || batch == 0; }
+  // Bytes from the base to one past the last element addressed.
+  int64_t span_bytes() const {
+    return ((copies() - 1) * layout.batch_stride + (lines() - 1) * layout.ld + line()) * element_bytes();
+  }
+};
+
+// Whether two operands address a common byte. Disjoint spans never do. Overlapping spans
+// still do not when both are lines of the same pitch that interleave without touching,
+// e.g. two column slices of one wider row-major matrix; batches repeat that pattern when
+// both batch strides are the same whole number of lines. Anything else that overlaps in
+// span is treated as sharing memory.
+bool overlaps(const Extent& x, const Extent& y) {
+  if (x.empty() || y.empty()) return false;
+  const int64_t x0 = static_cast<int64_t>(reinterpret_cast<uintptr_t>(x.base));
+  const int64_t y0 = static_cast<int64_t>(reinterpret_cast<uintptr_t>(y.base));
+  if (x0 + x.span_bytes() <= y0 || y0 + y.span_bytes() <= x0) return false;
+  const int64_t pitch = x.layout.ld * x.element_bytes();
+  if (pitch != y.layout.ld * y.element_bytes()) return true;
+  if (x.copies() > 1 || y.copies() > 1) {
+    const int64_t x_stride = x.copies() > 1 ? x.layout.batch_stride * x.element_bytes() : 0;
+    const int64_t y_stride = y.copies() > 1 ? y.layout.batch_stride * y.element_bytes() : 0;
+    if ((x_stride != 0 && y_stride != 0 && x_stride != y_stride) || x_stride % pitch != 0 || y_stride % pitch != 0) {
+      return true;
+    }
+  }
+  // Lines start at x0 + i * pitch and y0 + j * pitch; on a circle of one pitch, y's lines
+  // begin `shift` bytes after x's and must fit in the gap x's leave.
+  const int64_t x_line = x.line() * x.element_bytes();
+  const int64_t y_line = y.line() * y.element_bytes();
+  const int64_t shift = ((y0 - x0) % pitch + pitch) % pitch;
+  return !(shift >= x_line && shift + y_line <= pitch);
 }
 
 bool is_half(DataType t) { return t == DataType::kBF16 || t == DataType::kF16; }
@@ -110,21 +161,58 @@ Status validate_desc(const GemmDesc& d, Diagnostic* diag) {
 Status validate_args(const GemmDesc& d, const GemmArgs& args, Diagnostic* diag) {
   if (is_noop(d)) return Status::kSuccess;
   if (args.d == nullptr) return fail(diag, Status::kInvalidArgument, "D is null");
-  if (d.k > 0 && (args.a == nullptr || args.b == nullptr)) {
+  // With k == 0 no element of A or B is read (D = act(bias) + beta C): they may be null.
+  const bool reads_inputs = d.k > 0;
+  if (reads_inputs && (args.a == nullptr || args.b == nullptr)) {
     return fail(diag, Status::kInvalidArgument, "%s is null", args.a == nullptr ? "A" : "B");
   }
-  if (d.beta != 0.0f && args.c == nullptr) return fail(diag, Status::kInvalidArgument, "C is null but beta != 0");
+  const bool reads_c = d.beta != 0.0f;
+  if (reads_c && args.c == nullptr) return fail(diag, Status::kInvalidArgument, "C is null but beta != 0");
   if (d.epilogue.bias != BiasMode::kNone && args.bias == nullptr) {
     return fail(diag, Status::kInvalidArgument, "bias is null but a bias mode is set");
   }
-  // Every kernel reads whole elements; TMA-specific 16-byte rules are the kernels' own checks.
-  auto misaligned = [](const void* p, DataType t) { return reinterpret_cast<uintptr_t>(p) % dtype_size(t) != 0; };
-  if (misaligned(args.a, d.a.dtype) || misaligned(args.b, d.b.dtype) || misaligned(args.d, d.d.dtype) ||
-      misaligned(args.c, d.c.dtype) || misaligned(args.bias, d.epilogue.bias_dtype)) {
-    return fail(diag, Status::kMisalignedOperand, "an operand pointer is not aligned to its element size");
+  // Every kernel reads and writes whole elements; TMA-specific 16-byte rules are the
+  // kernels' own checks.
+  const struct {
+    const char* name;
+    const void* pointer;
+    DataType dtype;
+  } pointers[] = {{"A", args.a, d.a.dtype},
+                  {"B", args.b, d.b.dtype},
+                  {"C", args.c, d.c.dtype},
+                  {"D", args.d, d.d.dtype},
+                  {"bias", args.bias, d.epilogue.bias_dtype}};
+  for (const auto& p : pointers) {
+    const size_t align = dtype_size(p.dtype);
+    if (reinterpret_cast<uintptr_t>(p.pointer) % align != 0) {
+      return fail(diag, Status::kMisalignedOperand, "%s (%p) must be aligned to %zu bytes, the size of a %s element",
+                  p.name, p.pointer, align, to_string(p.dtype));
+    }
   }
   if (args.workspace_bytes > 0 && args.workspace == nullptr) {
     return fail(diag, Status::kInvalidArgument, "workspace_bytes is %zu but workspace is null", args.workspace_bytes);
+  }
+  // D is written while A, B and C are read, by many CTAs in no fixed order: a D that shares
+  // memory with an input would make the result depend on that order.
+  const int64_t n_out = output_cols(d);
+  const Extent out{args.d, d.d, d.m, n_out, d.batch};
+  if (reads_inputs) {
+    if (overlaps(out, Extent{args.a, d.a, d.m, d.k, d.batch})) {
+      return fail(diag, Status::kInvalidArgument, "D overlaps A: the output must not share memory with an input");
+    }
+    if (overlaps(out, Extent{args.b, d.b, d.k, d.n, d.batch})) {
+      return fail(diag, Status::kInvalidArgument, "D overlaps B: the output must not share memory with an input");
+    }
+  }
+  if (reads_c) {
+    // In place (C == D, same layout) each element is read once, by the thread that then
+    // writes it: legal. Any other sharing is not.
+    const bool in_place = args.c == args.d && d.c.order == d.d.order && d.c.ld == d.d.ld &&
+                          (d.batch == 1 || d.c.batch_stride == d.d.batch_stride);
+    if (!in_place && overlaps(out, Extent{args.c, d.c, d.m, n_out, d.batch})) {
+      return fail(diag, Status::kInvalidArgument,
+                  "D overlaps C without being C: C may be D itself (same pointer and layout), not part of it");
+    }
   }
   return Status::kSuccess;
 }
@@ -137,7 +225,24 @@ Status validate_device(Diagnostic* diag) {
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
   if (e != cudaSuccess) {
     cudaGetLastError();  // do not leave a sticky-looking error for the caller's next check
-    return fail(diag, Status::kArchMismatch, "no usable CUDA device: %s", cudaGetErrorString(e));
+    switch (e) {
+      // The runtime found no driver library, or one older than the runtime anvil was
+      // built with, or a driver without a GPU it may use.
+      case cudaErrorInsufficientDriver:
+      case cudaErrorStubLibrary:
+      case cudaErrorCallRequiresNewerDriver:
+      case cudaErrorSystemDriverMismatch:
+      case cudaErrorCompatNotSupportedOnDevice:
+        return fail(diag, Status::kDriverUnavailable, "no usable CUDA driver: %s (%s)", cudaGetErrorName(e),
+                    cudaGetErrorString(e));
+      case cudaErrorNoDevice:
+      case cudaErrorDevicesUnavailable:
+        return fail(diag, Status::kDriverUnavailable, "the CUDA driver sees no usable GPU: %s (%s)",
+                    cudaGetErrorName(e), cudaGetErrorString(e));
+      default:
+        return fail(diag, Status::kCudaError, "cannot query the current device: %s (%s)", cudaGetErrorName(e),
+                    cudaGetErrorString(e));
+    }
   }
   if (major != 9 || minor != 0) {
     return fail(diag, Status::kArchMismatch, "anvil's kernels are built for sm_90a; device %d is sm_%d%d", device,

@@ -7,6 +7,8 @@
 #include <set>
 #include <string>
 
+#include <cuda_runtime_api.h>
+
 #include "anvil/anvil.h"
 
 namespace {
@@ -20,25 +22,32 @@ using anvil::GemmDesc;
 using anvil::Order;
 using anvil::Status;
 
-// Stand-ins for device pointers: validation compares them with null and checks their
-// alignment but never dereferences them.
-alignas(256) unsigned char g_fake_memory[4096];
-void* fake(size_t byte_offset = 0) { return g_fake_memory + byte_offset; }
+// Stand-ins for device pointers: validation compares them with null, checks their
+// alignment and whether D's memory overlaps another operand's, but never dereferences
+// them. Each operand has its own 2^50-byte region, beyond the largest storage validation
+// accepts (2^47 elements of 4 bytes), so no two overlap.
+enum Slot : uintptr_t { kSlotA = 1, kSlotB, kSlotC, kSlotD, kSlotBias, kSlotWorkspace };
+void* fake(Slot slot, size_t byte_offset = 0) {
+  return reinterpret_cast<void*>((uintptr_t{slot} << 50) + byte_offset);
+}
 
 GemmArgs full_args() {
   GemmArgs args;
-  args.a = fake(0);
-  args.b = fake(512);
-  args.c = fake(1024);
-  args.d = fake(1536);
-  args.bias = fake(2048);
+  args.a = fake(kSlotA);
+  args.b = fake(kSlotB);
+  args.c = fake(kSlotC);
+  args.d = fake(kSlotD);
+  args.bias = fake(kSlotBias);
   return args;
 }
 
 GemmDesc base_desc() { return anvil::linear_desc(128, 256, 64, DataType::kBF16, DataType::kBF16); }
 
-// What a valid problem gets without a GPU: success, or the device check's refusal.
-bool passes_description_checks(Status s) { return s == Status::kSuccess || s == Status::kArchMismatch; }
+// What a valid problem gets without a GPU: success, or the device check's refusal (no
+// driver or no GPU here; a GPU other than sm_90 elsewhere).
+bool passes_description_checks(Status s) {
+  return s == Status::kSuccess || s == Status::kDriverUnavailable || s == Status::kArchMismatch;
+}
 // For descriptions the production kernel serves by repacking an operand into the
 // workspace: valid, and the only complaint allowed is the missing workspace.
 bool valid_given_workspace(Status s) { return passes_description_checks(s) || s == Status::kWorkspaceTooSmall; }
@@ -57,13 +66,13 @@ Status check(const GemmDesc& desc, const GemmArgs* args, std::string* message = 
 
 TEST(StatusStrings, EveryStatusHasItsOwnName) {
   std::set<std::string> names;
-  for (int s = int(Status::kSuccess); s <= int(Status::kInternalError); ++s) {
+  for (int s = int(Status::kSuccess); s <= int(Status::kDriverUnavailable); ++s) {
     const char* name = anvil::to_string(static_cast<Status>(s));
     ASSERT_NE(name, nullptr) << s;
     EXPECT_GT(std::strlen(name), 0u) << s;
     names.insert(name);
   }
-  EXPECT_EQ(names.size(), size_t(int(Status::kInternalError) + 1));
+  EXPECT_EQ(names.size(), size_t(int(Status::kDriverUnavailable) + 1));
   EXPECT_NE(anvil::to_string(static_cast<Status>(1000)), nullptr);
 }
 
@@ -213,7 +222,9 @@ TEST(Validation, OverlappingOutputBatches) {
   desc.d.batch_stride = desc.m * desc.n;
   EXPECT_TRUE(valid_given_workspace(check(desc, &args)));
   desc.d.batch_stride = desc.m * desc.n - 1;
-  EXPECT_EQ(check(desc, &args), Status::kInvalidArgument);
+  std::string message;
+  EXPECT_EQ(check(desc, &args, &message), Status::kInvalidArgument);
+  EXPECT_NE(message.find("output batches would overlap"), std::string::npos) << message;
 }
 
 TEST(Validation, UnsupportedTypeCombinations) {
@@ -260,11 +271,303 @@ TEST(Validation, UnknownKernelName) {
   EXPECT_NE(message.find("no-such-kernel"), std::string::npos) << message;
 }
 
+// Every pointer is checked, and the message names the operand and the alignment it needs.
 TEST(Validation, PointerNotAlignedToItsElement) {
-  const GemmDesc desc = base_desc();
+  GemmDesc desc = base_desc();
+  desc.beta = 1.0f;
+  desc.epilogue.bias = BiasMode::kPerColumn;
+  desc.epilogue.bias_dtype = DataType::kF32;
+  const GemmArgs aligned = full_args();
+  std::string message;
+  ASSERT_TRUE(passes_description_checks(check(desc, &aligned, &message))) << message;
+  struct Probe {
+    const char* name;
+    const void* GemmArgs::*pointer;
+    Slot slot;
+    size_t offset;       // bytes past an aligned address
+    const char* needs;   // what the message must say
+  };
+  const Probe probes[] = {
+      {"A", &GemmArgs::a, kSlotA, 1, "aligned to 2 bytes"},
+      {"B", &GemmArgs::b, kSlotB, 1, "aligned to 2 bytes"},
+      {"C", &GemmArgs::c, kSlotC, 1, "aligned to 2 bytes"},
+      {"bias", &GemmArgs::bias, kSlotBias, 2, "aligned to 4 bytes"},  // fp32
+  };
+  for (const Probe& p : probes) {
+    GemmArgs args = aligned;
+    args.*p.pointer = fake(p.slot, p.offset);
+    EXPECT_EQ(check(desc, &args, &message), Status::kMisalignedOperand) << p.name;
+    EXPECT_EQ(message.rfind(std::string(p.name) + " (", 0), 0u) << p.name << ": " << message;
+    EXPECT_NE(message.find(p.needs), std::string::npos) << p.name << ": " << message;
+  }
+  GemmArgs args = aligned;
+  args.d = fake(kSlotD, 1);
+  EXPECT_EQ(check(desc, &args, &message), Status::kMisalignedOperand) << "D";
+  EXPECT_EQ(message.rfind("D (", 0), 0u) << message;
+  EXPECT_NE(message.find("aligned to 2 bytes"), std::string::npos) << message;
+
+  // fp32 D needs 4 bytes: 2 bytes off is refused, 4 is fine.
+  GemmDesc f32_out = anvil::linear_desc(128, 256, 64, DataType::kBF16, DataType::kF32);
+  args = aligned;
+  args.d = fake(kSlotD, 2);
+  EXPECT_EQ(check(f32_out, &args, &message), Status::kMisalignedOperand);
+  EXPECT_NE(message.find("D ("), std::string::npos) << message;
+  EXPECT_NE(message.find("aligned to 4 bytes"), std::string::npos) << message;
+  args.d = fake(kSlotD, 4);
+  EXPECT_TRUE(valid_given_workspace(check(f32_out, &args, &message))) << message;
+}
+
+// With k == 0 nothing is read from A or B (D = act(bias) + beta C): both may be null.
+TEST(Validation, NullInputsAreLegalWhenKIsZero) {
+  GemmDesc desc = base_desc();
+  desc.k = 0;
+  desc.a.ld = 1;
+  desc.b.ld = 1;
   GemmArgs args = full_args();
-  args.a = fake(1);  // a bf16 at an odd byte address
-  EXPECT_EQ(check(desc, &args), Status::kMisalignedOperand);
+  args.a = nullptr;
+  args.b = nullptr;
+  std::string message;
+  EXPECT_TRUE(passes_description_checks(check(desc, &args, &message))) << message;
+  args.d = nullptr;
+  EXPECT_EQ(check(desc, &args, &message), Status::kInvalidArgument) << "D is still written";
+  EXPECT_STREQ(message.c_str(), "D is null");
+
+  desc = base_desc();
+  args = full_args();
+  args.b = nullptr;
+  EXPECT_EQ(check(desc, &args, &message), Status::kInvalidArgument) << "k > 0 reads B";
+  EXPECT_STREQ(message.c_str(), "B is null");
+}
+
+// An enum value cast from an out-of-range integer is refused, not read as a neighbour.
+TEST(Validation, UnknownEnumValuesAreRefused) {
+  const GemmArgs args = full_args();
+  std::string message;
+  for (int bad : {-1, 3, 77}) {
+    const DataType t = static_cast<DataType>(bad);
+    for (int which = 0; which < 5; ++which) {
+      GemmDesc desc = base_desc();
+      desc.beta = 1.0f;
+      desc.epilogue.bias = BiasMode::kPerColumn;
+      (which == 0   ? desc.a.dtype
+       : which == 1 ? desc.b.dtype
+       : which == 2 ? desc.c.dtype
+       : which == 3 ? desc.d.dtype
+                    : desc.epilogue.bias_dtype) = t;
+      EXPECT_EQ(check(desc, &args, &message), Status::kInvalidArgument) << "dtype field " << which << " = " << bad;
+      EXPECT_NE(message.find("unknown dtype"), std::string::npos) << message;
+    }
+  }
+  for (int bad : {-1, 2, 9}) {
+    const Order o = static_cast<Order>(bad);
+    for (int which = 0; which < 4; ++which) {
+      GemmDesc desc = base_desc();
+      desc.beta = 1.0f;
+      (which == 0 ? desc.a.order : which == 1 ? desc.b.order : which == 2 ? desc.c.order : desc.d.order) = o;
+      EXPECT_EQ(check(desc, &args, &message), Status::kInvalidArgument) << "order field " << which << " = " << bad;
+      EXPECT_NE(message.find("unknown storage order"), std::string::npos) << message;
+    }
+  }
+  for (int bad : {-1, int(Activation::kSwiGLU) + 1, 100}) {
+    GemmDesc desc = base_desc();
+    desc.epilogue.activation = static_cast<Activation>(bad);
+    EXPECT_EQ(check(desc, &args, &message), Status::kInvalidArgument) << "activation " << bad;
+    EXPECT_NE(message.find("unknown activation"), std::string::npos) << message;
+  }
+  for (int bad : {-1, int(BiasMode::kPerRow) + 1, 100}) {
+    GemmDesc desc = base_desc();
+    desc.epilogue.bias = static_cast<BiasMode>(bad);
+    EXPECT_EQ(check(desc, &args, &message), Status::kInvalidArgument) << "bias mode " << bad;
+    EXPECT_NE(message.find("unknown bias mode"), std::string::npos) << message;
+  }
+  // The largest known values are accepted (the range checks end at the right place).
+  GemmDesc desc = base_desc();
+  desc.epilogue.activation = Activation::kSwiGLU;
+  desc.d.ld = desc.n / 2;
+  desc.epilogue.bias = BiasMode::kPerRow;
+  desc.epilogue.bias_dtype = DataType::kF32;
+  EXPECT_TRUE(passes_description_checks(check(desc, &args, &message))) << message;
+}
+
+// Inputs may repeat one matrix for every batch; no operand may have a negative stride.
+TEST(Validation, BatchStrides) {
+  const GemmArgs args = full_args();
+  GemmDesc desc = base_desc();
+  desc.batch = 2;
+  desc.a.batch_stride = desc.m * desc.k;
+  desc.b.batch_stride = desc.n * desc.k;
+  desc.d.batch_stride = desc.m * desc.n;
+  std::string message;
+  ASSERT_TRUE(valid_given_workspace(check(desc, &args, &message))) << message;
+
+  for (int which = 0; which < 3; ++which) {
+    GemmDesc bad = desc;
+    bad.beta = 1.0f;
+    bad.c.batch_stride = bad.d.batch_stride;
+    (which == 0 ? bad.a.batch_stride : which == 1 ? bad.b.batch_stride : bad.c.batch_stride) = -8;
+    EXPECT_EQ(check(bad, &args, &message), Status::kInvalidArgument) << "input " << which;
+    EXPECT_NE(message.find("batch stride -8 is negative"), std::string::npos) << message;
+    EXPECT_EQ(message.find("one matrix ("), std::string::npos) << "an input needs no whole matrix: " << message;
+    (which == 0 ? bad.a.batch_stride : which == 1 ? bad.b.batch_stride : bad.c.batch_stride) = 0;
+    EXPECT_TRUE(valid_given_workspace(check(bad, &args, &message))) << "input " << which << " broadcast: " << message;
+  }
+  GemmDesc bad = desc;
+  bad.d.batch_stride = -8;
+  EXPECT_EQ(check(bad, &args, &message), Status::kInvalidArgument);
+  EXPECT_EQ(message.rfind("D: batch stride -8 is negative", 0), 0u) << message;
+  bad.d.batch_stride = 0;
+  EXPECT_EQ(check(bad, &args, &message), Status::kInvalidArgument);
+  EXPECT_NE(message.find("smaller than one matrix (32768 elements)"), std::string::npos) << message;
+}
+
+// C's layout is checked whenever C is read, whatever the sign of beta.
+TEST(Validation, CsLayoutIsCheckedForNegativeBeta) {
+  const GemmArgs args = full_args();
+  for (float beta : {-1.0f, -0.5f, 2.0f}) {
+    GemmDesc desc = base_desc();
+    desc.beta = beta;
+    desc.c.ld = desc.d.ld + 8;
+    EXPECT_EQ(check(desc, &args), Status::kNotSupported) << "beta " << beta;
+    desc = base_desc();
+    desc.beta = beta;
+    desc.c.ld = desc.n - 1;
+    EXPECT_EQ(check(desc, &args), Status::kInvalidArgument) << "short C lines, beta " << beta;
+    desc = base_desc();
+    desc.beta = beta;
+    desc.c.dtype = DataType::kF32;
+    EXPECT_EQ(check(desc, &args), Status::kNotSupported) << "C dtype, beta " << beta;
+    desc = base_desc();
+    desc.beta = beta;
+    GemmArgs no_c = args;
+    no_c.c = nullptr;
+    EXPECT_EQ(check(desc, &no_c), Status::kInvalidArgument) << "null C, beta " << beta;
+  }
+}
+
+// D is written while A and B are read: any shared byte is refused, exact or partial,
+// with the extents the strides address (not just the logical matrix's first bytes).
+TEST(Validation, DOverlappingAnInputIsRefused) {
+  const GemmDesc desc = base_desc();  // A 128 x 64 row-major, B 64 x 256 K-major, D 128 x 256
+  std::string message;
+  GemmArgs args = full_args();
+  args.d = const_cast<void*>(args.a);
+  EXPECT_EQ(check(desc, &args, &message), Status::kInvalidArgument) << "D is A";
+  EXPECT_EQ(message.rfind("D overlaps A", 0), 0u) << message;
+  args = full_args();
+  args.d = const_cast<void*>(args.b);
+  EXPECT_EQ(check(desc, &args, &message), Status::kInvalidArgument) << "D is B";
+  EXPECT_EQ(message.rfind("D overlaps B", 0), 0u) << message;
+
+  // D ends one element into A, and starts one element before A ends.
+  const int64_t d_bytes = desc.m * desc.n * 2, a_bytes = desc.m * desc.k * 2;
+  args = full_args();
+  args.d = fake(kSlotA, 0);
+  args.a = fake(kSlotA, size_t(d_bytes - 2));
+  EXPECT_EQ(check(desc, &args, &message), Status::kInvalidArgument) << "D's last element is A's first";
+  EXPECT_EQ(message.rfind("D overlaps A", 0), 0u) << message;
+  args.a = fake(kSlotA, size_t(d_bytes));
+  EXPECT_TRUE(passes_description_checks(check(desc, &args, &message))) << "A right after D: " << message;
+  args = full_args();
+  args.a = fake(kSlotA, 0);
+  args.d = fake(kSlotA, size_t(a_bytes - 2));
+  EXPECT_EQ(check(desc, &args, &message), Status::kInvalidArgument) << "A's last element is D's first";
+  args.d = fake(kSlotA, size_t(a_bytes));
+  EXPECT_TRUE(passes_description_checks(check(desc, &args, &message))) << "D right after A: " << message;
+
+  // The padding of A's lines counts: with lda = 2048 A spans 127 * 2048 + 64 elements.
+  GemmDesc padded = desc;
+  padded.a.ld = 2048;
+  args = full_args();
+  args.a = fake(kSlotA, 0);
+  args.d = fake(kSlotA, size_t((127 * 2048 + 62) * 2));  // on A's last element
+  EXPECT_EQ(check(padded, &args, &message), Status::kInvalidArgument);
+  EXPECT_EQ(message.rfind("D overlaps A", 0), 0u) << message;
+  args.d = fake(kSlotA, size_t((127 * 2048 + 64) * 2));  // right after it
+  EXPECT_TRUE(valid_given_workspace(check(padded, &args, &message))) << message;
+
+  // Batches count: A's second matrix lands on D.
+  GemmDesc batched = desc;
+  batched.batch = 2;
+  batched.a.batch_stride = int64_t{1} << 20;
+  batched.d.batch_stride = desc.m * desc.n;
+  args = full_args();
+  args.a = fake(kSlotA, 0);
+  args.d = fake(kSlotA, size_t(int64_t{1} << 21));
+  EXPECT_EQ(check(batched, &args, &message), Status::kInvalidArgument) << "A's second batch is D";
+  batched.a.batch_stride = 0;  // one A for both batches: D after it is apart
+  EXPECT_TRUE(valid_given_workspace(check(batched, &args, &message))) << message;
+
+  // Column slices of one wider row-major matrix: A = X[:, 0:64], D = X[:, 64:320] with
+  // ld = 320 share a span but no element.
+  GemmDesc slices = desc;
+  slices.a.ld = 320;
+  slices.d.ld = 320;
+  args = full_args();
+  args.a = fake(kSlotA, 0);
+  args.d = fake(kSlotA, 64 * 2);
+  EXPECT_TRUE(valid_given_workspace(check(slices, &args, &message))) << message;
+  args.d = fake(kSlotA, 62 * 2);  // D's lines start on A's last two columns
+  EXPECT_EQ(check(slices, &args, &message), Status::kInvalidArgument);
+  EXPECT_EQ(message.rfind("D overlaps A", 0), 0u) << message;
+
+  // With k == 0 A and B are not read: sharing is harmless.
+  GemmDesc k_zero = desc;
+  k_zero.k = 0;
+  args = full_args();
+  args.d = const_cast<void*>(args.a);
+  EXPECT_TRUE(passes_description_checks(check(k_zero, &args, &message))) << message;
+}
+
+// C == D is the in-place residual add and stays legal; a C that is part of D, or D
+// shifted, is refused.
+TEST(Validation, CMayBeDButNotOverlapIt) {
+  GemmDesc desc = base_desc();
+  desc.beta = 1.0f;
+  std::string message;
+  GemmArgs args = full_args();
+  args.c = args.d;
+  EXPECT_TRUE(passes_description_checks(check(desc, &args, &message))) << "C == D: " << message;
+
+  args.c = fake(kSlotD, 2 * 256);  // C one row into D
+  EXPECT_EQ(check(desc, &args, &message), Status::kInvalidArgument);
+  EXPECT_EQ(message.rfind("D overlaps C", 0), 0u) << message;
+  args.c = fake(kSlotD, 128 * 256 * 2);  // C right after D
+  EXPECT_TRUE(passes_description_checks(check(desc, &args, &message))) << message;
+
+  // In place over batches needs the same batch stride: a broadcast C at D's address would
+  // be overwritten by batch 0 while batch 1 still reads it.
+  desc.batch = 2;
+  desc.a.batch_stride = 0;
+  desc.b.batch_stride = 0;
+  desc.d.batch_stride = desc.m * desc.n;
+  desc.c.batch_stride = desc.d.batch_stride;
+  args = full_args();
+  args.c = args.d;
+  EXPECT_TRUE(valid_given_workspace(check(desc, &args, &message))) << message;
+  desc.c.batch_stride = 0;
+  EXPECT_EQ(check(desc, &args, &message), Status::kInvalidArgument);
+  EXPECT_EQ(message.rfind("D overlaps C", 0), 0u) << message;
+
+  // With beta == 0 C is not read: where it points does not matter.
+  desc = base_desc();
+  args = full_args();
+  args.c = fake(kSlotD, 2);
+  EXPECT_TRUE(passes_description_checks(check(desc, &args, &message))) << message;
+}
+
+// Without a driver (CI, build machines) the device check says so, not "wrong GPU".
+TEST(DeviceCheck, AMissingDriverIsNotAnArchitectureMismatch) {
+  int devices = 0;
+  const cudaError_t e = cudaGetDeviceCount(&devices);
+  cudaGetLastError();
+  if (e == cudaSuccess && devices > 0) GTEST_SKIP() << "this machine has a CUDA device";
+  std::string message;
+  const GemmArgs args = full_args();
+  EXPECT_EQ(check(base_desc(), &args, &message), Status::kDriverUnavailable) << message;
+  EXPECT_NE(message.find(cudaGetErrorName(e)), std::string::npos) << message;
+  Diagnostic diag;
+  EXPECT_EQ(anvil::gemm(base_desc(), args, &diag), Status::kDriverUnavailable) << diag.message;
+  EXPECT_STREQ(anvil::to_string(Status::kDriverUnavailable), "CUDA driver unavailable");
 }
 
 TEST(Validation, EmptyProblemsAreSuccessfulNoOps) {
@@ -291,7 +594,7 @@ TEST(Validation, WorkspaceTooSmall) {
     const size_t need = anvil::workspace_size(desc);
     ASSERT_GT(need, 0u) << (kernel ? kernel : "auto");
     GemmArgs args = full_args();
-    args.workspace = fake(3072);
+    args.workspace = fake(kSlotWorkspace);
     args.workspace_bytes = 0;
     EXPECT_EQ(check(desc, &args), Status::kWorkspaceTooSmall) << (kernel ? kernel : "auto");
     args.workspace_bytes = need;
@@ -300,7 +603,7 @@ TEST(Validation, WorkspaceTooSmall) {
   desc.b = anvil::MatrixLayout{DataType::kBF16, anvil::Order::kColMajor, desc.k, 0};
   desc.kernel = "sm90-gemm-streamk";
   GemmArgs args = full_args();
-  args.workspace = fake(3072);
+  args.workspace = fake(kSlotWorkspace);
   args.workspace_bytes = anvil::workspace_size(desc) - 1;
   EXPECT_EQ(check(desc, &args), Status::kWorkspaceTooSmall);
 }
@@ -315,7 +618,7 @@ TEST(Validation, RepackBeyondItsGridIsRefused) {
                           : anvil::MatrixLayout{DataType::kBF16, Order::kColMajor, m, 0};
     desc.kernel = "sm90-gemm";
     GemmArgs args = full_args();
-    args.workspace = fake(3072);
+    args.workspace = fake(kSlotWorkspace);
     args.workspace_bytes = anvil::workspace_size(desc);
     std::string message;
     const Status s = check(desc, &args, &message);
@@ -413,11 +716,11 @@ TEST(Validation, RepackedOperandsNeedA16ByteAlignedWorkspace) {
   ASSERT_GT(need, 0u) << "sm90-gemm no longer repacks a row-major B";
   GemmArgs args = full_args();
   args.workspace_bytes = need;
-  args.workspace = fake(3072 + 8);
+  args.workspace = fake(kSlotWorkspace, 8);
   std::string message;
   EXPECT_EQ(check(desc, &args, &message), Status::kMisalignedOperand);
   EXPECT_NE(message.find("16-byte aligned"), std::string::npos) << message;
-  args.workspace = fake(3072 + 16);
+  args.workspace = fake(kSlotWorkspace, 16);
   EXPECT_TRUE(passes_description_checks(check(desc, &args, &message))) << message;
 }
 

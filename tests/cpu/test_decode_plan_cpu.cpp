@@ -221,8 +221,9 @@ TEST(DecodeDispatch, FewTokensGoToTheDecodeKernel) {
 }
 
 // At m tokens on the 8192-feature weight, the 64-row kernels' refusals: SwiGLU (a 64-row
-// tile cannot hold a gate block and its up block) goes to swiglu_kernel, batch-invariant
-// mode to sm90-decode.
+// tile cannot hold a gate block and its up block) goes to swiglu_kernel. Batch-invariant
+// mode takes the TMA-fed 64-row tiles unsplit (128 of them, all resident at once), never
+// the load path's.
 void expect_rows64_fallbacks(int64_t m, const char* swiglu_kernel) {
   SCOPED_TRACE("m = " + std::to_string(m));
   GemmDesc swiglu = linear_desc(m, 8192, 8192, DataType::kBF16, DataType::kBF16);
@@ -230,14 +231,14 @@ void expect_rows64_fallbacks(int64_t m, const char* swiglu_kernel) {
   EXPECT_STREQ(dispatch_name(swiglu), swiglu_kernel);
   GemmDesc invariant = linear_desc(m, 8192, 8192, DataType::kBF16, DataType::kBF16);
   invariant.batch_invariant = true;
-  EXPECT_STREQ(dispatch_name(invariant), "sm90-decode");
+  EXPECT_STREQ(dispatch_name(invariant), "sm90-decode-r64");
 }
 
 // 64-row tiles without a split where they are all resident at once: at 17-64 tokens (one
 // CTA per SM) where they fill one wave of 132 SMs (119-132 tiles), the 8192-feature weight;
 // at 9-16 tokens (two per SM) from 84% of the SMs to two per SM (111-264 tiles), the 7168-,
 // 8192- and 10240-feature weights. Not 8 tokens (the load path's), not 28672 features,
-// not 4096 (64 tiles), not SwiGLU, not batch invariance. Up to 24 tokens the load path's
+// not 4096 (64 tiles), not SwiGLU. Up to 24 tokens the load path's
 // 64-row tiles take the weights that fill one wave first (the next test).
 TEST(DecodeDispatch, SixtyFourRowTilesWhereTheyAllRunAtOnce) {
   EXPECT_TRUE(prefers_decode_r64(17, 8192, 1, 132));
@@ -345,11 +346,20 @@ TEST(DecodeDispatch, LayoutsTheDecodeKernelCannotReadGoToTheRepackingKernel) {
   EXPECT_STREQ(dispatch_name(odd), "sm90-gemm");
 }
 
-TEST(DecodeDispatch, BatchInvariantModeNeverSwitchesKernelWithM) {
-  for (int64_t m : {1, 64, 256, 257, 8192}) {
+// Batch-invariant problems take unsplit plans only (src/plan/planner.h): the TMA-fed
+// decode kernels up to 64 tokens, sm90-gemm's whole tiles beyond; never the load-path
+// kernels, whose warpgroups split K.
+TEST(DecodeDispatch, BatchInvariantModeTakesUnsplitPlans) {
+  for (int64_t m : {1, 64, 65, 256, 257, 8192}) {
     GemmDesc d = linear_desc(m, 8192, 8192, DataType::kBF16, DataType::kBF16);
     d.batch_invariant = true;
-    EXPECT_STREQ(dispatch_name(d), "sm90-decode") << "m = " << m;
+    const char* name = dispatch_name(d);
+    ASSERT_NE(name, nullptr);
+    if (m <= 64) {
+      EXPECT_TRUE(std::string(name) == "sm90-decode" || std::string(name) == "sm90-decode-r64") << "m = " << m << ": " << name;
+    } else {
+      EXPECT_STREQ(name, "sm90-gemm") << "m = " << m;
+    }
   }
 }
 

@@ -76,6 +76,41 @@ TEST(PlanKey, SameProblemSameKey) {
   EXPECT_EQ(x.hash, y.hash);
 }
 
+// Each operand's own fields, one at a time: a key built from another operand's ld (or
+// from one shared field) would pass the test above for the operand it does read.
+TEST(PlanKey, EachOperandsFieldsChangeTheKeyAlone) {
+  const PlanKey base = make_plan_key(0, "sm90-gemm", some_desc(), some_args());
+  MatrixLayout GemmDesc::*const operands[] = {&GemmDesc::a, &GemmDesc::b, &GemmDesc::c, &GemmDesc::d};
+  const void* GemmArgs::*const pointers[] = {&GemmArgs::a, &GemmArgs::b, &GemmArgs::c};
+  const char* const names[] = {"a", "b", "c", "d"};
+  std::vector<std::pair<std::string, PlanKey>> variants;
+  for (int i = 0; i < 4; ++i) {
+    auto with_layout = [&](const char* field, auto change) {
+      GemmDesc desc = some_desc();
+      change(desc.*operands[i]);
+      variants.emplace_back(std::string(names[i]) + " " + field, make_plan_key(0, "sm90-gemm", desc, some_args()));
+    };
+    with_layout("dtype", [](MatrixLayout& l) { l.dtype = l.dtype == DataType::kBF16 ? DataType::kF16 : DataType::kBF16; });
+    with_layout("order", [](MatrixLayout& l) { l.order = l.order == Order::kRowMajor ? Order::kColMajor : Order::kRowMajor; });
+    with_layout("ld", [](MatrixLayout& l) { l.ld += 8; });
+    with_layout("batch stride", [](MatrixLayout& l) { l.batch_stride += 64; });
+    GemmArgs args = some_args();
+    if (i < 3) {
+      args.*pointers[i] = static_cast<const unsigned char*>(args.*pointers[i]) + 16;
+    } else {
+      args.d = static_cast<unsigned char*>(args.d) + 16;
+    }
+    variants.emplace_back(std::string(names[i]) + " address", make_plan_key(0, "sm90-gemm", some_desc(), args));
+  }
+  for (size_t x = 0; x < variants.size(); ++x) {
+    EXPECT_FALSE(variants[x].second == base) << variants[x].first;
+    EXPECT_NE(variants[x].second.hash, base.hash) << variants[x].first;
+    for (size_t y = x + 1; y < variants.size(); ++y) {
+      EXPECT_FALSE(variants[x].second == variants[y].second) << variants[x].first << " vs " << variants[y].first;
+    }
+  }
+}
+
 TEST(PlanKey, EveryInputChangesTheKey) {
   const PlanKey base = make_plan_key(0, "sm90-gemm", some_desc(), some_args());
   std::vector<std::pair<std::string, PlanKey>> variants;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "anvil/gemm.h"
+#include "cpu/dispatch_pins.h"
 #include "host/plan_cache.h"
 #include "kernels/sm90/fit_widths.h"
 #include "kernels/sm90/kernel_config.h"
@@ -239,14 +240,16 @@ TEST(ChooseVariant, CostFollowsWholeWaves) {
 }
 
 TEST(KernelConfig, SharedMemoryAndRegistersFitTheSm) {
-  using Wide = KernelConfig<256, 2, 1, 4, 1, false>;
+  using Wide = KernelConfig<KernelSpec{
+      .block_n = 256, .consumers = 2, .slabs_per_consumer = 1, .stages = 4, .cluster_ctas = 1, .tma_store = false}>;
   static_assert(Wide::kBlockM == 128 && Wide::kThreads == 384);
   EXPECT_EQ(Wide::kStageBytesA, 128 * 64 * 2);
   EXPECT_EQ(Wide::kStageBytesB, 256 * 64 * 2);
   // 4 stages of 48 KiB: 192 KiB of the 227 KiB a CTA may use.
   EXPECT_LE(Wide::kStages * (Wide::kStageBytesA + Wide::kStageBytesB) + Wide::kEpilogueBytes + 1024, 227 * 1024);
 
-  using Store = KernelConfig<256, 2, 1, 3, 2, true>;
+  using Store = KernelConfig<KernelSpec{
+      .block_n = 256, .consumers = 2, .slabs_per_consumer = 1, .stages = 3, .cluster_ctas = 2, .tma_store = true}>;
   EXPECT_EQ(Store::kEpilogueBytes, 128 * 256 * 2);
   EXPECT_EQ(Store::kMulticastCtas, 2);
   EXPECT_LE(Store::kStages * (Store::kStageBytesA + Store::kStageBytesB) + Store::kEpilogueBytes + 1024, 227 * 1024);
@@ -259,18 +262,36 @@ TEST(KernelConfig, SharedMemoryAndRegistersFitTheSm) {
 
   // Pairs along N slice A instead: 64-row halves of the 128-row tile, each a whole number
   // of 1024-byte swizzle atoms; both CTAs free every stage (the peer writes into it).
-  using PairN = KernelConfig<256, 2, 1, 4, 2, true, ClusterB::kMulticast, Schedule::kCooperative, false, 2,
-                             ClusterAxis::kN>;
+  using PairN = KernelConfig<KernelSpec{.block_n = 256,
+                                        .consumers = 2,
+                                        .slabs_per_consumer = 1,
+                                        .stages = 4,
+                                        .cluster_ctas = 2,
+                                        .tma_store = true,
+                                        .store_rounds = 2,
+                                        .cluster_axis = ClusterAxis::kN}>;
   EXPECT_EQ(PairN::kClusterM, 1);
   EXPECT_EQ(PairN::kClusterN, 2);
   EXPECT_EQ(PairN::kSlicesA, 2);
   EXPECT_EQ(PairN::kSlicesB, 1);
   EXPECT_EQ(PairN::kReleaseCtas, 2);
   EXPECT_EQ(PairN::kBlockM / PairN::kSlicesA * 128 % 1024, 0);
-  using NoMulticast = KernelConfig<256, 2, 1, 3, 2, true, ClusterB::kLocalLoads>;
+  using NoMulticast = KernelConfig<KernelSpec{.block_n = 256,
+                                              .consumers = 2,
+                                              .slabs_per_consumer = 1,
+                                              .stages = 3,
+                                              .cluster_ctas = 2,
+                                              .tma_store = true,
+                                              .cluster_b = ClusterB::kLocalLoads}>;
   EXPECT_EQ(NoMulticast::kMulticastCtas, 1);
   EXPECT_EQ(NoMulticast::kReleaseCtas, 1);
-  using CrossRelease = KernelConfig<256, 2, 1, 3, 2, true, ClusterB::kLocalLoadsCrossRelease>;
+  using CrossRelease = KernelConfig<KernelSpec{.block_n = 256,
+                                               .consumers = 2,
+                                               .slabs_per_consumer = 1,
+                                               .stages = 3,
+                                               .cluster_ctas = 2,
+                                               .tma_store = true,
+                                               .cluster_b = ClusterB::kLocalLoadsCrossRelease}>;
   EXPECT_EQ(CrossRelease::kMulticastCtas, 1);
   EXPECT_EQ(CrossRelease::kReleaseCtas, 2);
 }
@@ -304,7 +325,13 @@ TEST(KernelConfig, FittedWidthsFitTheSm) {
 }
 
 TEST(KernelConfig, PingPongWarpgroupsTakeWholeTiles) {
-  using PingPong = KernelConfig<128, 2, 2, 5, 2, true, ClusterB::kMulticast, Schedule::kPingPong>;
+  using PingPong = KernelConfig<KernelSpec{.block_n = 128,
+                                           .consumers = 2,
+                                           .slabs_per_consumer = 2,
+                                           .stages = 5,
+                                           .cluster_ctas = 2,
+                                           .tma_store = true,
+                                           .schedule = Schedule::kPingPong}>;
   // Each warpgroup owns a whole 128x128 tile (two m64 slabs); one reader per stage.
   EXPECT_EQ(PingPong::kBlockM, 128);
   EXPECT_EQ(PingPong::kStageReaders, 1);
@@ -314,7 +341,8 @@ TEST(KernelConfig, PingPongWarpgroupsTakeWholeTiles) {
   EXPECT_LE(PingPong::kStages * (PingPong::kStageBytesA + PingPong::kStageBytesB) + PingPong::kEpilogueBytes + 1024,
             227 * 1024);
 
-  using Cooperative = KernelConfig<256, 2, 1, 3, 2, true>;
+  using Cooperative = KernelConfig<KernelSpec{
+      .block_n = 256, .consumers = 2, .slabs_per_consumer = 1, .stages = 3, .cluster_ctas = 2, .tma_store = true}>;
   EXPECT_EQ(Cooperative::kBlockM, 128);
   EXPECT_EQ(Cooperative::kStageReaders, 2);
   EXPECT_EQ(consumer_row_offset<Cooperative>(1), 64);
@@ -378,6 +406,30 @@ TEST(PlanNames, TooLongForTheKeyIsRefusedNotTruncated) {
   });
   EXPECT_EQ(s, Status::kInternalError);
   EXPECT_FALSE(built);
+}
+
+// The public dispatcher, now the planner's, keeps the kernel families it chose before the
+// planner existed (batch-invariant problems aside: that mode's rule changed, see
+// test_planner_cpu.cpp). No GPU here: 132 SMs, one CTA per SM in whole clusters.
+TEST(DispatchPins, SameFamiliesThroughThePublicApi) {
+  const auto letter = [](const char* name) {
+    const std::string n = name != nullptr ? name : "";
+    return n == "sm90-gemm" ? 'g' : n == "sm90-decode" ? 'd' : n == "sm90-decode-ldg" ? 'l'
+           : n == "sm90-decode-r64" ? 'r' : n == "sm90-decode-ldg-r64" ? 'L' : '-';
+  };
+  int checked = 0;
+  for (const pins::Pin& pin : pins::kPins) {
+    if (pin.variant == 1) continue;
+    int i = 0;
+    for (int64_t n : pins::kPinN) {
+      for (int64_t k : pins::kPinK) {
+        const GemmDesc d = pins::pin_desc(pin.m, n, k, pin.variant);
+        EXPECT_EQ(letter(dispatch_name(d)), pin.families[i]) << pin.m << " x " << n << " x " << k << " variant " << pin.variant;
+        ++i, ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 140 * 44);
 }
 
 }  // namespace

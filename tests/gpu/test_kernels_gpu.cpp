@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gpu/gpu_support.h"
+#include "gpu/kernel_promises.h"
 #include "kernels/common/epilogue_params.h"
 #include "kernels/sm90/plan.h"
 #include "kernels/sm90/row_split.h"
@@ -157,13 +158,21 @@ std::string test_name_part(const std::string& s) {
   return out;
 }
 
-// Checks can_implement for this desc and kernel. A named kernel may refuse cleanly (its
-// supported set is narrower); the dispatcher must take every case. Sets *refused.
+// Checks can_implement for this desc and kernel. A named kernel may refuse cleanly a case
+// it never promised (kernel_promises.h); refusing one it did promise fails, so a kernel
+// that stopped taking cases cannot lose its coverage to skips. The dispatcher must take
+// every case. Sets *refused.
 void check_supported(const Operands& op, int kernel_index, bool* refused) {
   Diagnostic diag;
   const Status s = anvil::can_implement(op.desc, &op.args, &diag);
   *refused = kernel_index >= 0 && (s == Status::kNotSupported || s == Status::kMisalignedOperand);
-  if (*refused) return;
+  if (*refused) {
+    std::string why;
+    ASSERT_FALSE(anvil_test::kernel_promises(kernel_label(kernel_index), op.desc, &why))
+        << kernel_label(kernel_index) << " refuses a case it promises to take (" << anvil_test::describe(op.desc)
+        << "): " << anvil::to_string(s) << ": " << diag.message;
+    return;
+  }
   ASSERT_EQ(s, Status::kSuccess) << kernel_label(kernel_index) << " on " << anvil_test::describe(op.desc) << ": "
                                  << anvil::to_string(s) << ": " << diag.message;
 }
@@ -398,6 +407,49 @@ TEST(KernelRepeatCoverage, CasesReachEveryPathTheDispatcherTakes) {
   EXPECT_EQ(sm90_variants.size(), 12u) << "the cases should take all twelve sm90-gemm configurations";
   EXPECT_TRUE(repacked) << "no repeat case repacks an operand";
   EXPECT_TRUE(row_split) << "no repeat case splits its last rows off to a decode kernel";
+}
+
+// Needs no GPU: every kernel's check() runs on the host. Each named kernel takes exactly
+// the sweep and repeat cases kernel_promises.h says it does, so the table the GPU sweeps
+// trust stays true to the checks, and a kernel that starts refusing cases fails here
+// without a GPU as well as there.
+TEST(KernelPromises, EachKernelTakesExactlyTheCasesItPromises) {
+  std::vector<Case> cases = sweep_cases();
+  for (const Case& c : repeat_cases()) cases.push_back(c);
+  for (int index = 0; index < anvil::kernel_count(); ++index) {
+    const char* kernel = anvil::kernel_name(index);
+    EXPECT_NE(anvil_test::kernel_family(kernel), anvil_test::KernelFamily::kUnknown)
+        << kernel << " has no entry in tests/gpu/kernel_promises.h";
+    int promised = 0;
+    for (const Case& c : cases) {
+      GemmDesc desc = c.desc;
+      desc.kernel = kernel;
+      // Distinct 16-byte aligned stand-ins, as cudaMalloc would give; never dereferenced.
+      auto fake = [](uintptr_t slot) { return reinterpret_cast<void*>(slot << 40); };
+      anvil::GemmArgs args;
+      args.a = fake(1);
+      args.b = fake(2);
+      args.d = fake(4);
+      args.c = c.c_is_d ? args.d : desc.beta != 0.0f ? fake(3) : nullptr;
+      args.bias = desc.epilogue.bias != BiasMode::kNone ? fake(5) : nullptr;
+      args.workspace = fake(6);
+      args.workspace_bytes = anvil::workspace_size(desc, args);
+      Diagnostic diag;
+      const Status s = anvil::can_implement(desc, &args, &diag);
+      const bool refused = s == Status::kNotSupported || s == Status::kMisalignedOperand;
+      std::string why;
+      const bool promises = anvil_test::kernel_promises(kernel, desc, &why);
+      promised += promises ? 1 : 0;
+      if (promises) {
+        EXPECT_FALSE(refused) << kernel << " refuses " << c.name << ", which it promises: " << diag.message;
+        EXPECT_TRUE(s == Status::kSuccess || s == Status::kDriverUnavailable || s == Status::kArchMismatch)
+            << kernel << " on " << c.name << ": " << anvil::to_string(s) << ": " << diag.message;
+      } else {
+        EXPECT_TRUE(refused) << kernel << " takes " << c.name << ", which the table leaves out (" << why << ")";
+      }
+    }
+    EXPECT_GT(promised, 0) << kernel << " promises none of the cases";
+  }
 }
 
 // The probe scripts/test.sh prints: says which GPU the tier ran on, or why it skipped.

@@ -346,6 +346,15 @@ TEST_P(PlantedError, IsCaught) {
     EXPECT_EQ(cmp.worst_index, spot);
   }
 
+  // 4% of its own value on the largest element, ten times bf16's rounding there: max_rel
+  // alone decides, so a loosened max_rel (or a device comparison that ignored it) shows.
+  const int64_t largest = int64_t(std::max_element(ref.begin(), ref.end(), by_magnitude) - ref.begin());
+  ASSERT_NO_FATAL_FAILURE(write_rounded(op, ref, largest, ref[size_t(largest)] * 1.04));
+  cmp = verify::compare(op.desc, op.d.get(), op.ref.as_float(), tol, nullptr);
+  EXPECT_FALSE(cmp.passed) << "4% on the largest element: " << anvil_test::describe(cmp);
+  EXPECT_EQ(cmp.out_of_tolerance, 1) << anvil_test::describe(cmp);
+  EXPECT_EQ(cmp.worst_index, largest) << anvil_test::describe(cmp);
+
   // One element the "kernel" never wrote.
   const int64_t unwritten = 12345;
   ASSERT_NO_FATAL_FAILURE(write_rounded(op, ref, unwritten, 0.0, true));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "anvil/gemm.h"
+#include "plan/planner.h"
 
 namespace bench {
 
@@ -54,6 +55,10 @@ struct Options {
   double mem_cap_gb = 40.0;
   bool verify = true;
   bool batch_invariant = false;  // GemmDesc::batch_invariant on the anvil rows
+  // The planner's choices forced on the anvil rows (--decode-splits, --row-split,
+  // --trace-plans); `overridden` when any flag set them.
+  anvil::detail::PlanOverrides overrides;
+  bool overridden = false;
   bool list = false;
   std::string json_path, csv_path, anchors_path;
   int device = 0;
@@ -76,7 +81,16 @@ struct KernelSpec {
   enum class Kind { kAnvilAuto, kAnvilNamed, kAnvilPlain, kCublas };
   std::string label;  // what the row's `kernel` says
   Kind kind = Kind::kAnvilAuto;
+  // Run through the planner with these overrides (anvil::detail::gemm) instead of by name
+  // or the public entry point: the automatic pick and the families' names under --decode-
+  // splits, --row-split or --trace-plans.
+  bool planned = false;
+  anvil::detail::PlanOverrides overrides;
 };
+
+// Gives the specs that the options' overrides apply to (the automatic pick, and the
+// kernel families by name) those overrides.
+void apply_overrides(const Options& opt, std::vector<KernelSpec>& specs);
 
 // Expands "anvil", "anvil-plain", "cublas", "all-ladder", "all" and registry names; exits
 // on unknown ones.

@@ -22,12 +22,15 @@
 #include <vector>
 
 #include "anvil/gemm.h"
+#include "anvil/lab.h"
 #include "anvil/swiglu.h"
 #include "bench.h"
 #include "check.h"
 #include "cublaslt_gemm.h"
+#include "plan/launch.h"
 #include "spin.h"
 #include "system_info.h"
+#include "timing.h"
 #include "verify/verify.h"
 
 namespace bench {
@@ -215,7 +218,8 @@ bool launch(const Candidate& c, const ProblemContext& ctx, int s, std::string& e
   }
   const anvil::GemmArgs args = anvil_args(c, ctx, s);
   anvil::Diagnostic diag;
-  anvil::Status st = anvil::gemm(c.desc, args, &diag);
+  anvil::Status st = c.spec->planned ? anvil::detail::gemm(c.desc, args, &c.spec->overrides, &diag)
+                                     : anvil::gemm(c.desc, args, &diag);
   if (st != anvil::Status::kSuccess) {
     err = "anvil::gemm: " + status_text(st, diag);
     return false;
@@ -259,43 +263,16 @@ double time_batch(const Candidate& c, const ProblemContext& ctx, int n, std::str
   return ms;
 }
 
-// Launch counts are multiples of the set count, so every replay starts on set 0 after set
-// R-1 was last touched: the first launch of a replay finds no operand in L2 either.
-int64_t round_to_sets(int64_t n, int sets) { return (n + sets - 1) / sets * sets; }
-
 int choose_iters(double est_us, const Options& opt, int sets) {
-  int64_t cap = std::max<int64_t>(sets, int64_t(opt.max_iters) / sets * sets);
-  double want = est_us > 0 ? opt.min_replay_ms * 1000.0 / est_us : double(cap);
-  int64_t it = round_to_sets(static_cast<int64_t>(std::ceil(std::min(want, 1e9))), sets);
-  return static_cast<int>(std::clamp<int64_t>(it, sets, cap));
+  return bench::choose_iters(est_us, opt.min_replay_ms, opt.max_iters, sets);
 }
 
-// Captures iters launches into a graph. Returns false with a reason when the kernel
+// Captures c.iters launches into a graph. Returns false with a reason when the kernel
 // cannot be captured; the stream is left out of capture mode either way.
 bool capture(Candidate& c, const ProblemContext& ctx, std::string& why) {
-  cudaStream_t stream = ctx.dev->stream;
-  BENCH_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  std::string err;
-  bool ok = true;
-  for (int i = 0; i < c.iters && ok; ++i) ok = launch(c, ctx, i % ctx.sets.count, err);
-  cudaGraph_t graph = nullptr;
-  cudaError_t e = cudaStreamEndCapture(stream, &graph);
-  if (!ok || e != cudaSuccess || graph == nullptr) {
-    why = !ok ? err : std::string("cudaStreamEndCapture: ") + cudaGetErrorName(e);
-    if (graph) (void)cudaGraphDestroy(graph);
-    (void)cudaGetLastError();  // capture errors are not sticky; clear for the fallback
-    return false;
-  }
-  cudaGraphExec_t exec = nullptr;
-  e = cudaGraphInstantiate(&exec, graph, 0);
-  (void)cudaGraphDestroy(graph);
-  if (e != cudaSuccess) {
-    why = std::string("cudaGraphInstantiate: ") + cudaGetErrorName(e);
-    (void)cudaGetLastError();
-    return false;
-  }
-  c.graph = exec;
-  return true;
+  return capture_graph(
+      ctx.dev->stream, c.iters, [&](int i, std::string& err) { return launch(c, ctx, i % ctx.sets.count, err); },
+      &c.graph, why);
 }
 
 // Enqueues candidate c's timed unit: one graph replay, or the same launches directly.
@@ -376,13 +353,6 @@ void mark_all(Results& res, const std::vector<Candidate>& cands, const char* sta
     row.status = status;
     row.message = msg;
   }
-}
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
 }
 
 void run_problem(const Problem& p, int index, int total, const Options& opt,
@@ -473,20 +443,28 @@ void run_problem(const Problem& p, int index, int total, const Options& opt,
         row.algo = dev.cublas->algo_description();
       }
     } else {
-      if (spec.kind == KernelSpec::Kind::kAnvilNamed) {
+      anvil::Diagnostic diag;
+      anvil::Status st = anvil::Status::kSuccess;
+      if (spec.planned) {
+        // Through the planner with the options' overrides: the plan names the kernel.
+        anvil::detail::LaunchPlan plan;
+        st = anvil::detail::plan_for(c.desc, nullptr, &spec.overrides, &plan, &diag);
+        if (st == anvil::Status::kSuccess) row.dispatched = plan.kernel_name;
+      } else if (spec.kind == KernelSpec::Kind::kAnvilNamed) {
         c.desc.kernel = spec.label.c_str();
         row.dispatched = spec.label;
       } else {
         const char* picked = anvil::dispatch_name(c.desc);
         if (picked) row.dispatched = std::string(picked);
       }
-      anvil::Diagnostic diag;
-      anvil::Status st = anvil::can_implement(c.desc, nullptr, &diag);
+      if (st == anvil::Status::kSuccess && !spec.planned) st = anvil::can_implement(c.desc, nullptr, &diag);
       if (st != anvil::Status::kSuccess) {
         row.status = "unsupported";
         row.message = status_text(st, diag);
       } else {
-        workspace_needed = std::max(workspace_needed, anvil::workspace_size(c.desc));
+        workspace_needed = std::max(workspace_needed, spec.planned
+                                                          ? anvil::detail::workspace_size(c.desc, nullptr, &spec.overrides)
+                                                          : anvil::workspace_size(c.desc));
       }
     }
     c.active = row.status == "ok";
@@ -526,8 +504,7 @@ void run_problem(const Problem& p, int index, int total, const Options& opt,
   // ---- input sets: enough to exceed 3x L2, within the memory cap and what is free ----
   const size_t set_bytes = ctx.sets.set_bytes;
   const size_t l2 = size_t(std::max(dev.prop.l2CacheSize, 0));
-  int64_t r = int64_t(3 * l2 / set_bytes) + 1;
-  r = std::min<int64_t>(std::max<int64_t>(r, 2), opt.max_input_sets);
+  int64_t r = rotating_set_count(set_bytes, l2, opt.max_input_sets);
   // One fp32 reference per description the active rows use.
   const size_t ref_fused_bytes =
       opt.verify && need_fused ? align_up(size_t(p.m * verify::output_cols(fused)) * sizeof(float))
@@ -810,6 +787,7 @@ int run(int argc, char** argv) {
   // a kernel name fails in a second rather than after minutes of measuring.
   std::vector<Problem> problems = load_problems(opt);
   std::vector<KernelSpec> specs = expand_kernels(opt.kernels);
+  apply_overrides(opt, specs);
   std::optional<AnchorFile> anchors;
   if (!opt.anchors_path.empty()) anchors = load_anchors(opt.anchors_path);
 
@@ -913,4 +891,8 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace bench
 
-int main(int argc, char** argv) { return bench::run(argc, argv); }
+int main(int argc, char** argv) {
+  // Ladder steps and ablations can be named (--kernels, --list) next to the library's own.
+  anvil::lab::register_lab_kernels();
+  return bench::run(argc, argv);
+}

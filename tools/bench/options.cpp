@@ -59,6 +59,10 @@ const char* kUsage =
     "  --mem-cap-gb GB      cap on the input sets' total size   [40]\n"
     "  --no-verify          skip the correctness check\n"
     "  --batch-invariant    anvil rows ask for batch invariance (GemmDesc::batch_invariant)\n"
+    "  --decode-splits S    force the decode kernels' K split (1-8) on the anvil rows\n"
+    "  --row-split never|always\n"
+    "                       never, or always, hand sm90-gemm's last rows to a decode kernel\n"
+    "  --trace-plans        print each plan the anvil rows run (stderr, once per problem)\n"
     "  --seed N             base seed of the random inputs\n"
     "  --inputs uniform|normal\n"
     "                       uniform in [-1, 1], or normal with the same variance\n"
@@ -302,6 +306,18 @@ Options parse_options(int argc, char** argv) {
     } else if (a == "--batch-invariant") {
       no_value();
       opt.batch_invariant = true;
+    } else if (a == "--decode-splits") {
+      opt.overrides.decode_splits = static_cast<int>(parse_int(value(), "--decode-splits", 1, 8));
+      opt.overridden = true;
+    } else if (a == "--row-split") {
+      const std::string v = value();
+      if (v == "never") opt.overrides.row_split = anvil::detail::PlanOverrides::RowSplit::kNever;
+      else if (v == "always") opt.overrides.row_split = anvil::detail::PlanOverrides::RowSplit::kAlways;
+      else usage_error("--row-split takes never or always, not '" + v + "'");
+      opt.overridden = true;
+    } else if (a == "--trace-plans") {
+      opt.overrides.trace = true;
+      opt.overridden = true;
     } else if (a == "--inputs") {
       const std::string v = value();
       if (v == "uniform") {
@@ -389,7 +405,11 @@ std::vector<KernelSpec> expand_kernels(const std::vector<std::string>& names) {
   std::vector<KernelSpec> out;
   std::set<std::string> seen;
   auto add = [&](const std::string& label, KernelSpec::Kind kind) {
-    if (seen.insert(label).second) out.push_back({label, kind});
+    if (!seen.insert(label).second) return;
+    KernelSpec spec;
+    spec.label = label;
+    spec.kind = kind;
+    out.push_back(spec);
   };
   for (const auto& name : names) {
     if (name == "anvil" || name == "auto") {
@@ -427,6 +447,28 @@ std::vector<KernelSpec> expand_kernels(const std::vector<std::string>& names) {
     }
   }
   return out;
+}
+
+void apply_overrides(const Options& opt, std::vector<KernelSpec>& specs) {
+  if (!opt.overridden) return;
+  using anvil::detail::KernelFamily;
+  constexpr KernelFamily kFamilies[] = {KernelFamily::kSm90Gemm, KernelFamily::kDecodeTma, KernelFamily::kDecodeLdg,
+                                        KernelFamily::kDecodeR64, KernelFamily::kDecodeLdgR64};
+  for (KernelSpec& spec : specs) {
+    if (spec.kind == KernelSpec::Kind::kAnvilAuto || spec.kind == KernelSpec::Kind::kAnvilPlain) {
+      spec.planned = true;
+      spec.overrides = opt.overrides;
+      continue;
+    }
+    if (spec.kind != KernelSpec::Kind::kAnvilNamed) continue;
+    for (KernelFamily f : kFamilies) {
+      if (spec.label == anvil::detail::family_name(f)) {
+        spec.planned = true;
+        spec.overrides = opt.overrides;
+        spec.overrides.family = f;
+      }
+    }
+  }
 }
 
 }  // namespace bench

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "anvil/gemm.h"
+#include "anvil/lab.h"
 #include "json.h"
 #include "system_info.h"
 #include "verify/device_probe.h"
@@ -262,6 +263,7 @@ void run_all(const Options& o, Summary& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  anvil::lab::register_lab_kernels();  // --kernel may name a lab kernel
   const Options o = parse(argc, argv);
   Summary s;
   const std::string unavailable = verify::sm90_unavailable_reason();

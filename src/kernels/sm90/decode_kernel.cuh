@@ -17,7 +17,9 @@
 #include <cstdint>
 
 #include "arch/sm90/cluster.cuh"
+#include "arch/sm90/named_barrier.cuh"
 #include "arch/sm90/setmaxnreg.cuh"
+#include "arch/sm90/swizzle_alignment.cuh"
 #include "arch/sm90/tma.cuh"
 #include "kernels/common/epilogue_params.h"
 #include "kernels/sm90/consumer.cuh"
@@ -83,7 +85,7 @@ struct DecodeShared {
 
 template <class Config>
 constexpr int decode_smem_bytes() {
-  return static_cast<int>(sizeof(DecodeShared<Config>)) + 1024;  // + alignment slack
+  return static_cast<int>(sizeof(DecodeShared<Config>)) + sm90::kSwizzleAtomBytes;  // + alignment slack
 }
 
 struct DecodeParams {
@@ -141,7 +143,7 @@ __device__ __forceinline__ DecodeTileOrigin tile_origin(const DecodeParams& p) {
 // Named barrier over the consumer warpgroups (id 0 is __syncthreads).
 template <class Config>
 __device__ __forceinline__ void consumers_sync() {
-  asm volatile("bar.sync 1, %0;\n" ::"n"(Config::kConsumerThreads) : "memory");
+  sm90::named_barrier_sync<Config::kConsumerThreads>(1);
 }
 
 // Grid: (splits, feature tiles, token tiles x batch), clusters of (splits, 1, 1).
@@ -149,8 +151,7 @@ template <class Config, sm90::Input kInput>
 __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
     sm90_decode_kernel(const __grid_constant__ DecodeParams p) {
   extern __shared__ uint8_t smem_raw[];
-  auto& shared = *reinterpret_cast<DecodeShared<Config>*>(
-      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  auto& shared = *sm90::align_to_swizzle_atom<DecodeShared<Config>>(smem_raw);
   // Once the mainloop is done the ring is idle: the partial tile is parked over it.
   static_assert(kPartialBytes<Config::kTokenTile> <= sizeof(shared.a) + sizeof(shared.b), "partial tile fits the ring");
   float* partial = reinterpret_cast<float*>(&shared.a[0][0]);
@@ -192,34 +193,8 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
     park_partial<Config::kTokenTile>(partial, acc[0], consumer);
     const DecodeTileOrigin origin = tile_origin<Config>(p);
     const int rank = static_cast<int>(sm90::cluster_cta_rank()), splits = static_cast<int>(sm90::cluster_size());
-    using Shape = typename Config::ReduceShape;
-    // Two branches, not one path with its barriers under `if (split)`: the unsplit one
-    // compiles for one split, its reads local and its loop bounds known. Merged, sm90-decode
-    // and sm90-decode-r64 ran 0.15-0.3 us slower (docs/worklog.md, session 15).
-    if (splits == 1) {
-      // No peer reads this CTA's partial (sm90-decode-r64 in its one wave, or tiles that
-      // fill the GPU): a barrier over the consumer warpgroups publishes it. The cluster
-      // barriers' MEMBAR.ALL.GPU and the DSMEM reads of its own partial made up 1.5 of the
-      // 2.0 us from the mainloop's end to the exit on sm90-decode-r64 at 64 x 8192 x 8192
-      // (docs/worklog.md, session 14).
-      const ReduceShare share = plan_reduce_share<Config::kTokenTile, Config::kConsumerThreads, Shape>(
-          p.epilogue, origin, rank, splits, threadIdx.x - 128);
-      consumers_sync<Config>();
-      reduce_and_finish<Config::kTokenTile, Config::kConsumerThreads, Shape>(p.epilogue, partial, origin, share, 1);
-    } else {
-      // Partials are visible cluster-wide once every CTA has arrived (release) and this one
-      // has waited (acquire); the thread's share of the finishing is worked out in between ...
-      sm90::cluster_arrive();
-      const ReduceShare share = plan_reduce_share<Config::kTokenTile, Config::kConsumerThreads, Shape>(
-          p.epilogue, origin, rank, splits, threadIdx.x - 128);
-      sm90::cluster_wait();
-      reduce_and_finish<Config::kTokenTile, Config::kConsumerThreads, Shape>(p.epilogue, partial, origin, share,
-                                                                             splits);
-      // ... and must stay alive until every peer has read them. Relaxed: each thread has
-      // used every value it read (its stores are issued), and waiting for those stores to
-      // be performed, which is what the release would add, protects nothing.
-      sm90::cluster_sync_relaxed();
-    }
+    finish_decode_tile<Config::kTokenTile, Config::kConsumerThreads, typename Config::ReduceShape>(
+        p.epilogue, partial, origin, rank, splits, threadIdx.x - 128, [] { consumers_sync<Config>(); });
   }
 }
 

@@ -24,6 +24,8 @@
 #include "arch/sm90/cluster.cuh"
 #include "arch/sm90/cp_async.cuh"
 #include "arch/sm90/fence.cuh"
+#include "arch/sm90/named_barrier.cuh"
+#include "arch/sm90/swizzle_alignment.cuh"
 #include "arch/sm90/wgmma.cuh"
 #include "kernels/common/epilogue_params.h"
 #include "kernels/sm90/decode_plan.h"
@@ -108,7 +110,7 @@ __device__ __forceinline__ float* ldg_partial_tile(LdgDecodeShared<Config>& shar
 
 template <class Config>
 constexpr int ldg_decode_smem_bytes() {
-  return static_cast<int>(sizeof(LdgDecodeShared<Config>)) + 1024;  // + alignment slack
+  return static_cast<int>(sizeof(LdgDecodeShared<Config>)) + sm90::kSwizzleAtomBytes;  // + alignment slack
 }
 
 struct LdgDecodeParams {
@@ -169,11 +171,6 @@ __device__ __forceinline__ void copy_stage(typename LdgDecodeShared<Config>::Sta
   }
 }
 
-// Named barrier over one warpgroup (ids 1..kWarpgroups; 0 is __syncthreads).
-__device__ __forceinline__ void warpgroup_sync(int warpgroup) {
-  asm volatile("bar.sync %0, 128;\n" ::"r"(warpgroup + 1) : "memory");
-}
-
 // One warpgroup's share of K for its 64 weight rows. Every thread commits one copy group
 // per stage - empty ones past the range too - so "all but the newest kStages - 2 groups
 // done" always means "this step's stage has landed".
@@ -198,7 +195,7 @@ __device__ __forceinline__ void run_ldg_mainloop(float (&acc)[Config::kTokenTile
     sm90::fence_proxy_async_shared();  // the copies are generic-proxy writes; wgmma reads async
     // Every thread's copies of this stage have landed, and every warp has retired the
     // previous step's wgmma: the slot it read may be refilled.
-    warpgroup_sync(warpgroup);
+    sm90::warpgroup_sync(warpgroup);
     const int refill = slot == 0 ? Config::kStages - 1 : slot - 1;
     if (step + Config::kStages - 1 < step_end) copy_stage<Config>(ring[refill], src, step + Config::kStages - 1, thread);
     sm90::cp_async_commit_group();
@@ -226,8 +223,7 @@ template <class Config, sm90::Input kInput>
 __global__ void __launch_bounds__(Config::kThreads, Config::kCtasPerSm)
     sm90_decode_ldg_kernel(const __grid_constant__ LdgDecodeParams p) {
   extern __shared__ uint8_t smem_raw[];
-  auto& shared = *reinterpret_cast<LdgDecodeShared<Config>*>(
-      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  auto& shared = *sm90::align_to_swizzle_atom<LdgDecodeShared<Config>>(smem_raw);
 
   const int warpgroup = threadIdx.x / 128;
   const int row_block = warpgroup % Config::kRowBlocks, subslice = warpgroup / Config::kRowBlocks;
@@ -253,7 +249,7 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kCtasPerSm)
   run_ldg_mainloop<Config, kInput>(acc, src, step_begin, step_end, shared.stages[warpgroup], warpgroup);
   // A warpgroup that parks over its own ring waits until all its warps have retired their
   // last wgmma and copies.
-  if constexpr (Config::kParksOverRing) warpgroup_sync(warpgroup);
+  if constexpr (Config::kParksOverRing) sm90::warpgroup_sync(warpgroup);
   park_partial<Config::kTokenTile>(ldg_partial_tile(shared, subslice), acc, row_block);
   // When the steps do not divide evenly, a warpgroup with a step fewer passes the barrier of
   // the step it lacks. Not for the hardware, which needs no such thing, but for racecheck: it
@@ -262,35 +258,14 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kCtasPerSm)
   // after the CTA barrier (anvil-racecheck-probe, docs/worklog.md session 16). The count
   // is worked out before the mainloop, from a bound the host computed: a division here, on
   // the CTA's last microsecond, cost 0.1 us on 1 x 8192 x 8192.
-  for (int i = 0; i < missing_steps; ++i) warpgroup_sync(warpgroup);
+  for (int i = 0; i < missing_steps; ++i) sm90::warpgroup_sync(warpgroup);
   const float* const partials = ldg_partial_tile(shared, 0);
   constexpr int kPartFloats = kLdgPartFloats<Config>;
   // One group per thread at most (up to 16 tokens x 32 groups over 512 threads), two with
   // sm90-decode-ldg-r64's 32-token tile (32 x 16 groups over 384 threads).
-  using Shape = typename Config::ReduceShape;
-  // Two branches, not one path with its barriers under `if (splits > 1)`: the unsplit one
-  // compiles for one split, its reads local and its loop bounds known (see
-  // decode_kernel.cuh).
-  if (splits == 1) {
-    // No peer reads this CTA's partials (the tiles fill the GPU): a CTA barrier publishes
-    // them, without the cluster barriers (see decode_kernel.cuh).
-    const ReduceShare share =
-        plan_reduce_share<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, origin, rank, 1, threadIdx.x);
-    __syncthreads();
-    reduce_and_finish<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, partials, origin, share, 1,
-                                                                   Config::kSubslices, kPartFloats);
-    return;
-  }
-  // Partials are visible cluster-wide once every CTA has arrived (release) and this one
-  // has waited (acquire); the thread's share of the finishing is worked out in between ...
-  sm90::cluster_arrive();
-  const ReduceShare share =
-      plan_reduce_share<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, origin, rank, splits, threadIdx.x);
-  sm90::cluster_wait();
-  reduce_and_finish<Config::kTokenTile, Config::kThreads, Shape>(p.epilogue, partials, origin, share, splits,
-                                                                 Config::kSubslices, kPartFloats);
-  // ... and must stay alive until every peer has read them (relaxed: see decode_kernel.cuh).
-  sm90::cluster_sync_relaxed();
+  finish_decode_tile<Config::kTokenTile, Config::kThreads, typename Config::ReduceShape>(
+      p.epilogue, partials, origin, rank, splits, threadIdx.x, [] { __syncthreads(); }, Config::kSubslices,
+      kPartFloats);
 }
 
 }  // namespace anvil::detail

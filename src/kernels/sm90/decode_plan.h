@@ -7,8 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 
 #include "anvil/gemm.h"
 #include "kernels/sm90/plan.h"
@@ -258,15 +256,6 @@ bool prefers_decode_ldg_r64_split(int64_t m, int64_t n, int64_t k, int64_t batch
          static_cast<double>(rows64.ctas) >= kDecodeLdgRows64SplitMinFill * sm_count;
 }
 
-// CTAs of the load-path decode kernels resident at once, by cluster size (ctas[s], s = 1..
-// kDecodeMaxSplit), on the current device: asked of the occupancy API the first time per
-// device and kept, so the dispatcher pays one table lookup per call (gemm_decode_ldg.cu).
-struct DecodeResidency {
-  int ctas[kDecodeMaxSplit + 1];
-  int operator()(int splits) const { return ctas[splits]; }
-};
-DecodeResidency decode_ldg_residency();
-
 // The load-path kernels' K partition (decode_ldg_kernel.cuh): part `part` of `parts` - the
 // warpgroups of subslice h in CTA rank r are part r x subslices + h - runs K steps
 // [begin, end) of `steps`. Parts differ by at most one step, and the most any runs is the
@@ -279,28 +268,6 @@ ANVIL_HOST_DEVICE constexpr KStepRange k_step_range(int part, int parts, int ste
   return {part * steps / parts, (part + 1) * steps / parts};  // < 2^28: steps < 2^24, parts <= 16
 }
 ANVIL_HOST_DEVICE constexpr int most_k_steps(int parts, int steps) { return (steps + parts - 1) / parts; }
-
-// A measurement override, not a setting: ANVIL_DECODE_SPLITS=s forces the K split of both
-// decode kernels (read once per process), so the split choice can be checked against
-// every alternative (docs/decode.md). Ignored when out of range.
-inline int decode_forced_splits() {
-  static const int forced = [] {
-    const char* value = std::getenv("ANVIL_DECODE_SPLITS");
-    return value != nullptr ? std::atoi(value) : 0;
-  }();
-  return forced;
-}
-
-// A measurement aid: ANVIL_TRACE_DECODE_PLANS=1 prints each decode plan as it is built
-// (once per problem: plans are cached) with the resident CTAs the occupancy API gave for
-// every cluster size, so a benchmark's rows can be matched to the split behind them.
-inline bool decode_trace_plans() {
-  static const bool trace = [] {
-    const char* value = std::getenv("ANVIL_TRACE_DECODE_PLANS");
-    return value != nullptr && *value != '\0' && *value != '0';
-  }();
-  return trace;
-}
 
 // The grid of one decode launch, in the units both decode kernels share: 128 weight rows
 // per feature tile, 64-wide k-tiles.
@@ -321,9 +288,11 @@ struct DecodeLaunchPlan {
 // tile_rows and k_block: weight rows per CTA and K per stage of the kernel (128 and 64
 // for both decode kernels; 64 and 256 for sm90-decode-r64); the split is chosen in those
 // k-tiles, and never exceeds their count.
+// forced_splits (1..8, at most the k-tiles; PlanOverrides::decode_splits) replaces the
+// choice, for measurement against every alternative.
 template <class ResidentCtas>
 DecodeLaunchPlan plan_decode(const GemmDesc& desc, int token_tile, int smallest_tile, ResidentCtas resident_ctas,
-                             bool single_wave = false, int tile_rows = 128, int k_block = 64) {
+                             bool single_wave = false, int tile_rows = 128, int k_block = 64, int forced_splits = 0) {
   DecodeLaunchPlan plan;
   plan.token_tile = token_tile;
   plan.batch = static_cast<int>(desc.batch);
@@ -354,17 +323,9 @@ DecodeLaunchPlan plan_decode(const GemmDesc& desc, int token_tile, int smallest_
   } else {
     plan.split = choose(tiles, token_tile, decode_cta_headroom(token_tile));
   }
-  const int forced = decode_forced_splits();
-  if (forced >= 1 && forced <= kDecodeMaxSplit && forced <= plan.k_tiles) {
-    plan.split = decode_split_cost(tiles, plan.k_tiles, forced, resident_ctas(token_tile, forced), bandwidth_bound);
-  }
-  if (decode_trace_plans()) {
-    std::fprintf(stderr, "decode plan: m %lld n %lld k %lld batch %lld rows %d tile %d -> splits %d ctas %lld waves %lld "
-                 "(resident by cluster size 1-8:", static_cast<long long>(desc.m), static_cast<long long>(desc.n),
-                 static_cast<long long>(desc.k), static_cast<long long>(desc.batch), tile_rows, token_tile,
-                 plan.split.splits, static_cast<long long>(plan.split.ctas), static_cast<long long>(plan.split.waves));
-    for (int s = 1; s <= kDecodeMaxSplit; ++s) std::fprintf(stderr, " %d", resident_ctas(token_tile, s));
-    std::fprintf(stderr, ")\n");
+  if (forced_splits >= 1 && forced_splits <= kDecodeMaxSplit && forced_splits <= plan.k_tiles) {
+    plan.split = decode_split_cost(tiles, plan.k_tiles, forced_splits, resident_ctas(token_tile, forced_splits),
+                                   bandwidth_bound);
   }
   return plan;
 }

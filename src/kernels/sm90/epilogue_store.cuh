@@ -25,6 +25,7 @@
 #include "arch/sm90/fence.cuh"
 #include "arch/sm90/ld_st_shared.cuh"
 #include "arch/sm90/mbarrier.cuh"
+#include "arch/sm90/named_barrier.cuh"
 #include "arch/sm90/stmatrix.cuh"
 #include "arch/sm90/tma.cuh"
 #include "kernels/sm90/fragment_epilogue.cuh"
@@ -48,11 +49,6 @@ __device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
 // The same with the output type known only at run time (bf16 or fp16).
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi, DataType dtype) {
   return dtype == DataType::kBF16 ? pack_pair<__nv_bfloat162>(lo, hi) : pack_pair<__half2>(lo, hi);
-}
-
-// Named barrier over one consumer warpgroup's 128 threads (id 0 is __syncthreads).
-__device__ __forceinline__ void warpgroup_sync(int consumer) {
-  asm volatile("bar.sync %0, 128;\n" ::"r"(consumer + 1) : "memory");
 }
 
 // The TMA-store buffer: per 64-row slab, one 64 x 64 box of halves per 64 columns, each
@@ -102,7 +98,7 @@ __device__ __forceinline__ void tma_store_round(const Sm90Params& params, const 
   constexpr int kBoxes = Config::kSlabs * kBoxesPerSlab / Config::kStoreRounds;
   constexpr int kFirstBox = kRound * kBoxes;
   if (t == 0) sm90::tma_store_wait_read<0>();
-  warpgroup_sync(consumer);
+  sm90::warpgroup_sync(consumer);
   if (params.epilogue.d.dtype == DataType::kBF16) {
     stage_boxes_for_tma_store<Config, __nv_bfloat162, kFirstBox, kBoxes>(buffer, acc, t);
   } else {
@@ -110,7 +106,7 @@ __device__ __forceinline__ void tma_store_round(const Sm90Params& params, const 
   }
   // Generic-proxy writes must be visible to the TMA engine's async-proxy reads.
   sm90::fence_proxy_async_shared();
-  warpgroup_sync(consumer);
+  sm90::warpgroup_sync(consumer);
   if (t == 0) {
 #pragma unroll
     for (int box = kFirstBox; box < kFirstBox + kBoxes; ++box) {

@@ -1,5 +1,6 @@
-// Host side of the decode kernel "sm90-decode" (decode_kernel.cuh): the token tile and
-// the K split per problem (decode_plan.h), the tensor maps, the cluster launch.
+// Host side of the decode kernels "sm90-decode" and "sm90-decode-r64" (decode_kernel.cuh):
+// the tensor maps and the cluster launch of a planned grid (the planner, src/plan/, chose
+// the configuration and the K split).
 #include <cuda_runtime.h>
 
 #include <string>
@@ -10,6 +11,7 @@
 #include "kernels/sm90/decode_launch.h"
 #include "kernels/sm90/decode_plan.h"
 #include "kernels/sm90/tma_operands.h"
+#include "plan/launch.h"
 
 namespace anvil::detail {
 namespace {
@@ -28,18 +30,6 @@ template <class Config>
 int resident_ctas(const char* name, int splits) {
   return decode_resident_ctas(name, decode_kernel_for<Config>(DataType::kBF16), Config::kThreads,
                               decode_smem_bytes<Config>(), splits);
-}
-
-int resident_ctas_for(int token_tile, int splits) {
-  switch (token_tile) {
-    case 8: return resident_ctas<DecodeConfig<8>>(kName, splits);
-    case 16: return resident_ctas<DecodeConfig<16>>(kName, splits);
-    case 32: return resident_ctas<DecodeConfig<32>>(kName, splits);
-    case 64: return resident_ctas<DecodeConfig<64>>(kName, splits);
-    case 96: return resident_ctas<DecodeConfig<96>>(kName, splits);
-    case 128: return resident_ctas<DecodeConfig<128>>(kName, splits);
-    default: return resident_ctas<DecodeConfig<256>>(kName, splits);
-  }
 }
 
 Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
@@ -74,45 +64,14 @@ Status build_decode_launch(const GemmDesc& desc, const GemmArgs& args, const Dec
   return Status::kSuccess;
 }
 
-// One configuration's launch under kernel `name`: smallest_tile and resident_ctas feed the
-// split planning (decode_plan.h).
-template <class Config, class ResidentCtas>
-Status plan_and_launch(const char* name, int smallest_tile, ResidentCtas resident_ctas, const GemmDesc& desc,
-                       const GemmArgs& args, Diagnostic* diag) {
-  constexpr int kSmem = decode_smem_bytes<Config>();
-  auto kernel = decode_kernel_for<Config>(desc.a.dtype);
-  // The plan cache keys on the configuration too; formatted once, not on every call (a
-  // configuration serves one kernel name).
-  static const std::string plan_name = std::string(name) + "/t" + std::to_string(Config::kTokenTile);
-  DecodeLaunch launch;
-  // The split planning, tensor maps and the kernel's shared-memory limit are per-problem
-  // work: done once, then cached.
-  const Status s = find_or_build_plan(plan_name.c_str(), desc, args, &launch, diag, [&](DecodeLaunch* out) {
-    const DecodeLaunchPlan plan = plan_decode(desc, Config::kTokenTile, smallest_tile, resident_ctas, false,
-                                              Config::kBlockM, Config::kBlockK);
-    const Status built = build_decode_launch<Config>(desc, args, plan, out, diag);
-    return built != Status::kSuccess ? built : set_dynamic_smem(kernel, kSmem, name, diag);
-  });
-  if (s != Status::kSuccess) return s;
-
-  return launch_decode_grid(name, kernel, launch.params, launch.plan, Config::kThreads, kSmem, args.stream, diag);
-}
-
-template <int kTokenTile>
-Status launch_tile(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return plan_and_launch<DecodeConfig<kTokenTile>>(kName, kDecodeTokenTiles[0], resident_ctas_for, desc, args, diag);
-}
-
-Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  switch (decode_token_tile(desc.m)) {
-    case 8: return launch_tile<8>(desc, args, diag);
-    case 16: return launch_tile<16>(desc, args, diag);
-    case 32: return launch_tile<32>(desc, args, diag);
-    case 64: return launch_tile<64>(desc, args, diag);
-    case 96: return launch_tile<96>(desc, args, diag);
-    case 128: return launch_tile<128>(desc, args, diag);
-    default: return launch_tile<256>(desc, args, diag);
-  }
+// One configuration's launch of a planned grid.
+template <class Config>
+Status launch_config(const char* name, const char* config_key, const DecodePlan& plan, const GemmDesc& desc,
+                     const GemmArgs& args, Diagnostic* diag) {
+  return cached_decode_launch<DecodeLaunch>(
+      name, config_key, decode_kernel_for<Config>(desc.a.dtype), Config::kThreads, decode_smem_bytes<Config>(), plan,
+      desc, args, diag,
+      [&](DecodeLaunch* out) { return build_decode_launch<Config>(desc, args, decode_grid(plan), out, diag); });
 }
 
 // ---- sm90-decode-r64: 64 weight rows per CTA ----
@@ -120,7 +79,7 @@ Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
 // Twice the CTAs of sm90-decode for the same weight, so 17-64 tokens on 8192 rows make
 // 128 tiles and need no K split - and none of its tail (docs/decode.md, session 14). Up
 // to 16 tokens two CTAs share an SM, so 10240 rows' 160 tiles all run at once, unsplit
-// (session 15). The dispatcher picks it where its tiles are all resident unsplit
+// (session 15). The planner picks it where its tiles are all resident unsplit
 // (prefers_decode_r64). No SwiGLU: a 64-row tile cannot hold a 64-row gate block and its
 // up block.
 
@@ -132,29 +91,66 @@ template <int kTokenTile>
 using Rows64 = DecodeConfig<kTokenTile, 64, 4>;
 // Up to 16 tokens: two CTAs per SM, two boxes per stage (five stages of 20 KiB each).
 using Rows64TwoPerSm = DecodeConfig<16, 64, 2, true>;
-constexpr int kRows64TokenTiles[] = {16, 32, 64};
-
-int rows64_resident_ctas_for(int token_tile, int splits) {
-  if (token_tile <= 16) return resident_ctas<Rows64TwoPerSm>(kRows64Name, splits);
-  return token_tile <= 32 ? resident_ctas<Rows64<32>>(kRows64Name, splits)
-                          : resident_ctas<Rows64<64>>(kRows64Name, splits);
-}
 
 Status check_rows64(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
   return check_decode(kRows64Name, desc, args, false, 64, 64, diag);
 }
 
-Status launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  if (desc.m <= 16) {
-    return plan_and_launch<Rows64TwoPerSm>(kRows64Name, kRows64TokenTiles[0], rows64_resident_ctas_for, desc, args,
-                                           diag);
+}  // namespace
+
+void fill_decode_tma_residency(DeviceInfo* device) {
+  for (int s = 1; s <= kMaxClusterSplit; ++s) {
+    const auto set = [&](DecodeConfigId id, int ctas) { device->decode_resident[static_cast<int>(id)][s] = ctas; };
+    set(DecodeConfigId::kTma8, resident_ctas<DecodeConfig<8>>(kName, s));
+    set(DecodeConfigId::kTma16, resident_ctas<DecodeConfig<16>>(kName, s));
+    set(DecodeConfigId::kTma32, resident_ctas<DecodeConfig<32>>(kName, s));
+    set(DecodeConfigId::kTma64, resident_ctas<DecodeConfig<64>>(kName, s));
+    set(DecodeConfigId::kTma96, resident_ctas<DecodeConfig<96>>(kName, s));
+    set(DecodeConfigId::kTma128, resident_ctas<DecodeConfig<128>>(kName, s));
+    set(DecodeConfigId::kTma256, resident_ctas<DecodeConfig<256>>(kName, s));
+    set(DecodeConfigId::kR64x16, resident_ctas<Rows64TwoPerSm>(kRows64Name, s));
+    set(DecodeConfigId::kR64x32, resident_ctas<Rows64<32>>(kRows64Name, s));
+    set(DecodeConfigId::kR64x64, resident_ctas<Rows64<64>>(kRows64Name, s));
   }
-  return desc.m <= 32 ? plan_and_launch<Rows64<32>>(kRows64Name, kRows64TokenTiles[0], rows64_resident_ctas_for, desc,
-                                                    args, diag)
-                      : plan_and_launch<Rows64<64>>(kRows64Name, kRows64TokenTiles[0], rows64_resident_ctas_for, desc,
-                                                    args, diag);
 }
 
+// The configuration the plan names; the cache key names the configuration.
+Status launch_decode_tma_plan(const DecodePlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  switch (plan.config) {
+    case DecodeConfigId::kTma8: return launch_config<DecodeConfig<8>>(kName, "sm90-decode/t8", plan, desc, args, diag);
+    case DecodeConfigId::kTma16: return launch_config<DecodeConfig<16>>(kName, "sm90-decode/t16", plan, desc, args, diag);
+    case DecodeConfigId::kTma32: return launch_config<DecodeConfig<32>>(kName, "sm90-decode/t32", plan, desc, args, diag);
+    case DecodeConfigId::kTma64: return launch_config<DecodeConfig<64>>(kName, "sm90-decode/t64", plan, desc, args, diag);
+    case DecodeConfigId::kTma96: return launch_config<DecodeConfig<96>>(kName, "sm90-decode/t96", plan, desc, args, diag);
+    case DecodeConfigId::kTma128:
+      return launch_config<DecodeConfig<128>>(kName, "sm90-decode/t128", plan, desc, args, diag);
+    case DecodeConfigId::kTma256:
+      return launch_config<DecodeConfig<256>>(kName, "sm90-decode/t256", plan, desc, args, diag);
+    case DecodeConfigId::kR64x16:
+      return launch_config<Rows64TwoPerSm>(kRows64Name, "sm90-decode-r64/t16", plan, desc, args, diag);
+    case DecodeConfigId::kR64x32:
+      return launch_config<Rows64<32>>(kRows64Name, "sm90-decode-r64/t32", plan, desc, args, diag);
+    case DecodeConfigId::kR64x64:
+      return launch_config<Rows64<64>>(kRows64Name, "sm90-decode-r64/t64", plan, desc, args, diag);
+    default: return fail(diag, Status::kInternalError, "%s: not a TMA decode configuration", kName);
+  }
+}
+
+namespace {
+// The registry entries run the planner with the family forced.
+Status launch_family(KernelFamily family, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  PlanOverrides overrides;
+  overrides.family = family;
+  LaunchPlan plan;
+  const Status s = plan_for(desc, &args, &overrides, &plan, diag);
+  return s != Status::kSuccess ? s : launch_decode_tma_plan(plan.decode, desc, args, diag);
+}
+Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return launch_family(KernelFamily::kDecodeTma, desc, args, diag);
+}
+Status launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return launch_family(KernelFamily::kDecodeR64, desc, args, diag);
+}
 }  // namespace
 
 extern const KernelInfo kSm90DecodeR64{kRows64Name,

@@ -4,15 +4,13 @@
 // no tensor maps, so a plan is only the split and the parameter block.
 #include <cuda_runtime.h>
 
-#include <mutex>
-#include <string>
-
 #include "host/plan_cache.h"
 #include "host/registry.h"
 #include "kernels/sm90/decode_launch.h"
 #include "kernels/sm90/decode_ldg_kernel.cuh"
 #include "kernels/sm90/decode_plan.h"
 #include "kernels/sm90/tma_operands.h"
+#include "plan/launch.h"
 
 namespace anvil::detail {
 namespace {
@@ -20,7 +18,7 @@ namespace {
 constexpr const char* kName = "sm90-decode-ldg";
 
 // The two configurations, one per token tile; more tokens take several 16-wide tiles
-// (correct, but each re-reads the weight: the dispatcher sends those to sm90-decode).
+// (correct, but each re-reads the weight: the planner sends those to sm90-decode).
 // Stage shapes from the session-7 sweep (docs/decode.md): with 8 tokens, 128-wide K steps
 // and two warpgroups per row half (three stages each) beat 64-wide steps (five stages) by
 // 1-4% on the 8192- and 28672-row weights - longer runs of each weight row per request
@@ -28,8 +26,6 @@ constexpr const char* kName = "sm90-decode-ldg";
 // (16 x 10240 x 8192: 46.1 us against 48.3 with 128-wide steps and one warpgroup per half).
 using Ldg8 = LdgDecodeConfig<8, 128, 2>;
 using Ldg16 = LdgDecodeConfig<16, 64, 2>;
-constexpr int kSmallestTokenTile = Ldg8::kTokenTile;
-constexpr int ldg_token_tile(int64_t m) { return m <= Ldg8::kTokenTile ? Ldg8::kTokenTile : Ldg16::kTokenTile; }
 
 template <class Config, sm90::Input kInput>
 constexpr auto ldg_kernel() {
@@ -41,10 +37,6 @@ template <class Config>
 int resident_ctas(const char* name, int splits) {
   return decode_resident_ctas(name, ldg_kernel<Config, sm90::Input::kBF16>(), Config::kThreads,
                               ldg_decode_smem_bytes<Config>(), splits);
-}
-
-int resident_ctas_for(int token_tile, int splits) {
-  return token_tile <= Ldg8::kTokenTile ? resident_ctas<Ldg8>(kName, splits) : resident_ctas<Ldg16>(kName, splits);
 }
 
 // The same operand limits as sm90-decode (K-major operands, 16-byte aligned bases and
@@ -83,32 +75,17 @@ auto kernel_for(DataType input) {
   return input == DataType::kBF16 ? ldg_kernel<Config, sm90::Input::kBF16>() : ldg_kernel<Config, sm90::Input::kF16>();
 }
 
-// One configuration's launch under kernel `name`: smallest_tile and resident_ctas feed the
-// split planning (decode_plan.h), in tiles of the configuration's rows.
-template <class Config, class ResidentCtas>
-Status plan_and_launch(const char* name, int smallest_tile, ResidentCtas resident_ctas, const GemmDesc& desc,
-                       const GemmArgs& args, Diagnostic* diag) {
-  constexpr int kTokenTile = Config::kTokenTile;
-  constexpr int kSmem = ldg_decode_smem_bytes<Config>();
-  auto kernel = kernel_for<Config>(desc.a.dtype);
-  // The plan cache keys on the configuration too; formatted once, not on every call (a
-  // configuration serves one kernel name).
-  static const std::string plan_name = std::string(name) + "/t" + std::to_string(kTokenTile) + "/k" +
-                                       std::to_string(Config::kStepK) + "/s" + std::to_string(Config::kSubslices);
-  LdgDecodeLaunch launch;
-  const Status s = find_or_build_plan(plan_name.c_str(), desc, args, &launch, diag, [&](LdgDecodeLaunch* out) {
-    *out = build_launch<Config>(desc, args,
-                                plan_decode(desc, kTokenTile, smallest_tile, resident_ctas, true, Config::kBlockM));
-    return set_dynamic_smem(kernel, kSmem, name, diag);
-  });
-  if (s != Status::kSuccess) return s;
-  return launch_decode_grid(name, kernel, launch.params, launch.plan, Config::kThreads, kSmem, args.stream, diag);
-}
-
-Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return ldg_token_tile(desc.m) == 8
-             ? plan_and_launch<Ldg8>(kName, kSmallestTokenTile, resident_ctas_for, desc, args, diag)
-             : plan_and_launch<Ldg16>(kName, kSmallestTokenTile, resident_ctas_for, desc, args, diag);
+// One configuration's launch of a planned grid (no tensor maps: the cached plan is the
+// parameter block and the grid).
+template <class Config>
+Status launch_config(const char* name, const char* config_key, const DecodePlan& plan, const GemmDesc& desc,
+                     const GemmArgs& args, Diagnostic* diag) {
+  return cached_decode_launch<LdgDecodeLaunch>(name, config_key, kernel_for<Config>(desc.a.dtype), Config::kThreads,
+                                               ldg_decode_smem_bytes<Config>(), plan, desc, args, diag,
+                                               [&](LdgDecodeLaunch* out) {
+                                                 *out = build_launch<Config>(desc, args, decode_grid(plan));
+                                                 return Status::kSuccess;
+                                               });
 }
 
 // ---- sm90-decode-ldg-r64: 64 weight rows per CTA, three or four warpgroups along K ----
@@ -117,9 +94,9 @@ Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
 // 128 tiles and need no K split - and none of its cluster tail (docs/decode.md, sessions
 // 15 and 17). Up to 8 tokens each warpgroup streams what it streams in Ldg8 (64 rows, a
 // quarter of the tile's K in 128-wide steps, three stages); 16- and 32-token tiles take
-// three warpgroups. The dispatcher picks it where its tiles fill one wave
+// three warpgroups. The planner picks it where its tiles fill one wave
 // (prefers_decode_ldg_r64). More than 32 tokens take several 32-wide tiles, each
-// re-reading the weight (correct, but the dispatcher never sends them here). No SwiGLU: a
+// re-reading the weight (correct, but the planner never sends them here). No SwiGLU: a
 // 64-row tile cannot hold a 64-row gate block and its up block.
 
 constexpr const char* kRows64Name = "sm90-decode-ldg-r64";
@@ -130,52 +107,55 @@ using LdgRows64 = LdgDecodeConfig<8, 128, 4, 64>;
 // matter more than the fourth ring, as in the 128-row kernel (session 7).
 template <int kTokenTile>
 using LdgRows64ThreeRings = LdgDecodeConfig<kTokenTile, 128, 3, 64>;
-constexpr int rows64_token_tile(int64_t m) { return m <= 8 ? 8 : m <= 16 ? 16 : 32; }
-
-int rows64_resident_ctas_for(int token_tile, int splits) {
-  switch (token_tile) {
-    case 8: return resident_ctas<LdgRows64>(kRows64Name, splits);
-    case 16: return resident_ctas<LdgRows64ThreeRings<16>>(kRows64Name, splits);
-    default: return resident_ctas<LdgRows64ThreeRings<32>>(kRows64Name, splits);
-  }
-}
 
 Status check_rows64(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
   return check_decode(kRows64Name, desc, args, false, 64, LdgRows64ThreeRings<32>::kTokenTile, diag);
 }
 
-template <class Config>
-Status launch_rows64_config(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return plan_and_launch<Config>(kRows64Name, LdgRows64::kTokenTile, rows64_resident_ctas_for, desc, args, diag);
-}
-
-Status launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  switch (rows64_token_tile(desc.m)) {
-    case 8: return launch_rows64_config<LdgRows64>(desc, args, diag);
-    case 16: return launch_rows64_config<LdgRows64ThreeRings<16>>(desc, args, diag);
-    default: return launch_rows64_config<LdgRows64ThreeRings<32>>(desc, args, diag);
-  }
-}
-
 }  // namespace
 
-DecodeResidency decode_ldg_residency() {
-  const auto query = [] {
-    DecodeResidency table{};
-    for (int s = 1; s <= kDecodeMaxSplit; ++s) table.ctas[s] = resident_ctas<Ldg8>(kName, s);
-    return table;
-  };
-  constexpr int kMaxDevices = 64;
-  static DecodeResidency tables[kMaxDevices];
-  static std::once_flag once[kMaxDevices];
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) {
-    cudaGetLastError();
-    return query();  // no device to key on: the fallback counts (decode_resident_ctas)
+void fill_decode_ldg_residency(DeviceInfo* device) {
+  for (int s = 1; s <= kMaxClusterSplit; ++s) {
+    const auto set = [&](DecodeConfigId id, int ctas) { device->decode_resident[static_cast<int>(id)][s] = ctas; };
+    set(DecodeConfigId::kLdg8, resident_ctas<Ldg8>(kName, s));
+    set(DecodeConfigId::kLdg16, resident_ctas<Ldg16>(kName, s));
+    set(DecodeConfigId::kLdgR64x8, resident_ctas<LdgRows64>(kRows64Name, s));
+    set(DecodeConfigId::kLdgR64x16, resident_ctas<LdgRows64ThreeRings<16>>(kRows64Name, s));
+    set(DecodeConfigId::kLdgR64x32, resident_ctas<LdgRows64ThreeRings<32>>(kRows64Name, s));
   }
-  std::call_once(once[device], [&] { tables[device] = query(); });
-  return tables[device];
 }
+
+// The configuration the plan names; the cache key names the configuration.
+Status launch_decode_ldg_plan(const DecodePlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  switch (plan.config) {
+    case DecodeConfigId::kLdg8: return launch_config<Ldg8>(kName, "sm90-decode-ldg/t8/k128/s2", plan, desc, args, diag);
+    case DecodeConfigId::kLdg16: return launch_config<Ldg16>(kName, "sm90-decode-ldg/t16/k64/s2", plan, desc, args, diag);
+    case DecodeConfigId::kLdgR64x8:
+      return launch_config<LdgRows64>(kRows64Name, "sm90-decode-ldg-r64/t8", plan, desc, args, diag);
+    case DecodeConfigId::kLdgR64x16:
+      return launch_config<LdgRows64ThreeRings<16>>(kRows64Name, "sm90-decode-ldg-r64/t16", plan, desc, args, diag);
+    case DecodeConfigId::kLdgR64x32:
+      return launch_config<LdgRows64ThreeRings<32>>(kRows64Name, "sm90-decode-ldg-r64/t32", plan, desc, args, diag);
+    default: return fail(diag, Status::kInternalError, "%s: not a load-path decode configuration", kName);
+  }
+}
+
+namespace {
+// The registry entries run the planner with the family forced.
+Status launch_family(KernelFamily family, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  PlanOverrides overrides;
+  overrides.family = family;
+  LaunchPlan plan;
+  const Status s = plan_for(desc, &args, &overrides, &plan, diag);
+  return s != Status::kSuccess ? s : launch_decode_ldg_plan(plan.decode, desc, args, diag);
+}
+Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return launch_family(KernelFamily::kDecodeLdg, desc, args, diag);
+}
+Status launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return launch_family(KernelFamily::kDecodeLdgR64, desc, args, diag);
+}
+}  // namespace
 
 extern const KernelInfo kSm90DecodeLdgR64{kRows64Name,
                                           "decode through the load path with 64 weight rows per CTA and three or "

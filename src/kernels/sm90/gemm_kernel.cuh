@@ -18,6 +18,7 @@
 
 #include "arch/sm90/cluster.cuh"
 #include "arch/sm90/setmaxnreg.cuh"
+#include "arch/sm90/swizzle_alignment.cuh"
 #include "kernels/sm90/consumer.cuh"
 #include "kernels/sm90/epilogue_store.cuh"
 #include "kernels/sm90/kernel_config.h"
@@ -70,10 +71,13 @@ __device__ __forceinline__ void run_stream_k_consumer(const Sm90Params& params, 
 template <class Config, sm90::Input kInput>
 __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __grid_constant__ Sm90Params params) {
   extern __shared__ uint8_t smem_raw[];
-  // Swizzled tiles must start on 1024-byte boundaries (the swizzle atom); dynamic shared
-  // memory only promises 16, so round up inside the slack the launch reserved.
-  auto& shared = *reinterpret_cast<SharedStorage<Config>*>(
-      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  // Swizzled tiles start on a swizzle atom, inside the slack the launch reserved. Rounded
+  // here rather than through sm90::align_to_swizzle_atom: handing the shared array to a
+  // function gives the ping-pong configuration different (128 bytes shorter) code, and
+  // this kernel's code is kept as measured.
+  constexpr uintptr_t kAtomMask = sm90::kSwizzleAtomBytes - 1;
+  auto& shared =
+      *reinterpret_cast<SharedStorage<Config>*>((reinterpret_cast<uintptr_t>(smem_raw) + kAtomMask) & ~kAtomMask);
 
   const int warpgroup = threadIdx.x / 128;
   const uint32_t cta_rank = Config::kClusterCtas > 1 ? sm90::cluster_cta_rank() : 0;

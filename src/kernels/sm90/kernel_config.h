@@ -21,33 +21,50 @@ enum class Schedule { kCooperative, kPingPong };
 // (docs/worklog.md, session 11).
 enum class ClusterAxis { kM, kN };
 
-template <int kBlockN_, int kConsumers_, int kSlabs_, int kStages_, int kClusterCtas_, bool kTmaStore_,
-          ClusterB kClusterB_ = ClusterB::kMulticast, Schedule kSchedule_ = Schedule::kCooperative,
-          bool kStreamK_ = false, int kStoreRounds_ = 1, ClusterAxis kClusterAxis_ = ClusterAxis::kM>
+// The choices that define one warp-specialized kernel instance, by name. A structural
+// aggregate, so it is the template argument itself:
+//   KernelConfig<KernelSpec{.block_n = 256, .consumers = 2, .slabs_per_consumer = 1,
+//                           .stages = 4, .cluster_ctas = 2, .tma_store = true}>
+// (designated initialisers in declaration order; the defaulted fields may be left out).
+struct KernelSpec {
+  int block_n;             // tile columns: the wgmma N of every consumer
+  int consumers;           // consumer warpgroups (plus one producer warpgroup)
+  int slabs_per_consumer;  // m64 row slabs each consumer warpgroup multiplies
+  int stages;              // shared-memory ring stages of A and B tiles
+  int cluster_ctas;        // CTAs per cluster (1: no cluster)
+  bool tma_store;          // the plain epilogue leaves through swizzled shared memory and TMA stores
+  ClusterB cluster_b = ClusterB::kMulticast;
+  Schedule schedule = Schedule::kCooperative;
+  bool stream_k = false;   // stream-K work units (stream_k.h) instead of whole tiles
+  int store_rounds = 1;    // rounds the TMA-store epilogue writes a warpgroup's output in
+  ClusterAxis cluster_axis = ClusterAxis::kM;
+};
+
+template <KernelSpec kSpec>
 struct KernelConfig {
   static constexpr int kBlockK = 64;  // one 128-byte swizzle row of bf16/fp16
-  static constexpr int kBlockN = kBlockN_;
-  static constexpr int kConsumers = kConsumers_;
-  static constexpr int kSlabs = kSlabs_;  // m64 slabs per consumer warpgroup
-  static constexpr bool kPingPong = kSchedule_ == Schedule::kPingPong;
+  static constexpr int kBlockN = kSpec.block_n;
+  static constexpr int kConsumers = kSpec.consumers;
+  static constexpr int kSlabs = kSpec.slabs_per_consumer;
+  static constexpr bool kPingPong = kSpec.schedule == Schedule::kPingPong;
   static constexpr int kBlockM = 64 * kSlabs * (kPingPong ? 1 : kConsumers);
   // Consumer warpgroups that read each stage (and free it).
   static constexpr int kStageReaders = kPingPong ? 1 : kConsumers;
-  static constexpr int kStages = kStages_;
-  static constexpr int kClusterCtas = kClusterCtas_;
-  static constexpr bool kClusterAlongN = kClusterAxis_ == ClusterAxis::kN;
+  static constexpr int kStages = kSpec.stages;
+  static constexpr int kClusterCtas = kSpec.cluster_ctas;
+  static constexpr bool kClusterAlongN = kSpec.cluster_axis == ClusterAxis::kN;
   static constexpr int kClusterM = kClusterAlongN ? 1 : kClusterCtas;  // CTAs along M, sharing B
   static constexpr int kClusterN = kClusterAlongN ? kClusterCtas : 1;  // CTAs along N, sharing A
   // CTAs that fill each other's stages with their slice of the shared tile (1: each CTA
   // loads its whole tiles) ...
-  static constexpr int kMulticastCtas = kClusterB_ == ClusterB::kMulticast ? kClusterCtas : 1;
+  static constexpr int kMulticastCtas = kSpec.cluster_b == ClusterB::kMulticast ? kClusterCtas : 1;
   static constexpr int kSlicesA = kClusterAlongN ? kMulticastCtas : 1;
   static constexpr int kSlicesB = kClusterAlongN ? 1 : kMulticastCtas;
   // ... and CTAs whose consumers must free a stage before it is refilled.
-  static constexpr int kReleaseCtas = kClusterB_ == ClusterB::kLocalLoads ? 1 : kClusterCtas;
-  static constexpr bool kTmaStore = kTmaStore_;
+  static constexpr int kReleaseCtas = kSpec.cluster_b == ClusterB::kLocalLoads ? 1 : kClusterCtas;
+  static constexpr bool kTmaStore = kSpec.tma_store;
   // Stream-K work units (stream_k.h) instead of whole tiles; single CTAs, cooperative.
-  static constexpr bool kStreamK = kStreamK_;
+  static constexpr bool kStreamK = kSpec.stream_k;
 
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kStageBytesA = kBlockM * kBlockK * 2;
@@ -58,7 +75,7 @@ struct KernelConfig {
   // The TMA-store epilogue writes a warpgroup's output in this many rounds through a buffer
   // of 1/kStoreRounds of it, waiting for each round's stores to leave shared memory: less
   // buffer, so room for another stage, for a wait per extra round.
-  static constexpr int kStoreRounds = kStoreRounds_;
+  static constexpr int kStoreRounds = kSpec.store_rounds;
   // The TMA store writes the tile's whole 64-column boxes; a width that is not a multiple
   // of 64 (the fitted 160 and 224) stores its last 32 columns from the registers.
   static constexpr int kTmaStoreColumns = kBlockN / 64 * 64;
@@ -77,7 +94,7 @@ struct KernelConfig {
   static_assert((kSlabs * kBlockN / 64) % kStoreRounds == 0, "whole 64x64 store boxes per round");
   static_assert((kBlockN / kSlicesB) % 8 == 0 && (kBlockM / kSlicesA) % 8 == 0,
                 "multicast slices are whole 8-row groups (1024-byte swizzle atoms)");
-  static_assert(!kClusterAlongN || kClusterB_ == ClusterB::kMulticast, "the ablations' local loads pair along M only");
+  static_assert(!kClusterAlongN || kSpec.cluster_b == ClusterB::kMulticast, "the ablations' local loads pair along M only");
   static_assert(!kStreamK || (kClusterCtas == 1 && !kPingPong), "stream-K units are per CTA, both warpgroups on one tile");
   static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumers <= 65536, "register file");
 };

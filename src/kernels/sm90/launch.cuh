@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "arch/sm90/swizzle_alignment.cuh"
 #include "host/plan_cache.h"
 #include "host/registry.h"
 #include "kernels/sm90/gemm_kernel.cuh"
@@ -24,7 +25,7 @@ inline constexpr LaunchPolicy kSm90GemmPolicy{true, 8};
 
 template <class Config>
 constexpr int sm90_smem_bytes() {
-  return static_cast<int>(sizeof(SharedStorage<Config>)) + 1024;  // + alignment slack
+  return static_cast<int>(sizeof(SharedStorage<Config>)) + sm90::kSwizzleAtomBytes;  // + alignment slack
 }
 
 template <class Config>

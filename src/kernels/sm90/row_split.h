@@ -10,7 +10,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
 
 #include "kernels/sm90/decode_plan.h"
 #include "kernels/sm90/plan.h"
@@ -50,20 +49,11 @@ inline double decode_estimated_us(int64_t rows, int64_t n, int64_t k, int64_t ba
   return bytes / kDecodeBytesPerMicrosecond + kDecodeFixedMicroseconds;
 }
 
-// A measurement override, not a setting: ANVIL_ROW_SPLIT=0 never splits, =1 splits every
-// eligible problem whatever the estimate says (read once per process), so the estimate
-// can be checked against both (docs/worklog.md, session 10).
-inline int row_split_override() {
-  static const int forced = [] {
-    const char* value = std::getenv("ANVIL_ROW_SPLIT");
-    return value != nullptr && (value[0] == '0' || value[0] == '1') ? value[0] - '0' : -1;
-  }();
-  return forced;
-}
-
 // The rows sm90-gemm keeps (a multiple of 256), or all of M when nothing is split off.
 // Eligible: not batch-invariant (a row's kernel would then depend on M), a tail of 1-64
 // rows past at least one cluster row, and, by the estimates, cheaper split than whole.
+// override_mode (PlanOverrides::row_split, for measurement): 0 never splits, 1 splits
+// every eligible problem whatever the estimates say.
 inline int64_t row_split_main_rows(const Sm90Problem& p, bool allowed, int sm_count, int override_mode = -1) {
   const int64_t tail = p.m % kRowSplitGranule;
   if (!allowed || tail == 0 || tail > kRowSplitMaxTailRows || p.m < kRowSplitGranule + tail) return p.m;

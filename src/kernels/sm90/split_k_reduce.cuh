@@ -261,4 +261,39 @@ __device__ void reduce_and_finish(const EpilogueParams& p, const float* partial,
   });
 }
 
+// The end of every decode CTA, both kernels: with its partial tile parked at `partials`,
+// the CTAs of a split add theirs in rank order and each finishes its share of the tile.
+// Two branches, not one path with its barriers under `if (splits > 1)`: the unsplit one
+// compiles for one split, its reads local and its loop bounds known. Merged, sm90-decode
+// and sm90-decode-r64 ran 0.15-0.3 us slower (docs/worklog.md, session 15).
+// local_barrier() publishes the parked partials to the CTA's own finishing threads (the
+// consumer warpgroups' named barrier, or __syncthreads when every thread finishes).
+// `thread` counts the finishing threads from 0; parts and part_floats as reduce_and_finish.
+template <int kTokenTile, int kThreads, class Shape, class LocalBarrier>
+__device__ __forceinline__ void finish_decode_tile(const EpilogueParams& p, const float* partials,
+                                                   DecodeTileOrigin origin, int rank, int splits, int thread,
+                                                   LocalBarrier local_barrier, int parts = 1, int part_floats = 0) {
+  if (splits == 1) {
+    // No peer reads this CTA's partial (sm90-decode-r64 in its one wave, or tiles that
+    // fill the GPU): the local barrier publishes it. The cluster barriers' MEMBAR.ALL.GPU
+    // and the DSMEM reads of its own partial made up 1.5 of the 2.0 us from the
+    // mainloop's end to the exit on sm90-decode-r64 at 64 x 8192 x 8192 (docs/worklog.md,
+    // session 14).
+    const ReduceShare share = plan_reduce_share<kTokenTile, kThreads, Shape>(p, origin, rank, 1, thread);
+    local_barrier();
+    reduce_and_finish<kTokenTile, kThreads, Shape>(p, partials, origin, share, 1, parts, part_floats);
+    return;
+  }
+  // Partials are visible cluster-wide once every CTA has arrived (release) and this one
+  // has waited (acquire); the thread's share of the finishing is worked out in between ...
+  sm90::cluster_arrive();
+  const ReduceShare share = plan_reduce_share<kTokenTile, kThreads, Shape>(p, origin, rank, splits, thread);
+  sm90::cluster_wait();
+  reduce_and_finish<kTokenTile, kThreads, Shape>(p, partials, origin, share, splits, parts, part_floats);
+  // ... and must stay alive until every peer has read them. Relaxed: each thread has used
+  // every value it read (its stores are issued), and waiting for those stores to be
+  // performed, which is what the release would add, protects nothing.
+  sm90::cluster_sync_relaxed();
+}
+
 }  // namespace anvil::detail

@@ -9,6 +9,7 @@
 
 #include "arch/sm90/fence.cuh"
 #include "arch/sm90/global_flag.cuh"
+#include "arch/sm90/named_barrier.cuh"
 #include "kernels/sm90/epilogue_store.cuh"
 #include "kernels/sm90/kernel_config.h"
 #include "kernels/sm90/stream_k.h"
@@ -37,7 +38,7 @@ __device__ __forceinline__ void park_partial_in_workspace(const StreamKWorkspace
   }
   // Every thread's stores precede the barrier; the fence after it makes them visible
   // GPU-wide before the flag (the release half of the flag protocol).
-  warpgroup_sync(consumer);
+  sm90::warpgroup_sync(consumer);
   if (t == 0) {
     sm90::fence_acq_rel_gpu();
     sm90::store_relaxed_gpu(w.flags + cta * Config::kConsumers + consumer, 1);
@@ -56,7 +57,7 @@ __device__ __forceinline__ void add_parked_partials(const StreamKWorkspace& w, i
       }
     }
   }
-  warpgroup_sync(consumer);
+  sm90::warpgroup_sync(consumer);
 #pragma unroll 1
   for (int c = cta - 1; c >= first_cta; --c) {
     const float4* slot = partial_slot<Config>(w, c, consumer);

@@ -1,0 +1,21 @@
+# include/anvil/version.h is kept in the tree (so that a build without CMake sees it too);
+# it must say what project(anvil VERSION ...) says. Editing it reconfigures.
+set(anvil_version_header ${PROJECT_SOURCE_DIR}/include/anvil/version.h)
+set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${anvil_version_header})
+file(READ ${anvil_version_header} anvil_version_text)
+set(anvil_header_version "")
+foreach(part MAJOR MINOR PATCH)
+  if(NOT anvil_version_text MATCHES "#define ANVIL_VERSION_${part} ([0-9]+)")
+    message(FATAL_ERROR "${anvil_version_header} does not define ANVIL_VERSION_${part}")
+  endif()
+  list(APPEND anvil_header_version ${CMAKE_MATCH_1})
+endforeach()
+list(JOIN anvil_header_version "." anvil_header_version)
+if(NOT anvil_version_text MATCHES "#define ANVIL_VERSION_STRING \"([^\"]*)\"")
+  message(FATAL_ERROR "${anvil_version_header} does not define ANVIL_VERSION_STRING")
+endif()
+set(anvil_header_string ${CMAKE_MATCH_1})
+if(NOT anvil_header_version STREQUAL PROJECT_VERSION OR NOT anvil_header_string STREQUAL PROJECT_VERSION)
+  message(FATAL_ERROR "include/anvil/version.h says ${anvil_header_version} (\"${anvil_header_string}\"), "
+                      "CMakeLists.txt says ${PROJECT_VERSION}: make them agree")
+endif()

@@ -1,0 +1,393 @@
+// anvil's GEMMs as PyTorch operators (namespace `anvil`, registered with TORCH_LIBRARY).
+//
+// Every op checks its arguments before touching the GPU and raises TypeError (dtype) or
+// ValueError (shape, stride, device, option) naming the argument and what was expected;
+// a problem anvil itself refuses raises RuntimeError with anvil's diagnostic. The same
+// checks run for CPU tensors, so that wrong input fails the same way everywhere; CPU
+// tensors then fail on the device check (anvil runs only on CUDA).
+//
+// Kernels run on torch's current stream on the inputs' device; outputs and workspace come
+// from torch's caching allocator, so the ops can be captured in CUDA graphs.
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "anvil/anvil.h"
+
+namespace {
+
+// ---- argument checks -----------------------------------------------------------------
+
+const char* dtype_name(at::ScalarType t) {
+  switch (t) {
+    case at::kBFloat16: return "bf16";
+    case at::kHalf: return "fp16";
+    case at::kFloat: return "fp32";
+    case at::kDouble: return "float64";
+    case at::kLong: return "int64";
+    case at::kInt: return "int32";
+    case at::kShort: return "int16";
+    case at::kChar: return "int8";
+    case at::kByte: return "uint8";
+    case at::kBool: return "bool";
+    case at::kFloat8_e4m3fn: return "float8_e4m3fn";
+    case at::kFloat8_e5m2: return "float8_e5m2";
+    default: return c10::toString(t);
+  }
+}
+
+anvil::DataType to_anvil(at::ScalarType t) {
+  switch (t) {
+    case at::kBFloat16: return anvil::DataType::kBF16;
+    case at::kHalf: return anvil::DataType::kF16;
+    default: return anvil::DataType::kF32;
+  }
+}
+
+void check_input_dtype(const char* op, const char* name, const at::Tensor& t) {
+  TORCH_CHECK_TYPE(t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf, "anvil.", op, ": ", name,
+                   " must be bf16 or fp16, got ", dtype_name(t.scalar_type()));
+}
+
+void check_same_dtype(const char* op, const char* name, const at::Tensor& t, const at::Tensor& like,
+                      const char* like_name) {
+  TORCH_CHECK_TYPE(t.scalar_type() == like.scalar_type(), "anvil.", op, ": ", name, " must have ", like_name,
+                   "'s dtype (", dtype_name(like.scalar_type()), "), got ", dtype_name(t.scalar_type()));
+}
+
+// All tensors on one CUDA device. Checked after dtypes and shapes so that CPU tensors
+// exercise every other check first.
+void check_devices(const char* op, const std::vector<std::pair<const char*, const at::Tensor*>>& tensors) {
+  const at::Tensor& first = *tensors.front().second;
+  for (const auto& [name, t] : tensors) {
+    TORCH_CHECK_VALUE(t->is_cuda(), "anvil.", op, ": ", name, " must be a CUDA tensor, got a tensor on ",
+                      t->device().str(), " (anvil runs on CUDA GPUs only)");
+    TORCH_CHECK_VALUE(t->device() == first.device(), "anvil.", op, ": ", name, " is on ", t->device().str(),
+                      " but ", tensors.front().first, " is on ", first.device().str(),
+                      "; all operands must be on one device");
+  }
+}
+
+// One matrix operand in anvil's terms: storage order, leading dimension, batch stride.
+struct Operand {
+  anvil::MatrixLayout layout;
+  const void* data = nullptr;
+};
+
+// Maps a logical rows x cols matrix with element strides (row_stride, col_stride) onto
+// anvil's row- or column-major storage. False when neither stride is 1 (or the other one
+// is too small to hold a line), which anvil cannot express.
+bool to_layout(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride, anvil::Order* order,
+               int64_t* ld) {
+  const int64_t row_line = cols > 1 ? cols : 1;
+  const int64_t col_line = rows > 1 ? rows : 1;
+  if (col_stride == 1 || cols <= 1) {
+    const int64_t lead = rows <= 1 ? row_line : row_stride;
+    if (lead >= row_line) {
+      *order = anvil::Order::kRowMajor;
+      *ld = lead;
+      return true;
+    }
+  }
+  if (row_stride == 1 || rows <= 1) {
+    const int64_t lead = cols <= 1 ? col_line : col_stride;
+    if (lead >= col_line) {
+      *order = anvil::Order::kColMajor;
+      *ld = lead;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string strides_string(const at::Tensor& t) {
+  std::string s = "(";
+  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.stride(i));
+  return s + ")";
+}
+
+// The operand for a 2-D view [rows, cols] with the given strides.
+Operand matrix_operand(const char* op, const char* name, const at::Tensor& t, int64_t rows, int64_t cols,
+                       int64_t row_stride, int64_t col_stride, int64_t batch_stride) {
+  Operand o;
+  o.layout.dtype = to_anvil(t.scalar_type());
+  o.layout.batch_stride = batch_stride;
+  TORCH_CHECK_VALUE(to_layout(rows, cols, row_stride, col_stride, &o.layout.order, &o.layout.ld), "anvil.", op, ": ",
+                    name, " has strides ", strides_string(t), " for sizes ", t.sizes(),
+                    "; anvil needs each matrix stored with a unit stride along its rows or its columns "
+                    "(call .contiguous() first)");
+  o.data = t.data_ptr();
+  return o;
+}
+
+// x [..., K] seen as the M x K matrix A: the leading dimensions must fold into one stride.
+Operand rows_operand(const char* op, const char* name, const at::Tensor& x, int64_t m, int64_t k) {
+  const int64_t d = x.dim();
+  int64_t row_stride = k > 0 ? k : 1;
+  bool found = false;
+  bool foldable = true;
+  int64_t expect = 0;
+  // From the innermost leading dimension outwards, skipping size-1 ones (their stride is free).
+  for (int64_t i = d - 2; i >= 0; --i) {
+    if (x.size(i) == 1) continue;
+    if (!found) {
+      row_stride = x.stride(i);
+      found = true;
+    } else if (x.stride(i) != expect) {
+      foldable = false;
+    }
+    expect = x.stride(i) * x.size(i);
+  }
+  TORCH_CHECK_VALUE(foldable, "anvil.", op, ": ", name, " has strides ", strides_string(x), " for sizes ", x.sizes(),
+                    "; its leading dimensions must fold into one row stride (call .contiguous() first)");
+  return matrix_operand(op, name, x, m, k, row_stride, d >= 1 ? x.stride(d - 1) : 1, 0);
+}
+
+std::vector<int64_t> leading_shape(const at::Tensor& x, int64_t last) {
+  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - (x.dim() > 0 ? 1 : 0));
+  shape.push_back(last);
+  return shape;
+}
+
+anvil::Activation parse_activation(const char* op, std::string_view name) {
+  if (name == "none") return anvil::Activation::kIdentity;
+  if (name == "relu") return anvil::Activation::kReLU;
+  if (name == "gelu") return anvil::Activation::kGeluErf;
+  if (name == "gelu_tanh") return anvil::Activation::kGeluTanh;
+  if (name == "silu") return anvil::Activation::kSiLU;
+  TORCH_CHECK_VALUE(false, "anvil.", op, ": activation must be one of 'none', 'relu', 'gelu', 'gelu_tanh', 'silu', got '",
+                    std::string(name), "'");
+}
+
+// ---- running a GEMM --------------------------------------------------------------------
+
+void run(const char* op, anvil::GemmDesc& desc, anvil::GemmArgs& args, const at::Tensor& like) {
+  args.stream = c10::cuda::getCurrentCUDAStream(like.device().index()).stream();
+  const size_t bytes = anvil::workspace_size(desc, args);
+  at::Tensor workspace;
+  if (bytes > 0) {
+    workspace = at::empty({static_cast<int64_t>(bytes)}, like.options().dtype(at::kByte));
+    args.workspace = workspace.data_ptr();
+    args.workspace_bytes = bytes;
+  }
+  anvil::Diagnostic diag;
+  const anvil::Status status = anvil::gemm(desc, args, &diag);
+  TORCH_CHECK(status == anvil::Status::kSuccess, "anvil.", op, ": anvil refused the problem (",
+              anvil::to_string(status), "): ", diag.message);
+}
+
+// ---- linear and linear_swiglu ----------------------------------------------------------
+
+// y = act(x weight^T + bias) + residual, x [..., K], weight [N, K]. With swiglu, weight is
+// the fused gate/up weight [2F, K] (anvil/swiglu.h) and y is [..., F].
+at::Tensor linear_impl(const char* op, const at::Tensor& x, const at::Tensor& weight,
+                       const std::optional<at::Tensor>& bias, anvil::Activation act,
+                       const std::optional<at::Tensor>& residual, bool batch_invariant,
+                       const std::optional<at::Tensor>& out) {
+  const bool swiglu = act == anvil::Activation::kSwiGLU;
+  check_input_dtype(op, "x", x);
+  check_same_dtype(op, "weight", weight, x, "x");
+  TORCH_CHECK_VALUE(x.dim() >= 1, "anvil.", op, ": x must have at least one dimension [..., K], got a 0-d tensor");
+  TORCH_CHECK_VALUE(weight.dim() == 2, "anvil.", op, ": weight must be 2-D [N, K], got ", weight.dim(),
+                    "-D with sizes ", weight.sizes());
+  const int64_t k = x.size(-1);
+  const int64_t n = weight.size(0);
+  TORCH_CHECK_VALUE(weight.size(1) == k, "anvil.", op, ": weight is ", weight.sizes(), " but x has K = ", k,
+                    " (its last dimension); weight must be [N, ", k, "]");
+  if (swiglu) {
+    TORCH_CHECK_VALUE(n % (2 * anvil::kSwiGLUBlock) == 0, "anvil.", op, ": gate_up must have a multiple of ",
+                      2 * anvil::kSwiGLUBlock, " rows (gate and up blocks of ", anvil::kSwiGLUBlock,
+                      ", see anvil.fuse_gate_up), got ", n);
+  }
+  const int64_t n_out = swiglu ? n / 2 : n;
+  if (bias) {
+    TORCH_CHECK_TYPE(bias->scalar_type() == x.scalar_type() || bias->scalar_type() == at::kFloat, "anvil.", op,
+                     ": bias must be ", dtype_name(x.scalar_type()), " (x's dtype) or fp32, got ",
+                     dtype_name(bias->scalar_type()));
+    TORCH_CHECK_VALUE(bias->dim() == 1 && bias->size(0) == n, "anvil.", op, ": bias must be 1-D of length ", n,
+                      " (weight's rows), got sizes ", bias->sizes());
+  }
+  const std::vector<int64_t> out_shape = leading_shape(x, n_out);
+  if (residual) {
+    check_same_dtype(op, "residual", *residual, x, "x");
+    TORCH_CHECK_VALUE(residual->sizes() == at::IntArrayRef(out_shape), "anvil.", op, ": residual must have the output's shape ",
+                      at::IntArrayRef(out_shape), ", got ", residual->sizes());
+  }
+  if (out) {
+    check_same_dtype(op, "out", *out, x, "x");
+    TORCH_CHECK_VALUE(out->sizes() == at::IntArrayRef(out_shape), "anvil.", op, ": out must have shape ",
+                      at::IntArrayRef(out_shape), ", got ", out->sizes());
+    TORCH_CHECK_VALUE(out->is_contiguous(), "anvil.", op, ": out must be contiguous, got strides ",
+                      strides_string(*out));
+  }
+  std::vector<std::pair<const char*, const at::Tensor*>> tensors = {{"x", &x}, {"weight", &weight}};
+  if (bias) tensors.push_back({"bias", &*bias});
+  if (residual) tensors.push_back({"residual", &*residual});
+  if (out) tensors.push_back({"out", &*out});
+  int64_t m = 1;
+  for (int64_t i = 0; i + 1 < x.dim(); ++i) m *= x.size(i);
+  // Stride checks come before the device check too: they need no GPU.
+  const Operand a = rows_operand(op, "x", x, m, k);
+  // weight [N, K] is B^T: B (K x N) has row stride weight.stride(1) and column stride weight.stride(0).
+  const Operand b = matrix_operand(op, "weight", weight, k, n, weight.stride(1), weight.stride(0), 0);
+  check_devices(op, tensors);
+
+  const c10::cuda::CUDAGuard guard(x.device());
+  at::Tensor y = out ? *out : at::empty(out_shape, x.options());
+  if (m == 0 || n_out == 0) return y;
+  const at::Tensor bias_c = bias ? bias->contiguous() : at::Tensor();
+  // anvil adds C with D's storage: a residual is read as a contiguous [M, n_out] matrix.
+  const at::Tensor residual_c = residual ? residual->contiguous() : at::Tensor();
+
+  anvil::GemmDesc desc;
+  desc.m = m, desc.n = n, desc.k = k;
+  desc.a = a.layout;
+  desc.b = b.layout;
+  desc.d = anvil::MatrixLayout{to_anvil(x.scalar_type()), anvil::Order::kRowMajor, n_out > 0 ? n_out : 1, 0};
+  desc.c = desc.d;
+  desc.beta = residual ? 1.0f : 0.0f;
+  desc.epilogue.activation = act;
+  desc.epilogue.bias = bias ? anvil::BiasMode::kPerColumn : anvil::BiasMode::kNone;
+  desc.epilogue.bias_dtype = bias ? to_anvil(bias->scalar_type()) : anvil::DataType::kF32;
+  desc.batch_invariant = batch_invariant;
+  anvil::GemmArgs args;
+  args.a = a.data;
+  args.b = b.data;
+  args.c = residual ? residual_c.data_ptr() : nullptr;
+  args.d = y.data_ptr();
+  args.bias = bias ? bias_c.data_ptr() : nullptr;
+  run(op, desc, args, x);
+  return y;
+}
+
+at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                  c10::string_view activation, const std::optional<at::Tensor>& residual, bool batch_invariant) {
+  const auto act = parse_activation("linear", std::string_view(activation.data(), activation.size()));
+  return linear_impl("linear", x, weight, bias, act, residual, batch_invariant, std::nullopt);
+}
+
+// linear writing into out. It returns nothing, as torch.compile's functionalization
+// requires of custom ops that mutate an argument.
+void linear_into(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                 c10::string_view activation, const std::optional<at::Tensor>& residual, bool batch_invariant,
+                 at::Tensor& out) {
+  const auto act = parse_activation("linear", std::string_view(activation.data(), activation.size()));
+  linear_impl("linear", x, weight, bias, act, residual, batch_invariant, out);
+}
+
+at::Tensor linear_swiglu(const at::Tensor& x, const at::Tensor& gate_up, const std::optional<at::Tensor>& bias,
+                         bool batch_invariant) {
+  return linear_impl("linear_swiglu", x, gate_up, bias, anvil::Activation::kSwiGLU, std::nullopt, batch_invariant,
+                     std::nullopt);
+}
+
+// ---- matmul and bmm ----------------------------------------------------------------------
+
+// a [M, K] or [B, M, K] times b [K, N] or [B, K, N]; a 2-D operand against a 3-D one, or a
+// batch of 1 against a batch of B, is broadcast (batch stride 0), as torch.matmul does.
+at::Tensor matmul_impl(const char* op, const at::Tensor& a, const at::Tensor& b, bool batch_invariant,
+                       bool require_3d) {
+  check_input_dtype(op, "a", a);
+  check_same_dtype(op, "b", b, a, "a");
+  for (const auto& [name, t] : {std::pair<const char*, const at::Tensor*>{"a", &a}, {"b", &b}}) {
+    if (require_3d) {
+      TORCH_CHECK_VALUE(t->dim() == 3, "anvil.", op, ": ", name, " must be 3-D [batch, rows, cols], got ", t->dim(),
+                        "-D with sizes ", t->sizes());
+    } else {
+      TORCH_CHECK_VALUE(t->dim() == 2 || t->dim() == 3, "anvil.", op, ": ", name,
+                        " must be 2-D or 3-D (anvil computes matrix products; reshape other ranks first), got ",
+                        t->dim(), "-D with sizes ", t->sizes());
+    }
+  }
+  const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
+  TORCH_CHECK_VALUE(b.size(-2) == k, "anvil.", op, ": a is ", a.sizes(), " and b is ", b.sizes(),
+                    "; b's rows must equal a's columns (K = ", k, ")");
+  const int64_t batch_a = a.dim() == 3 ? a.size(0) : 1;
+  const int64_t batch_b = b.dim() == 3 ? b.size(0) : 1;
+  if (require_3d) {
+    TORCH_CHECK_VALUE(batch_a == batch_b, "anvil.", op, ": a has batch ", batch_a, " and b has batch ", batch_b,
+                      "; bmm needs equal batches");
+  } else {
+    TORCH_CHECK_VALUE(batch_a == batch_b || batch_a == 1 || batch_b == 1, "anvil.", op, ": a has batch ", batch_a,
+                      " and b has batch ", batch_b, "; batches must be equal or one of them 1");
+  }
+  const int64_t batch = batch_a > batch_b ? batch_a : batch_b;
+  const bool batched_out = a.dim() == 3 || b.dim() == 3;
+  auto batch_stride = [&](const at::Tensor& t) { return t.dim() == 3 && t.size(0) > 1 ? t.stride(0) : 0; };
+  const Operand oa = matrix_operand(op, "a", a, m, k, a.stride(-2), a.stride(-1), batch_stride(a));
+  const Operand ob = matrix_operand(op, "b", b, k, n, b.stride(-2), b.stride(-1), batch_stride(b));
+  check_devices(op, {{"a", &a}, {"b", &b}});
+
+  const c10::cuda::CUDAGuard guard(a.device());
+  at::Tensor y = batched_out ? at::empty({batch, m, n}, a.options()) : at::empty({m, n}, a.options());
+  if (m == 0 || n == 0 || batch == 0) return y;
+  anvil::GemmDesc desc;
+  desc.m = m, desc.n = n, desc.k = k, desc.batch = batch;
+  desc.a = oa.layout;
+  desc.b = ob.layout;
+  desc.d = anvil::MatrixLayout{to_anvil(a.scalar_type()), anvil::Order::kRowMajor, n > 0 ? n : 1, m * n};
+  desc.c = desc.d;
+  desc.batch_invariant = batch_invariant;
+  anvil::GemmArgs args;
+  args.a = oa.data;
+  args.b = ob.data;
+  args.d = y.data_ptr();
+  run(op, desc, args, a);
+  return y;
+}
+
+at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, bool batch_invariant) {
+  return matmul_impl("matmul", a, b, batch_invariant, false);
+}
+
+at::Tensor bmm(const at::Tensor& a, const at::Tensor& b, bool batch_invariant) {
+  return matmul_impl("bmm", a, b, batch_invariant, true);
+}
+
+// The kernel anvil's dispatcher would choose for a linear problem (for reports and tests).
+std::string dispatch_name_linear(int64_t m, int64_t n, int64_t k, c10::string_view dtype, bool batch_invariant) {
+  const auto t = std::string_view(dtype.data(), dtype.size()) == "fp16" ? anvil::DataType::kF16 : anvil::DataType::kBF16;
+  anvil::GemmDesc desc = anvil::linear_desc(m, n, k, t, t);
+  desc.batch_invariant = batch_invariant;
+  const char* name = anvil::dispatch_name(desc);
+  return name != nullptr ? name : "";
+}
+
+}  // namespace
+
+TORCH_LIBRARY(anvil, m) {
+  m.def("linear(Tensor x, Tensor weight, Tensor? bias=None, str activation='none', Tensor? residual=None, "
+        "*, bool batch_invariant=False) -> Tensor");
+  m.def("linear_into(Tensor x, Tensor weight, Tensor? bias=None, str activation='none', Tensor? residual=None, "
+        "*, bool batch_invariant=False, Tensor(a!) out) -> ()");
+  m.def("linear_swiglu(Tensor x, Tensor gate_up, Tensor? bias=None, *, bool batch_invariant=False) -> Tensor");
+  m.def("matmul(Tensor a, Tensor b, *, bool batch_invariant=False) -> Tensor");
+  m.def("bmm(Tensor a, Tensor b, *, bool batch_invariant=False) -> Tensor");
+  m.def("dispatch_name(int m, int n, int k, str dtype='bf16', bool batch_invariant=False) -> str",
+        &dispatch_name_linear);
+}
+
+// The CUDA kernels; the same functions serve CPU tensors, which fail on the device check
+// after every other argument check has run.
+TORCH_LIBRARY_IMPL(anvil, CUDA, m) {
+  m.impl("linear", &linear);
+  m.impl("linear_into", &linear_into);
+  m.impl("linear_swiglu", &linear_swiglu);
+  m.impl("matmul", &matmul);
+  m.impl("bmm", &bmm);
+}
+
+TORCH_LIBRARY_IMPL(anvil, CPU, m) {
+  m.impl("linear", &linear);
+  m.impl("linear_into", &linear_into);
+  m.impl("linear_swiglu", &linear_swiglu);
+  m.impl("matmul", &matmul);
+  m.impl("bmm", &bmm);
+}

@@ -1,0 +1,382 @@
+"""Tests that need no GPU: op schemas, fake kernels (meta tensors, FakeTensorMode, symbolic
+tracing), argument errors raised before any launch, the fused gate/up layout, autograd
+plumbing on meta tensors, and anvil.patch on a model built on the meta device."""
+
+import re
+
+import pytest
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.utils._python_dispatch import TorchDispatchMode
+
+anvil = pytest.importorskip("anvil")  # skips with the import error (not built, or built for another torch)
+
+BF16, FP16 = torch.bfloat16, torch.float16
+
+
+def meta(*shape, dtype=BF16):
+    return torch.empty(shape, dtype=dtype, device="meta")
+
+
+# ---- schemas -------------------------------------------------------------------------------
+
+
+def test_schemas():
+    schemas = {
+        "linear": "anvil::linear(Tensor x, Tensor weight, Tensor? bias=None, str activation=\"none\", "
+        "Tensor? residual=None, *, bool batch_invariant=False) -> Tensor",
+        "linear_swiglu": "anvil::linear_swiglu(Tensor x, Tensor gate_up, Tensor? bias=None, *, "
+        "bool batch_invariant=False) -> Tensor",
+        "matmul": "anvil::matmul(Tensor a, Tensor b, *, bool batch_invariant=False) -> Tensor",
+        "bmm": "anvil::bmm(Tensor a, Tensor b, *, bool batch_invariant=False) -> Tensor",
+    }
+    for name, expected in schemas.items():
+        assert str(getattr(torch.ops.anvil, name).default._schema) == expected
+    into = str(torch.ops.anvil.linear_into.default._schema)
+    assert into.endswith("bool batch_invariant=False, Tensor(a!) out) -> ()"), into
+
+
+def test_version_mismatch_sentence():
+    assert anvil._version_mismatch("2.11.0+cu130", "13.0", "2.11.0+cu130") is None
+    msg = anvil._version_mismatch("2.11.0+cu130", "13.0", "2.10.0+cu128")
+    assert "built for torch 2.11.0+cu130" in msg and "2.10.0+cu128 is installed" in msg
+    assert "--no-build-isolation" in msg and msg.count(".") >= 1 and "\n" not in msg
+
+
+def test_build_info_matches_this_torch():
+    from anvil import _build_info
+
+    assert _build_info.torch_version == torch.__version__
+    assert _build_info.torch_cuda.split(".")[0] == _build_info.cuda_toolkit.split(".")[0]
+
+
+# ---- fake kernels ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("act", anvil.ACTIVATIONS)
+def test_linear_fake_shapes(act):
+    x, w, b = meta(2, 5, 64), meta(96, 64), meta(96, dtype=torch.float32)
+    assert anvil.linear(x, w, b, act).shape == (2, 5, 96)
+    assert anvil.linear(meta(64), w).shape == (96,)
+    assert anvil.linear(x, w, None, act, residual=meta(2, 5, 96)).shape == (2, 5, 96)
+    out = meta(2, 5, 96)
+    assert anvil.linear(x, w, out=out) is out
+
+
+def test_swiglu_and_matmul_fake_shapes():
+    assert anvil.linear_swiglu(meta(3, 64), meta(256, 64)).shape == (3, 128)
+    assert anvil.linear_swiglu(meta(2, 3, 64), meta(256, 64), meta(256)).shape == (2, 3, 128)
+    assert anvil.matmul(meta(8, 16), meta(16, 4)).shape == (8, 4)
+    assert anvil.matmul(meta(5, 8, 16), meta(16, 4)).shape == (5, 8, 4)
+    assert anvil.matmul(meta(8, 16), meta(5, 16, 4)).shape == (5, 8, 4)
+    assert anvil.matmul(meta(1, 8, 16), meta(5, 16, 4)).shape == (5, 8, 4)
+    assert anvil.bmm(meta(5, 8, 16), meta(5, 16, 4)).shape == (5, 8, 4)
+
+
+def test_fake_tensor_mode_on_cuda_device():
+    # FakeTensorMode tensors may claim a CUDA device without one being present: the fake
+    # kernels give shapes, and the device check accepts them.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        x = torch.empty(4, 64, dtype=BF16, device="cuda")
+        w = torch.empty(32, 64, dtype=BF16, device="cuda")
+        y = anvil.linear(x, w, activation="silu")
+        assert y.shape == (4, 32) and y.dtype == BF16 and y.device.type == "cuda"
+        assert anvil.bmm(torch.empty(2, 4, 64, dtype=FP16, device="cuda"), torch.empty(2, 64, 8, dtype=FP16, device="cuda")).shape == (2, 4, 8)
+        with pytest.raises(ValueError, match=r"weight must be a CUDA tensor"):
+            anvil.linear(x, torch.empty(32, 64, dtype=BF16, device="cpu"))
+
+
+def test_symbolic_trace_has_one_node_per_op():
+    def f(x, w, gu):
+        h = anvil.linear(x, w, activation="gelu")
+        return anvil.linear_swiglu(h, gu)
+
+    gm = make_fx(f, tracing_mode="symbolic")(meta(7, 64), meta(64, 64), meta(128, 64))
+    targets = [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+    assert targets.count("anvil.linear.default") == 1 and targets.count("anvil.linear_swiglu.default") == 1
+
+
+# ---- argument errors: the same type and words from the fake kernels (meta) and C++ (cpu) -----
+
+ERRORS = [
+    # (label, call, exception, pattern)
+    ("x dtype", lambda d: anvil.linear(t(d, 4, 8, dtype=torch.float32), t(d, 16, 8)), TypeError, r"x must be bf16 or fp16, got fp32"),
+    ("weight dtype", lambda d: anvil.linear(t(d, 4, 8), t(d, 16, 8, dtype=FP16)), TypeError, r"weight must have x's dtype \(bf16\), got fp16"),
+    ("mismatched K", lambda d: anvil.linear(t(d, 4, 8), t(d, 16, 9)), ValueError, r"weight is \[16, 9\] but x has K = 8"),
+    ("weight rank", lambda d: anvil.linear(t(d, 4, 8), t(d, 2, 16, 8)), ValueError, r"weight must be 2-D \[N, K\]"),
+    ("bias length", lambda d: anvil.linear(t(d, 4, 8), t(d, 16, 8), t(d, 15)), ValueError, r"bias must be 1-D of length 16"),
+    ("bias dtype", lambda d: anvil.linear(t(d, 4, 8), t(d, 16, 8), t(d, 16, dtype=FP16)), TypeError, r"bias must be bf16 \(x's dtype\) or fp32, got fp16"),
+    ("activation", lambda d: anvil.linear(t(d, 4, 8), t(d, 16, 8), None, "tanh"), ValueError, r"activation must be one of .* got 'tanh'"),
+    ("residual shape", lambda d: anvil.linear(t(d, 4, 8), t(d, 16, 8), residual=t(d, 4, 15)), ValueError, r"residual must have the output's shape \[4, 16\]"),
+    ("residual dtype", lambda d: anvil.linear(t(d, 4, 8), t(d, 16, 8), residual=t(d, 4, 16, dtype=FP16)), TypeError, r"residual must have x's dtype"),
+    ("out shape", lambda d: anvil.linear(t(d, 4, 8), t(d, 16, 8), out=t(d, 4, 17)), ValueError, r"out must have shape \[4, 16\]"),
+    ("swiglu rows", lambda d: anvil.linear_swiglu(t(d, 4, 8), t(d, 192, 8)), ValueError, r"gate_up must have a multiple of 128 rows"),
+    ("matmul rank", lambda d: anvil.matmul(t(d, 2, 2, 4, 8), t(d, 8, 4)), ValueError, r"a must be 2-D or 3-D"),
+    ("matmul K", lambda d: anvil.matmul(t(d, 4, 8), t(d, 9, 4)), ValueError, r"b's rows must equal a's columns \(K = 8\)"),
+    ("matmul batch", lambda d: anvil.matmul(t(d, 2, 4, 8), t(d, 3, 8, 4)), ValueError, r"batches must be equal or one of them 1"),
+    ("bmm rank", lambda d: anvil.bmm(t(d, 4, 8), t(d, 8, 4)), ValueError, r"a must be 3-D"),
+    ("bmm batch", lambda d: anvil.bmm(t(d, 2, 4, 8), t(d, 1, 8, 4)), ValueError, r"bmm needs equal batches"),
+    ("matmul dtype", lambda d: anvil.matmul(t(d, 4, 8, dtype=torch.float64), t(d, 8, 4, dtype=torch.float64)), TypeError, r"a must be bf16 or fp16, got float64"),
+]
+
+
+def t(device, *shape, dtype=BF16):
+    if device == "meta":
+        return torch.empty(shape, dtype=dtype, device="meta")
+    return torch.randn(shape, dtype=torch.float32).to(dtype)
+
+
+@pytest.mark.parametrize("device", ["meta", "cpu"])
+@pytest.mark.parametrize("label,call,exc,pattern", ERRORS, ids=[e[0] for e in ERRORS])
+def test_argument_errors(device, label, call, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        call(device)
+
+
+def test_cpu_tensors_are_refused_by_name():
+    x, w = torch.randn(4, 8).to(BF16), torch.randn(16, 8).to(BF16)
+    with pytest.raises(ValueError, match=r"anvil\.linear: x must be a CUDA tensor, got a tensor on cpu"):
+        anvil.linear(x, w)
+    with pytest.raises(ValueError, match=r"anvil\.matmul: a must be a CUDA tensor"):
+        anvil.matmul(x, w.t())
+    with pytest.raises(ValueError, match=r"anvil\.linear_swiglu: x must be a CUDA tensor"):
+        anvil.linear_swiglu(x, torch.randn(128, 8).to(BF16))
+
+
+def test_mixed_devices_are_refused():
+    with pytest.raises(ValueError, match=r"weight is on meta but x is on cpu|x must be a CUDA tensor"):
+        anvil.linear(torch.randn(4, 8).to(BF16), meta(16, 8))
+
+
+def test_unsupported_strides_are_refused_before_launch():
+    a = torch.randn(8, 32).to(BF16)[:, ::2]  # neither stride is 1
+    with pytest.raises(ValueError, match=r"anvil\.matmul: a has strides \(32, 2\).*unit stride"):
+        anvil.matmul(a, torch.randn(16, 4).to(BF16))
+    x = torch.randn(4, 6, 16).to(BF16).transpose(0, 1)  # leading dims do not fold into one stride
+    with pytest.raises(ValueError, match=r"anvil\.linear: x has strides .*fold into one row stride"):
+        anvil.linear(x, torch.randn(8, 16).to(BF16))
+    w = torch.randn(8, 32).to(BF16)[:, ::2]
+    with pytest.raises(ValueError, match=r"anvil\.linear: weight has strides \(32, 2\)"):
+        anvil.linear(torch.randn(4, 16).to(BF16), w)
+    out = torch.empty(16, 4).to(BF16).t()
+    with pytest.raises(ValueError, match=r"anvil\.linear: out must be contiguous"):
+        anvil.linear(torch.randn(4, 8).to(BF16), torch.randn(16, 8).to(BF16), out=out.t().t())
+
+
+def test_expressible_strides_reach_the_device_check():
+    # Transposed, sliced (ld > cols) and broadcast operands are all expressible: the only
+    # complaint on CPU is the device.
+    base = torch.randn(16, 40).to(BF16)
+    for a, b in [
+        (base[:, :8], torch.randn(4, 8).to(BF16).t()),
+        (torch.randn(8, 16).to(BF16).t(), base[:8, :4]),
+        (torch.randn(3, 16, 8).to(BF16).transpose(1, 2), torch.randn(1, 16, 4).to(BF16).expand(3, 16, 4)),
+    ]:
+        with pytest.raises(ValueError, match=r"must be a CUDA tensor"):
+            anvil.matmul(a, b)
+
+
+# ---- fused gate/up layout ---------------------------------------------------------------------
+
+
+def test_fuse_gate_up_layout_and_round_trip():
+    f, k = 192, 8
+    gate = torch.arange(f * k, dtype=torch.float32).reshape(f, k)
+    up = -gate - 1
+    fused = anvil.fuse_gate_up(gate, up)
+    assert fused.shape == (2 * f, k)
+    for i in range(f // 64):
+        assert torch.equal(fused[128 * i : 128 * i + 64], gate[64 * i : 64 * i + 64])
+        assert torch.equal(fused[128 * i + 64 : 128 * i + 128], up[64 * i : 64 * i + 64])
+    g2, u2 = anvil.unfuse_gate_up(fused)
+    assert torch.equal(g2, gate) and torch.equal(u2, up)
+    gb, ub = anvil.unfuse_gate_up(anvil.fuse_gate_up(gate[:, 0], up[:, 0]))
+    assert torch.equal(gb, gate[:, 0]) and torch.equal(ub, up[:, 0])
+
+
+def test_fuse_gate_up_errors():
+    with pytest.raises(ValueError, match=r"F \(gate's rows\) must be a positive multiple of 64, got 100"):
+        anvil.fuse_gate_up(torch.zeros(100, 8), torch.zeros(100, 8))
+    with pytest.raises(ValueError, match=r"of one shape"):
+        anvil.fuse_gate_up(torch.zeros(64, 8), torch.zeros(64, 9))
+    with pytest.raises(TypeError, match=r"up must have gate's dtype"):
+        anvil.fuse_gate_up(torch.zeros(64, 8), torch.zeros(64, 8, dtype=BF16))
+    with pytest.raises(ValueError, match=r"multiple of 128"):
+        anvil.unfuse_gate_up(torch.zeros(192, 8))
+
+
+# ---- batch invariance switch ----------------------------------------------------------------------
+
+
+class RecordOps(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.calls.append((str(func), dict(kwargs or {})))
+        return func(*args, **(kwargs or {}))
+
+
+def test_batch_invariant_switch_reaches_the_op():
+    x, w = meta(4, 64), meta(32, 64)
+    with RecordOps() as rec:
+        anvil.linear(x, w)
+        with anvil.batch_invariant():
+            assert anvil.is_batch_invariant()
+            anvil.linear(x, w)
+            anvil.matmul(x, w.t(), batch_invariant=False)  # the argument wins over the context
+        anvil.linear_swiglu(x, meta(128, 64), batch_invariant=True)
+    assert not anvil.is_batch_invariant()
+    # The dispatcher drops keyword arguments equal to their default (False).
+    flags = [(name, kw.get("batch_invariant", False)) for name, kw in rec.calls if name.startswith("anvil.")]
+    assert flags == [
+        ("anvil.linear.default", False),
+        ("anvil.linear.default", True),
+        ("anvil.matmul.default", False),
+        ("anvil.linear_swiglu.default", True),
+    ]
+
+
+# ---- autograd plumbing on meta tensors ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("act", anvil.ACTIVATIONS)
+def test_linear_backward_shapes(act):
+    x = meta(2, 3, 64).requires_grad_()
+    w = meta(32, 64).requires_grad_()
+    b = meta(32, dtype=torch.float32).requires_grad_()
+    r = meta(2, 3, 32).requires_grad_()
+    anvil.linear(x, w, b, act, r).sum().backward()
+    assert x.grad.shape == x.shape and w.grad.shape == w.shape and b.grad.shape == b.shape
+    assert b.grad.dtype == torch.float32 and r.grad.shape == r.shape
+
+
+def test_swiglu_and_matmul_backward_shapes():
+    x, gu, b = meta(5, 64).requires_grad_(), meta(256, 64).requires_grad_(), meta(256).requires_grad_()
+    anvil.linear_swiglu(x, gu, b).sum().backward()
+    assert x.grad.shape == x.shape and gu.grad.shape == gu.shape and b.grad.shape == b.shape
+    a, m = meta(8, 16).requires_grad_(), meta(3, 16, 4).requires_grad_()
+    anvil.matmul(a, m).sum().backward()
+    assert a.grad.shape == (8, 16) and m.grad.shape == (3, 16, 4)
+
+
+# ---- patch -----------------------------------------------------------------------------------------
+
+
+class LlamaMLP(torch.nn.Module):  # the shape of transformers' LlamaMLP
+    def __init__(self, hidden, inter, bias=False):
+        super().__init__()
+        self.gate_proj = torch.nn.Linear(hidden, inter, bias=bias)
+        self.up_proj = torch.nn.Linear(hidden, inter, bias=bias)
+        self.down_proj = torch.nn.Linear(inter, hidden, bias=bias)
+        self.act_fn = torch.nn.SiLU()
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+class GeluMLP(LlamaMLP):
+    def __init__(self, hidden, inter):
+        super().__init__(hidden, inter)
+        self.act_fn = torch.nn.GELU()
+
+
+class Toy(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q = torch.nn.Linear(64, 64)
+        self.mlp = LlamaMLP(64, 192)
+        self.odd = LlamaMLP(64, 100)  # intermediate not a multiple of 64: linears swapped, not fused
+        self.gelu = GeluMLP(64, 128)
+        self.head = torch.nn.Linear(64, 10, bias=False).float()
+
+    def forward(self, x):
+        x = self.q(x)
+        x = x + self.mlp(x) + self.odd(x) + self.gelu(x)
+        return self.head(x.float())
+
+
+def test_patch_report_on_meta_model():
+    with torch.device("meta"):
+        model = Toy()
+        model.to(BF16)
+        model.head.float()
+    state = {k: v.shape for k, v in model.state_dict().items()}
+    report = anvil.patch(model)
+    swapped = dict(report.swapped)
+    left = dict(report.left_alone)
+    assert report.fused == ["mlp"] and isinstance(model.mlp, anvil.nn.SwiGLUMLP)
+    assert "odd" in left and "intermediate size 100" in left["odd"]
+    assert "gelu" in left and "not SiLU" in left["gelu"]
+    assert "head" in left and "float32" in left["head"]
+    for name in ("q", "odd.gate_proj", "odd.up_proj", "odd.down_proj", "gelu.gate_proj"):
+        assert name in swapped and isinstance(model.get_submodule(name), anvil.nn.Linear)
+    assert "mlp.gate_proj" not in swapped
+    # The patched model keeps the unfused state_dict keys and shapes.
+    assert {k: v.shape for k, v in model.state_dict().items()} == state
+    assert "left" in str(report) and "swapped" in str(report)
+    y = model(meta(2, 3, 64))
+    assert y.shape == (2, 3, 10)
+
+
+def test_patched_state_dict_round_trip_on_cpu():
+    # Weights only (no forward on CPU): fuse on patch, unfuse on save, fuse on load.
+    torch.manual_seed(0)
+    mlp = LlamaMLP(64, 128, bias=True).to(BF16)
+    wrap = torch.nn.Sequential()
+    wrap.add_module("mlp", mlp)
+    original = {k: v.clone() for k, v in wrap.state_dict().items()}
+    fused = anvil.nn.SwiGLUMLP.from_projections(mlp.gate_proj, mlp.up_proj, mlp.down_proj)
+    wrap.mlp = fused
+    saved = wrap.state_dict()
+    assert saved.keys() == original.keys()
+    for k in original:
+        assert torch.equal(saved[k], original[k]), k
+    with torch.no_grad():
+        fused.gate_up.zero_()
+        fused.gate_up_bias.zero_()
+    wrap.load_state_dict(original)
+    assert torch.equal(fused.gate_up, anvil.fuse_gate_up(original["mlp.gate_proj.weight"], original["mlp.up_proj.weight"]))
+    assert torch.equal(fused.gate_up_bias, anvil.fuse_gate_up(original["mlp.gate_proj.bias"], original["mlp.up_proj.bias"]))
+
+
+def test_nn_linear_loads_torch_state_dict():
+    ref = torch.nn.Linear(32, 16).to(BF16)
+    lin = anvil.nn.Linear(32, 16, dtype=BF16)
+    lin.load_state_dict(ref.state_dict())
+    assert torch.equal(lin.weight, ref.weight) and torch.equal(lin.bias, ref.bias)
+    assert lin.state_dict().keys() == ref.state_dict().keys()
+    with pytest.raises(ValueError, match="activation must be one of"):
+        anvil.nn.Linear(4, 4, activation="tanh")
+
+
+def test_patch_leaves_cpu_model_alone():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8).to(BF16))
+    report = anvil.patch(model)
+    assert report.swapped == [] and report.left_alone == [("0", "on cpu (anvil runs on CUDA GPUs)")]
+
+
+def test_patch_transformers_llama_on_meta():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(
+        vocab_size=256, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2,
+    )
+    with torch.device("meta"):
+        model = transformers.LlamaForCausalLM(cfg).to(BF16)
+    report = anvil.patch(model)
+    assert report.fused == ["model.layers.0.mlp", "model.layers.1.mlp"]
+    names = dict(report.swapped)
+    assert all(f"model.layers.{i}.self_attn.{p}" in names for i in range(2) for p in ("q_proj", "k_proj", "v_proj", "o_proj"))
+    assert "lm_head" in names and not report.left_alone
+
+
+def test_dispatch_name_answers_without_a_gpu():
+    # The dispatcher's choice needs no GPU (it assumes an H200's SM count without one);
+    # production problems go to a Hopper kernel, whichever the planner picks.
+    for m, bi in ((1, False), (2048, False), (64, True)):
+        assert anvil.dispatch_name(m, 4096, 4096, batch_invariant=bi).startswith("sm90-"), (m, bi)
+    assert anvil.dispatch_name(8, 4096, 4096, torch.float16).startswith("sm90-")

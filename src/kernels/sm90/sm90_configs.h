@@ -1,0 +1,111 @@
+// sm90-gemm's configurations, one per Sm90Variant (plan.h), in one place: the kernels
+// instantiate them (gemm_sm90.cu, gemm_sm90_fit.cu) and anvil-plan reads their resource
+// arithmetic, so the calculator and the kernels cannot disagree. Host-includable.
+#pragma once
+
+#include "kernels/sm90/kernel_config.h"
+#include "kernels/sm90/plan.h"
+
+namespace anvil::detail {
+
+// 128x256, 4 x 48 KiB stages, direct epilogue.
+using Wide = KernelConfig<KernelSpec{.block_n = 256,
+                                     .consumers = 2,
+                                     .slabs_per_consumer = 1,
+                                     .stages = 4,
+                                     .cluster_ctas = 1,
+                                     .tma_store = false}>;
+// 128x128, 6 x 32 KiB stages.
+using Narrow = KernelConfig<KernelSpec{.block_n = 128,
+                                       .consumers = 2,
+                                       .slabs_per_consumer = 1,
+                                       .stages = 6,
+                                       .cluster_ctas = 1,
+                                       .tma_store = false}>;
+// Wide tiles in 2-CTA clusters along M that multicast the shared B tile (half the L2
+// reads of B), 4 stages, the plain GEMM's epilogue through TMA stores in two rounds of a
+// half-size buffer: ladder step 11's configuration. The default for problems with two or
+// more rows of tiles.
+using WidePair = KernelConfig<KernelSpec{.block_n = 256,
+                                         .consumers = 2,
+                                         .slabs_per_consumer = 1,
+                                         .stages = 4,
+                                         .cluster_ctas = 2,
+                                         .tma_store = true,
+                                         .store_rounds = 2}>;
+// The same tiles and ring in 2-CTA clusters along N that multicast the shared A tile,
+// for an odd number of 128-row tiles (plan.h, kWidePairN).
+using WidePairN = KernelConfig<KernelSpec{.block_n = 256,
+                                          .consumers = 2,
+                                          .slabs_per_consumer = 1,
+                                          .stages = 4,
+                                          .cluster_ctas = 2,
+                                          .tma_store = true,
+                                          .store_rounds = 2,
+                                          .cluster_axis = ClusterAxis::kN}>;
+// The ping-pong schedule: 128x128 tiles, each consumer warpgroup taking whole tiles in
+// turn, so one warpgroup's epilogue overlaps the other's mainloop; 2-CTA multicast
+// clusters, 5 stages. sm90-gemm's choice for fused epilogues; also selectable by name.
+using PingPongPair = KernelConfig<KernelSpec{.block_n = 128,
+                                             .consumers = 2,
+                                             .slabs_per_consumer = 2,
+                                             .stages = 5,
+                                             .cluster_ctas = 2,
+                                             .tma_store = true,
+                                             .schedule = Schedule::kPingPong}>;
+// 256x128 tiles (two 64-row slabs per consumer warpgroup) whose trailing waves are dealt
+// out to all SMs by K iterations (stream_k.h): for problems whose tiles leave SMs idle in
+// the last wave, e.g. M = 256 decode batches, which then make one row of tiles. 4 stages
+// and the pairs' TMA store in two rounds.
+using TallStreamK = KernelConfig<KernelSpec{.block_n = 128,
+                                            .consumers = 2,
+                                            .slabs_per_consumer = 2,
+                                            .stages = 4,
+                                            .cluster_ctas = 1,
+                                            .tma_store = true,
+                                            .stream_k = true,
+                                            .store_rounds = 2}>;
+static_assert(TallStreamK::kConsumers == 2 && TallStreamK::kBlockM * TallStreamK::kBlockN == 256 * 128,
+              "stream_k_workspace_bytes (planner.cpp) sizes this configuration's partials");
+// A plain GEMM's D leaves through TMA stores of whole 64-column boxes, one box per round
+// through an 8 KiB buffer per warpgroup, with the last 32 columns of a 160- or 224-wide
+// tile stored straight from the registers; other epilogues are staged. The staged buffer
+// (20 KiB) and the stages share the 227 KiB: 5 stages of 16 + 20 or 16 + 24 KiB at 160 and
+// 192 columns, 4 of 16 + 28 KiB at 224. Pairs: 2-CTA clusters along M multicasting B;
+// singles: one CTA, its own B.
+template <int kBlockN, int kStages, int kClusterM>
+using FitConfig = KernelConfig<KernelSpec{.block_n = kBlockN,
+                                          .consumers = 2,
+                                          .slabs_per_consumer = 1,
+                                          .stages = kStages,
+                                          .cluster_ctas = kClusterM,
+                                          .tma_store = true,
+                                          .store_rounds = kBlockN / 64}>;
+using FitPair160 = FitConfig<160, 5, 2>;
+using FitPair192 = FitConfig<192, 5, 2>;
+using FitPair224 = FitConfig<224, 4, 2>;
+using FitSingle160 = FitConfig<160, 5, 1>;
+using FitSingle192 = FitConfig<192, 5, 1>;
+using FitSingle224 = FitConfig<224, 4, 1>;
+
+// Calls f with a value of the configuration type that runs `variant`.
+template <class F>
+constexpr auto with_variant_config(Sm90Variant variant, F&& f) {
+  switch (variant) {
+    case Sm90Variant::kWide: return f(Wide{});
+    case Sm90Variant::kNarrow: return f(Narrow{});
+    case Sm90Variant::kWidePair: return f(WidePair{});
+    case Sm90Variant::kWidePairN: return f(WidePairN{});
+    case Sm90Variant::kPingPongPair: return f(PingPongPair{});
+    case Sm90Variant::kTallStreamK: return f(TallStreamK{});
+    case Sm90Variant::kFitPair160: return f(FitPair160{});
+    case Sm90Variant::kFitPair192: return f(FitPair192{});
+    case Sm90Variant::kFitPair224: return f(FitPair224{});
+    case Sm90Variant::kFitSingle160: return f(FitSingle160{});
+    case Sm90Variant::kFitSingle192: return f(FitSingle192{});
+    case Sm90Variant::kFitSingle224: return f(FitSingle224{});
+  }
+  return f(WidePair{});
+}
+
+}  // namespace anvil::detail

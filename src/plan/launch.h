@@ -1,0 +1,46 @@
+// Launching a LaunchPlan, and the internal entry point that plans with overrides. Not
+// installed: only the library, anvil-bench, the tests and the tuner include it.
+#pragma once
+
+#include "anvil/gemm.h"
+#include "plan/planner.h"
+
+namespace anvil::detail {
+
+// The current device's DeviceInfo: asked of the CUDA runtime (attributes, and the decode
+// configurations' residency from the occupancy API) once per device and kept. Without a
+// usable device: DeviceInfo::fallback with the SM count device_sm_count() reports.
+const DeviceInfo& current_device_info();
+
+// The decode translation units fill their configurations' residency (decode_resident).
+void fill_decode_tma_residency(DeviceInfo* device);  // gemm_decode.cu: sm90-decode, sm90-decode-r64
+void fill_decode_ldg_residency(DeviceInfo* device);  // gemm_decode_ldg.cu: the load-path kernels
+
+// What the planner needs to know of a call's pointers and workspace, and which families'
+// own checks accept it (args null: a description-only query).
+CallFacts call_facts(const GemmDesc& desc, const GemmArgs* args);
+
+// The launchers: each launches exactly the plan it is given.
+Status launch_sm90_plan(const LaunchPlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag);
+// kDecodeTma and kDecodeR64 (gemm_decode.cu), kDecodeLdg and kDecodeLdgR64 (gemm_decode_ldg.cu).
+Status launch_decode_tma_plan(const DecodePlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag);
+Status launch_decode_ldg_plan(const DecodePlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag);
+// sm90-gemm's split-K, second launch: D from the k_splits fp32 partials at args.workspace
+// (gemm_split_k.cu).
+Status launch_split_k_sum(const GemmDesc& desc, const GemmArgs& args, int slices, Diagnostic* diag);
+// Any plan, by its family (a table of launchers, no lookup by name).
+Status launch_plan(const LaunchPlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag);
+
+// The internal entry point: anvil::gemm with the planner's choices overridden (null: none)
+// and, optionally, the plan it ran. For anvil-bench, the tests and the tuner; a desc that
+// names a kernel is refused here (the overrides say what to run).
+Status gemm(const GemmDesc& desc, const GemmArgs& args, const PlanOverrides* overrides, Diagnostic* diag,
+            LaunchPlan* ran = nullptr);
+// Workspace bytes the overridden plan uses with these arguments - stream-K's part only where
+// args' workspace holds it (args null: the most it may use, the size to ask for).
+size_t workspace_size(const GemmDesc& desc, const GemmArgs* args, const PlanOverrides* overrides);
+// The plan the overridden planner makes for desc (args null: a description-only query).
+Status plan_for(const GemmDesc& desc, const GemmArgs* args, const PlanOverrides* overrides, LaunchPlan* out,
+                Diagnostic* diag);
+
+}  // namespace anvil::detail

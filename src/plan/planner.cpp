@@ -1,0 +1,548 @@
+// The planner (planner.h): composes the measured rules of kernels/sm90/{plan,decode_plan,
+// row_split}.h into one LaunchPlan. No CUDA calls here.
+#include "plan/planner.h"
+
+#include <cstdarg>
+#include <cstdio>
+
+#include "kernels/sm90/decode_plan.h"
+#include "kernels/sm90/row_split.h"
+#include "kernels/sm90/split_k.h"
+#include "kernels/sm90/stream_k.h"
+
+namespace anvil::detail {
+namespace {
+
+void say(char* out, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void say(char* out, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(out, kReasonChars, fmt, ap);
+  va_end(ap);
+}
+
+int index(KernelFamily f) { return static_cast<int>(f); }
+
+// The decode configurations' shapes (decode_kernel.cuh, decode_ldg_kernel.cuh and the
+// configurations the launchers instantiate in gemm_decode.cu and gemm_decode_ldg.cu).
+struct DecodeShape {
+  int token_tile, tile_rows, k_block;
+};
+constexpr DecodeShape kDecodeShapes[kDecodeConfigs] = {
+    {8, 128, 64},  {16, 128, 64}, {32, 128, 64}, {64, 128, 64}, {96, 128, 64}, {128, 128, 64}, {256, 128, 64},
+    {16, 64, 128}, {32, 64, 256}, {64, 64, 256},                      // sm90-decode-r64
+    {8, 128, 64},  {16, 128, 64},                                     // sm90-decode-ldg (split in 64-wide k-tiles)
+    {8, 64, 64},   {16, 64, 64},  {32, 64, 64},                       // sm90-decode-ldg-r64
+};
+
+// The configuration each family launches for m tokens, and the one whose residency a
+// token tile's split is planned with (the launchers' resident_ctas_for).
+DecodeConfigId decode_config(KernelFamily family, int64_t m) {
+  switch (family) {
+    case KernelFamily::kDecodeLdg: return m <= 8 ? DecodeConfigId::kLdg8 : DecodeConfigId::kLdg16;
+    case KernelFamily::kDecodeR64:
+      return m <= 16 ? DecodeConfigId::kR64x16 : m <= 32 ? DecodeConfigId::kR64x32 : DecodeConfigId::kR64x64;
+    case KernelFamily::kDecodeLdgR64:
+      return m <= 8 ? DecodeConfigId::kLdgR64x8 : m <= 16 ? DecodeConfigId::kLdgR64x16 : DecodeConfigId::kLdgR64x32;
+    default:
+      switch (decode_token_tile(m)) {
+        case 8: return DecodeConfigId::kTma8;
+        case 16: return DecodeConfigId::kTma16;
+        case 32: return DecodeConfigId::kTma32;
+        case 64: return DecodeConfigId::kTma64;
+        case 96: return DecodeConfigId::kTma96;
+        case 128: return DecodeConfigId::kTma128;
+        default: return DecodeConfigId::kTma256;
+      }
+  }
+}
+
+// The family's narrowest token tile: the one a batch-invariant split is planned for.
+int smallest_token_tile(KernelFamily family) { return family == KernelFamily::kDecodeR64 ? 16 : 8; }
+
+DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const DeviceInfo& device, int forced_splits) {
+  // Batch invariance: no K split, so every output sums its K in one order whatever M is.
+  if (desc.batch_invariant && forced_splits == 0) forced_splits = 1;
+  const DecodeConfigId config = decode_config(family, desc.m);
+  const DecodeShape shape = kDecodeShapes[static_cast<int>(config)];
+  const auto resident = [&](int token_tile, int splits) {
+    // A token tile maps to the family's configuration for that many tokens.
+    return device.resident(decode_config(family, token_tile), splits);
+  };
+  const bool single_wave = family == KernelFamily::kDecodeLdg || family == KernelFamily::kDecodeLdgR64;
+  const DecodeLaunchPlan p = plan_decode(desc, shape.token_tile, smallest_token_tile(family), resident, single_wave,
+                                         shape.tile_rows, shape.k_block, forced_splits);
+  DecodePlan out;
+  out.config = config;
+  out.token_tile = shape.token_tile;
+  out.tile_rows = shape.tile_rows;
+  out.k_block = shape.k_block;
+  out.batch = p.batch;
+  out.token_tiles = p.token_tiles;
+  out.feature_tiles = p.feature_tiles;
+  out.k_tiles = p.k_tiles;
+  out.splits = p.split.splits;
+  out.ctas = p.split.ctas;
+  out.waves = p.split.waves;
+  return out;
+}
+
+// Which decode kernel takes a problem sent to decoding (the order of preference, each
+// family only where its rule holds and its checks pass).
+KernelFamily pick_decode_family(const GemmDesc& desc, const DeviceInfo& device, const CallFacts& facts, char* reason) {
+  const int sms = device.sm_count;
+  const bool invariant = desc.batch_invariant;
+  const auto ok = [&](KernelFamily f) { return facts.accepts[index(f)]; };
+  if (invariant) {
+    // Batch invariance: unsplit plans only, and only the TMA-fed kernels, which sum each
+    // output's K in the same order as sm90-gemm (the load-path kernels split K across
+    // their warpgroups). The 64-row tiles where all of them are resident at once unsplit,
+    // else the 128-row ones.
+    const int64_t tiles64 = decode_rows64_tiles(desc.n, desc.batch);
+    if (ok(KernelFamily::kDecodeR64) &&
+        tiles64 <= device.resident(decode_config(KernelFamily::kDecodeR64, desc.m), 1)) {
+      say(reason, "batch-invariant, unsplit: the weight's %lld 64-row tiles are all resident at once",
+          static_cast<long long>(tiles64));
+      return KernelFamily::kDecodeR64;
+    }
+    if (ok(KernelFamily::kDecodeTma)) {
+      say(reason, "batch-invariant, unsplit: 128-row tiles (the 64-row ones would not all be resident)");
+      return KernelFamily::kDecodeTma;
+    }
+    return KernelFamily::kNone;
+  }
+  const bool load_path = !invariant && prefers_decode_ldg(desc.m);
+  const auto ldg_resident = [&](int s) { return device.resident(DecodeConfigId::kLdg8, s); };
+  const bool ldg_r64_full = !invariant && prefers_decode_ldg_r64(desc.m, desc.n, desc.k, desc.batch, sms);
+  const bool ldg_r64_split =
+      !ldg_r64_full && load_path &&
+      prefers_decode_ldg_r64_split(desc.m, desc.n, desc.k, desc.batch, sms, ldg_resident);
+  const bool rows64 = !invariant && prefers_decode_r64(desc.m, desc.n, desc.batch, sms);
+  if ((ldg_r64_full || ldg_r64_split) && ok(KernelFamily::kDecodeLdgR64)) {
+    say(reason, ldg_r64_full ? "<= %d tokens, K <= %d: the 64-row tiles fill one wave unsplit (load path)"
+                             : "<= %d tokens, K <= %d: the 64-row tiles in a split of <= 2 make more CTAs than 128-row ones",
+        static_cast<int>(ldg_r64_full ? kDecodeLdgRows64MaxTokens : kDecodeLdgMaxTokens),
+        static_cast<int>(kDecodeLdgRows64MaxK));
+    return KernelFamily::kDecodeLdgR64;
+  }
+  if (load_path && ok(KernelFamily::kDecodeLdg)) {
+    say(reason, "<= %d tokens: the load path streams the weight faster than TMA", static_cast<int>(kDecodeLdgMaxTokens));
+    return KernelFamily::kDecodeLdg;
+  }
+  if (rows64 && ok(KernelFamily::kDecodeR64)) {
+    say(reason, "%d-%d tokens: the weight's 64-row tiles are all resident at once unsplit",
+        static_cast<int>(kDecodeRows64MinTokens), static_cast<int>(kDecodeAlwaysTokens));
+    return KernelFamily::kDecodeR64;
+  }
+  if (ok(KernelFamily::kDecodeTma)) {
+    say(reason, "few tokens: swap-AB decode streams the weight (128-row tiles, K split across a cluster)");
+    return KernelFamily::kDecodeTma;
+  }
+  return KernelFamily::kNone;
+}
+
+bool readable_in_place(const MatrixLayout& layout, Order k_major, int64_t batch, bool base_aligned) {
+  if (layout.order != k_major || layout.ld % 8 != 0) return false;
+  if (batch > 1 && (layout.batch_stride == 0 || layout.batch_stride % 8 != 0)) return false;
+  return base_aligned;
+}
+
+constexpr size_t kWorkspaceAlign = 256;
+size_t align_up(size_t bytes) { return (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign; }
+
+bool tma_storable(const GemmDesc& desc) {
+  return desc.d.dtype != DataType::kF32 && desc.d.order == Order::kRowMajor && desc.d.ld % 8 == 0 && desc.n % 8 == 0 &&
+         (desc.batch == 1 || desc.d.batch_stride % 8 == 0);
+}
+
+bool plain(const GemmDesc& desc) {
+  return desc.alpha == 1.0f && desc.beta == 0.0f && desc.epilogue.bias == BiasMode::kNone &&
+         desc.epilogue.activation == Activation::kIdentity;
+}
+
+Sm90Problem sm90_problem(const GemmDesc& desc) {
+  Sm90Problem p;
+  p.m = desc.m, p.n = desc.n, p.k = desc.k, p.batch = desc.batch;
+  p.fused_epilogue = !plain(desc);
+  p.stream_k_allowed = !desc.batch_invariant;
+  p.store = tma_storable(desc) ? DStore::kTma : desc.d.order == Order::kRowMajor ? DStore::kRowMajor : DStore::kColumnMajor;
+  return p;
+}
+
+void describe_variant(LaunchPlan& p, Sm90Variant v) {
+  p.variant = v;
+  p.tile = tile_shape(v);
+  p.cluster = cluster_shape(v);
+  p.schedule = variant_schedule(v);
+  p.stages = variant_stages(v);
+}
+
+void describe_tile_choice(LaunchPlan& p, const Sm90Problem& problem, int sms, bool forced) {
+  const WavePlan w = variant_wave_plan(p.variant, problem.m, problem.n, problem.batch, sms);
+  if (forced) {
+    say(p.tile_reason, "%s forced: %lld tiles, %.2f waves", variant_name(p.variant), static_cast<long long>(w.tiles),
+        w.waves);
+  } else if (p.variant == Sm90Variant::kTallStreamK) {
+    say(p.tile_reason, "stream-K 256x128: whole tiles leave the last wave idle (%lld tiles on %d SMs), K >= %d tiles",
+        static_cast<long long>(w.tiles), sms, static_cast<int>(kStreamKMinKTiles));
+  } else {
+    say(p.tile_reason, "%s: fewest waves x area / speed (%lld tiles, %.2f waves)%s", variant_name(p.variant),
+        static_cast<long long>(w.tiles), w.waves, problem.fused_epilogue ? "; fused epilogue: ping-pong hides it" : "");
+  }
+}
+
+// sm90-gemm's split-K (split_k.h): K in equal slices, one strided-batched launch of the
+// slices into fp32 partials, then their sum in slice order with the epilogue. Only for
+// operands read in place (the slices are batch-stride views of them), batch 1, a 16-byte
+// aligned workspace with room for the partials, and never in batch-invariant mode (the
+// slice count depends on M). The variant fields then describe the slices' launch.
+bool plan_split_k(LaunchPlan& p, const GemmDesc& desc, const Sm90Problem& whole, const PlanOverrides& ov,
+                  const CallFacts& facts, int sms, bool forced_variant) {
+  if (ov.split_k_slices == 1 || desc.batch_invariant || desc.batch != 1 || p.repack.a || p.repack.b) return false;
+  // Where both apply, split-K beats stream-K: every slice's tiles start together on the same
+  // K range, and the partials are summed across the GPU, not by each tile's last CTA
+  // (docs/notes/split-k.md).
+  SplitKPlan split;
+  if (ov.split_k_slices > 1) {
+    const int64_t s = ov.split_k_slices;
+    if (desc.k % (s * kSplitKGranule) == 0) split = SplitKPlan{static_cast<int>(s), desc.k / s};
+  } else if (!forced_variant) {
+    split = choose_split_k(desc.m, desc.n, desc.k, desc.batch, sms);
+  }
+  if (split.slices <= 1) return false;
+  const size_t bytes = split_k_workspace_bytes(split, desc.m, desc.n);
+  if (!facts.workspace_aligned16 || facts.workspace_bytes < bytes) {
+    say(p.split_reason, "none: split-K would need %zu workspace bytes, 16-byte aligned", bytes);
+    return false;
+  }
+  Sm90Problem slices = whole;
+  slices.m = desc.m;
+  slices.k = split.slice_k;
+  slices.batch = split.slices;
+  slices.fused_epilogue = false;  // the slices store plain fp32 partials
+  slices.store = DStore::kRowMajor;
+  slices.stream_k_allowed = false;
+  if (!forced_variant) describe_variant(p, choose_sm90_variant(slices, sms));
+  describe_tile_choice(p, slices, sms, forced_variant);
+  p.main_rows = desc.m;
+  p.tail_family = KernelFamily::kNone;
+  say(p.row_split_reason, "none: split-K");
+  p.k_splits = split.slices;
+  p.slice_k = split.slice_k;
+  p.workspace_bytes = bytes;
+  say(p.split_reason, "split-K: %d slices of K = %lld, summed in slice order (whole tiles fill %lld of %d SMs)",
+      split.slices, static_cast<long long>(split.slice_k),
+      static_cast<long long>(ceil_div(desc.m, 128) * ceil_div(desc.n, 256)), sms);
+  return true;
+}
+
+// sm90-gemm's plan: repack, variant, row split, workspace.
+void plan_sm90(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides& ov,
+               const CallFacts& facts) {
+  const int sms = device.sm_count;
+  p.family = KernelFamily::kSm90Gemm;
+  p.repack = repack_needs(desc, facts);
+  const size_t repack_bytes = p.repack.a_bytes + p.repack.b_bytes;
+  const size_t sk_bytes = stream_k_workspace_bytes(sms);
+  Sm90Problem problem = sm90_problem(desc);
+  // Stream-K parks its partials after the copies; without the room (or alignment) the
+  // whole-tile plan runs instead of failing.
+  const bool sk_room = facts.workspace_bytes >= repack_bytes &&
+                       facts.workspace_bytes - repack_bytes >= sk_bytes && facts.workspace_aligned16;
+  problem.stream_k_allowed = problem.stream_k_allowed && ov.allow_stream_k && sk_room;
+  problem.fit_widths = ov.fit_widths;
+  p.main_rows = desc.m;
+  const bool forced_variant = ov.sm90_variant >= 0 || ov.sm90_fit_only;
+  if (forced_variant) {
+    const Sm90Variant v = ov.sm90_fit_only ? cheaper_fit_variant(desc.m, desc.n, desc.batch, sms)
+                                           : static_cast<Sm90Variant>(ov.sm90_variant);
+    describe_variant(p, v);
+    describe_tile_choice(p, problem, sms, true);
+    say(p.row_split_reason, "none: the variant is forced");
+  } else {
+    // The rows past the last multiple of 256 may go to a decode kernel (row_split.h).
+    const int mode = ov.row_split == PlanOverrides::RowSplit::kNever    ? 0
+                     : ov.row_split == PlanOverrides::RowSplit::kAlways ? 1
+                                                                        : -1;
+    // Batch-invariant problems may split too: the tail's decode plan is unsplit as well.
+    const int64_t main_rows = ov.fit_widths ? row_split_main_rows(problem, true, sms, mode) : desc.m;
+    if (main_rows < desc.m) {
+      GemmDesc tail = desc;
+      tail.m = desc.m - main_rows;
+      // The tail reads the K-major copies (or the caller's operands, aligned: anything
+      // else was repacked), so only the decode kernels' descriptive limits apply.
+      if (p.repack.a) tail.a = MatrixLayout{desc.a.dtype, Order::kRowMajor, p.repack.packed_ld, desc.m * p.repack.packed_ld};
+      if (p.repack.b) tail.b = MatrixLayout{desc.b.dtype, Order::kColMajor, p.repack.packed_ld, desc.n * p.repack.packed_ld};
+      CallFacts tail_facts;
+      for (int f = 0; f < kKernelFamilies; ++f) tail_facts.accepts[f] = decode_family_accepts(static_cast<KernelFamily>(f), tail);
+      char decode_reason[kReasonChars];
+      const KernelFamily tail_family = pick_decode_family(tail, device, tail_facts, decode_reason);
+      if (tail_family != KernelFamily::kNone) {
+        p.main_rows = main_rows;
+        p.tail_family = tail_family;
+        p.tail = plan_decode_launch(tail_family, tail, device, ov.decode_splits);
+        problem.m = main_rows;
+        say(p.row_split_reason, "rows %lld-%lld (%lld) to %s: %s", static_cast<long long>(main_rows),
+            static_cast<long long>(desc.m - 1), static_cast<long long>(desc.m - main_rows), family_name(tail_family),
+            mode == 1 ? "forced" : "cheaper than the wave of tiles they add");
+      }
+    }
+    if (!p.row_split()) {
+      const int64_t tail = desc.m % kRowSplitGranule;
+      if (mode == 0) say(p.row_split_reason, "none: forced off");
+      else if (tail == 0) say(p.row_split_reason, "none: M is a multiple of %d", static_cast<int>(kRowSplitGranule));
+      else if (tail > kRowSplitMaxTailRows || desc.m < kRowSplitGranule + tail)
+        say(p.row_split_reason, "none: %lld rows past a multiple of %d (a decode kernel takes 1-%d past at least one)",
+            static_cast<long long>(tail), static_cast<int>(kRowSplitGranule), static_cast<int>(kRowSplitMaxTailRows));
+      else say(p.row_split_reason, "none: the estimates save less than %.0f%%", 100 * kRowSplitMinSaving);
+    }
+    describe_variant(p, choose_sm90_variant(problem, sms));
+    describe_tile_choice(p, problem, sms, false);
+  }
+  p.workspace_bytes = repack_bytes + (p.variant == Sm90Variant::kTallStreamK ? sk_bytes : 0);
+  p.k_splits = 1;
+  if (plan_split_k(p, desc, problem, ov, facts, sms, forced_variant)) return;
+  if (p.variant == Sm90Variant::kTallStreamK) {
+    say(p.split_reason, "stream-K: the last waves' K iterations spread over %d SMs, fixed up in a fixed order", sms);
+  } else {
+    say(p.split_reason, "none: whole tiles%s", desc.batch_invariant ? " (batch-invariant: no split, no stream-K)" : "");
+  }
+}
+
+void plan_decode_family(LaunchPlan& p, KernelFamily family, const GemmDesc& desc, const DeviceInfo& device,
+                        const PlanOverrides& ov) {
+  p.family = family;
+  p.decode = plan_decode_launch(family, desc, device, ov.decode_splits);
+  p.k_splits = p.decode.splits;
+  p.main_rows = desc.m;
+  p.tile = TileShape{p.decode.tile_rows, p.decode.token_tile};  // weight rows x tokens (swap-AB)
+  p.cluster = ClusterShape{1, 1};
+  p.workspace_bytes = 0;
+  say(p.tile_reason, "%d weight rows x %d tokens per CTA, %d-wide K steps (%d feature x %d token tiles)",
+      p.decode.tile_rows, p.decode.token_tile, p.decode.k_block, p.decode.feature_tiles, p.decode.token_tiles * p.decode.batch);
+  if (ov.decode_splits >= 1 && p.decode.splits == ov.decode_splits) {
+    say(p.split_reason, "K split %d forced (%lld CTAs, %lld waves)", p.decode.splits, static_cast<long long>(p.decode.ctas),
+        static_cast<long long>(p.decode.waves));
+  } else if (desc.batch_invariant) {
+    say(p.split_reason, "K split %d, fixed by (N, K, batch) whatever M is (%lld CTAs)", p.decode.splits,
+        static_cast<long long>(p.decode.ctas));
+  } else {
+    say(p.split_reason, "K split %d across a cluster: %lld CTAs in %lld wave(s), the cheapest stream", p.decode.splits,
+        static_cast<long long>(p.decode.ctas), static_cast<long long>(p.decode.waves));
+  }
+  say(p.row_split_reason, "none: a decode kernel takes every row");
+}
+
+}  // namespace
+
+const char* family_name(KernelFamily family) {
+  switch (family) {
+    case KernelFamily::kSm90Gemm: return "sm90-gemm";
+    case KernelFamily::kDecodeTma: return "sm90-decode";
+    case KernelFamily::kDecodeLdg: return "sm90-decode-ldg";
+    case KernelFamily::kDecodeR64: return "sm90-decode-r64";
+    case KernelFamily::kDecodeLdgR64: return "sm90-decode-ldg-r64";
+    case KernelFamily::kFallback: return "ladder-01-naive";
+    default: return "none";
+  }
+}
+
+GemmSchedule variant_schedule(Sm90Variant v) {
+  return v == Sm90Variant::kPingPongPair ? GemmSchedule::kPingPong
+         : v == Sm90Variant::kTallStreamK ? GemmSchedule::kStreamK
+                                          : GemmSchedule::kCooperative;
+}
+
+const char* variant_name(Sm90Variant v) {
+  switch (v) {
+    case Sm90Variant::kWide: return "wide";
+    case Sm90Variant::kNarrow: return "narrow";
+    case Sm90Variant::kWidePair: return "wide-pair";
+    case Sm90Variant::kPingPongPair: return "pingpong-pair";
+    case Sm90Variant::kTallStreamK: return "tall-streamk";
+    case Sm90Variant::kFitPair160: return "fit-pair-160";
+    case Sm90Variant::kFitPair224: return "fit-pair-224";
+    case Sm90Variant::kFitPair192: return "fit-pair-192";
+    case Sm90Variant::kFitSingle160: return "fit-single-160";
+    case Sm90Variant::kFitSingle192: return "fit-single-192";
+    case Sm90Variant::kFitSingle224: return "fit-single-224";
+    case Sm90Variant::kWidePairN: return "wide-pair-n";
+  }
+  return "?";
+}
+
+// The stages each configuration is instantiated with (gemm_sm90.cu, fit_widths.h).
+int variant_stages(Sm90Variant v) {
+  switch (v) {
+    case Sm90Variant::kNarrow: return 6;
+    case Sm90Variant::kPingPongPair: return 5;
+    case Sm90Variant::kFitPair160:
+    case Sm90Variant::kFitPair192:
+    case Sm90Variant::kFitSingle160:
+    case Sm90Variant::kFitSingle192: return 5;
+    default: return 4;
+  }
+}
+
+DeviceInfo DeviceInfo::fallback(int sm_count) {
+  DeviceInfo d;
+  d.sm_count = sm_count;
+  for (int c = 0; c < kDecodeConfigs; ++c) {
+    for (int s = 1; s <= kMaxClusterSplit; ++s) d.decode_resident[c][s] = sm_count / s * s;
+  }
+  return d;
+}
+
+DeviceInfo DeviceInfo::h200() {
+  DeviceInfo d;
+  constexpr int kOnePerSm[kMaxClusterSplit + 1] = {0, 132, 132, 117, 120, 110, 102, 105, 120};
+  for (int c = 0; c < kDecodeConfigs; ++c) {
+    const auto id = static_cast<DecodeConfigId>(c);
+    // Two CTAs per SM: sm90-decode's streaming tiles (8-64 tokens) and sm90-decode-r64's 16-token one.
+    const bool two_per_sm = (id >= DecodeConfigId::kTma8 && id <= DecodeConfigId::kTma64) || id == DecodeConfigId::kR64x16;
+    for (int s = 1; s <= kMaxClusterSplit; ++s) d.decode_resident[c][s] = kOnePerSm[s] * (two_per_sm ? 2 : 1);
+  }
+  return d;
+}
+
+DeviceInfo DeviceInfo::b200() {
+  DeviceInfo d = fallback(148);
+  d.cc_major = 10;
+  d.smem_per_block_bytes = 227 * 1024;
+  d.smem_per_sm_bytes = 228 * 1024;
+  d.l2_bytes = 126LL * 1024 * 1024;
+  d.sustained_clock_ghz = 1.85;
+  d.dense_flops_per_sm_per_clock = 8192;
+  d.hbm_bytes_per_second = 7.7e12;
+  d.tmem_columns = 512;
+  d.max_cluster_portable = 8;
+  return d;
+}
+
+RepackNeeds repack_needs(const GemmDesc& desc, const CallFacts& facts) {
+  RepackNeeds r;
+  // Whole 128-byte lines per row (K = 4097's 16-byte-aligned rows touch five sectors per
+  // 128-byte TMA read instead of four).
+  r.packed_ld = (desc.k + 63) / 64 * 64;
+  r.a = !readable_in_place(desc.a, Order::kRowMajor, desc.batch, facts.a_aligned16);
+  r.b = !readable_in_place(desc.b, Order::kColMajor, desc.batch, facts.b_aligned16);
+  if (r.a) r.a_bytes = align_up(static_cast<size_t>(desc.m * r.packed_ld * desc.batch) * 2);
+  if (r.b) r.b_bytes = align_up(static_cast<size_t>(desc.n * r.packed_ld * desc.batch) * 2);
+  return r;
+}
+
+size_t stream_k_workspace_bytes(int sm_count) {
+  // The stream-K configuration: 256x128 tiles, two consumer warpgroups, one CTA per SM.
+  return stream_k_flag_bytes(sm_count, 2) + stream_k_partial_bytes(sm_count, 256 * 128);
+}
+
+bool decode_family_accepts(KernelFamily family, const GemmDesc& desc) {
+  if (family == KernelFamily::kFallback) return true;
+  if (family == KernelFamily::kSm90Gemm) return desc.k > 0;
+  if (family == KernelFamily::kNone) return false;
+  if (desc.a.order != Order::kRowMajor || desc.b.order != Order::kColMajor) return false;
+  if (desc.k == 0 || desc.a.ld % 8 != 0 || desc.b.ld % 8 != 0) return false;
+  if (desc.batch > 1 && (desc.a.batch_stride % 8 != 0 || desc.b.batch_stride % 8 != 0 || desc.a.batch_stride == 0 ||
+                         desc.b.batch_stride == 0)) {
+    return false;
+  }
+  if (desc.k > (int64_t{1} << 30) || desc.m > (int64_t{1} << 30) || desc.n > (int64_t{1} << 30)) return false;
+  if ((desc.m + 127) / 128 > 65535) return false;
+  const bool rows64 = family == KernelFamily::kDecodeR64 || family == KernelFamily::kDecodeLdgR64;
+  if (rows64 && desc.epilogue.activation == Activation::kSwiGLU) return false;
+  const int rows = rows64 ? 64 : 128;
+  const int widest = family == KernelFamily::kDecodeTma ? 256 : family == KernelFamily::kDecodeLdg ? 16
+                     : family == KernelFamily::kDecodeR64 ? 64 : 32;
+  return (desc.n + rows - 1) / rows <= 65535 && (desc.m + widest - 1) / widest * desc.batch <= 65535;
+}
+
+LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides* overrides, const CallFacts* facts) {
+  const PlanOverrides ov = overrides != nullptr ? *overrides : PlanOverrides{};
+  CallFacts judged;
+  if (facts == nullptr) {
+    for (int f = 0; f < kKernelFamilies; ++f) judged.accepts[f] = decode_family_accepts(static_cast<KernelFamily>(f), desc);
+    facts = &judged;
+  }
+  LaunchPlan p;
+  p.batch_invariant = desc.batch_invariant;
+  p.main_rows = desc.m;
+  const auto ok = [&](KernelFamily f) { return f != KernelFamily::kNone && facts->accepts[index(f)]; };
+
+  if (ov.family != KernelFamily::kNone) {
+    if (!ok(ov.family)) {
+      say(p.family_reason, "%s forced, but it does not take this problem", family_name(ov.family));
+      return p;  // family kNone
+    }
+    say(p.family_reason, "%s forced", family_name(ov.family));
+    if (ov.family == KernelFamily::kSm90Gemm) plan_sm90(p, desc, device, ov, *facts);
+    else if (ov.family == KernelFamily::kFallback) p.family = KernelFamily::kFallback;
+    else plan_decode_family(p, ov.family, desc, device, ov);
+    p.kernel_name = family_name(p.family);
+    return p;
+  }
+
+  // A decode kernel for few tokens (always in batch-invariant mode), sm90-gemm, then the
+  // CUDA-core kernel, which takes every valid problem.
+  // Batch-invariant problems take any unsplit plan: decode (unsplit) up to 64 tokens,
+  // where it streams the weight once, and sm90-gemm's whole tiles (no stream-K) beyond.
+  const bool decode = desc.batch_invariant ? desc.m <= kDecodeAlwaysTokens
+                                           : prefers_decode(desc.m, desc.n, desc.batch, device.sm_count);
+  if (decode) {
+    const KernelFamily f = pick_decode_family(desc, device, *facts, p.family_reason);
+    if (f != KernelFamily::kNone) {
+      plan_decode_family(p, f, desc, device, ov);
+      p.kernel_name = family_name(f);
+      return p;
+    }
+  }
+  if (ok(KernelFamily::kSm90Gemm)) {
+    if (decode) say(p.family_reason, "sm90-gemm: no decode kernel reads these operands in place (it repacks them)");
+    else if (desc.batch_invariant) say(p.family_reason, "sm90-gemm: batch-invariant beyond %d tokens, whole tiles (no stream-K)", static_cast<int>(kDecodeAlwaysTokens));
+    else if (desc.m > kDecodeMaxTokens) say(p.family_reason, "sm90-gemm: more than %d tokens", static_cast<int>(kDecodeMaxTokens));
+    else say(p.family_reason, "sm90-gemm: %lld tokens, its tiles fill >= %.0f%% of their waves and decode's make > 1 wave",
+             static_cast<long long>(desc.m), 100 * kSm90MinWaveEfficiency);
+    plan_sm90(p, desc, device, ov, *facts);
+    p.kernel_name = family_name(p.family);
+    return p;
+  }
+  if (ok(KernelFamily::kFallback)) {
+    say(p.family_reason, "CUDA-core fallback: no tensor-core kernel takes the problem (K = 0 or beyond the repack grid)");
+    p.family = KernelFamily::kFallback;
+    p.kernel_name = family_name(p.family);
+    return p;
+  }
+  say(p.family_reason, "no kernel takes this problem");
+  return p;
+}
+
+void print_plan(const LaunchPlan& p, const GemmDesc& desc, void* file) {
+  auto* f = static_cast<FILE*>(file);
+  std::fprintf(f, "plan %lld x %lld x %lld (batch %lld%s): %s\n", static_cast<long long>(desc.m),
+               static_cast<long long>(desc.n), static_cast<long long>(desc.k), static_cast<long long>(desc.batch),
+               desc.batch_invariant ? ", batch-invariant" : "", family_name(p.family));
+  std::fprintf(f, "  kernel:    %s\n", p.family_reason);
+  if (p.family == KernelFamily::kSm90Gemm) {
+    std::fprintf(f, "  tile:      %dx%d, cluster %dx%d, %d stages, %s schedule - %s\n", p.tile.block_m, p.tile.block_n,
+                 p.cluster.m, p.cluster.n, p.stages,
+                 p.schedule == GemmSchedule::kPingPong ? "ping-pong" : p.schedule == GemmSchedule::kStreamK ? "stream-K" : "cooperative",
+                 p.tile_reason);
+    std::fprintf(f, "  repack:    A %s, B %s (%zu workspace bytes in all)\n", p.repack.a ? "copied" : "in place",
+                 p.repack.b ? "copied" : "in place", p.workspace_bytes);
+  } else if (p.family != KernelFamily::kNone && p.family != KernelFamily::kFallback) {
+    std::fprintf(f, "  tile:      %s\n", p.tile_reason);
+  }
+  if (p.family != KernelFamily::kNone && p.family != KernelFamily::kFallback) {
+    std::fprintf(f, "  K split:   %s\n", p.split_reason);
+    std::fprintf(f, "  row split: %s\n", p.row_split_reason);
+    if (p.row_split()) {
+      std::fprintf(f, "  tail:      %s, %d-token tile, K split %d (%lld CTAs)\n", family_name(p.tail_family),
+                   p.tail.token_tile, p.tail.splits, static_cast<long long>(p.tail.ctas));
+    }
+  }
+}
+
+}  // namespace anvil::detail

@@ -1,0 +1,372 @@
+// The planner's rules on the CPU (src/plan/planner.h): which family, tile, split and row
+// split each problem gets, that every override is honoured and every choice has a reason.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "cpu/dispatch_pins.h"
+#include "plan/planner.h"
+#include "kernels/sm90/decode_plan.h"
+
+namespace anvil::detail {
+namespace {
+
+using pins::kPinK;
+using pins::kPinN;
+using pins::kPins;
+using pins::Pin;
+using pins::pin_desc;
+
+// nn.Linear's layout (linear_desc's, without linking the library): A row-major, B = W^T
+// column-major, C and D row-major.
+GemmDesc linear(int64_t m, int64_t n, int64_t k) {
+  GemmDesc d;
+  d.m = m, d.n = n, d.k = k;
+  d.a = MatrixLayout{DataType::kBF16, Order::kRowMajor, k > 0 ? k : 1, 0};
+  d.b = MatrixLayout{DataType::kBF16, Order::kColMajor, k > 0 ? k : 1, 0};
+  d.c = MatrixLayout{DataType::kBF16, Order::kRowMajor, n > 0 ? n : 1, 0};
+  d.d = MatrixLayout{DataType::kBF16, Order::kRowMajor, n > 0 ? n : 1, 0};
+  return d;
+}
+
+// ---- The dispatcher's choices before the planner existed, pinned (dispatch_pins.h) ----
+
+char family_letter(KernelFamily f) {
+  switch (f) {
+    case KernelFamily::kSm90Gemm: return 'g';
+    case KernelFamily::kDecodeTma: return 'd';
+    case KernelFamily::kDecodeLdg: return 'l';
+    case KernelFamily::kDecodeR64: return 'r';
+    case KernelFamily::kDecodeLdgR64: return 'L';
+    default: return '-';
+  }
+}
+
+// Batch-invariant problems are left out: that mode's rule changed on purpose
+// (BatchInvariant tests below).
+TEST(PlannerPins, SameFamiliesAsTheDispatcherBeforeThePlanner) {
+  const DeviceInfo device = DeviceInfo::fallback(132);
+  int checked = 0;
+  for (const Pin& pin : kPins) {
+    if (pin.variant == 1) continue;
+    int i = 0;
+    for (int64_t n : kPinN) {
+      for (int64_t k : kPinK) {
+        const GemmDesc d = pin_desc(pin.m, n, k, pin.variant);
+        const LaunchPlan p = plan(d, device);
+        EXPECT_EQ(family_letter(p.family), pin.families[i])
+            << pin.m << " x " << n << " x " << k << " variant " << pin.variant << ": " << p.family_reason;
+        ++i, ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 140 * 44);
+}
+
+// ---- Families ----
+
+TEST(PlannerFamily, FewTokensDecodeManyTokensGemm) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  EXPECT_EQ(plan(linear(1, 8192, 8192), h200).family, KernelFamily::kDecodeLdgR64);  // 128 64-row tiles: one wave
+  EXPECT_EQ(plan(linear(1, 28672, 8192), h200).family, KernelFamily::kDecodeLdg);    // too many 64-row tiles
+  EXPECT_EQ(plan(linear(8, 28672, 8192), h200).family, KernelFamily::kDecodeLdg);
+  EXPECT_EQ(plan(linear(16, 28672, 8192), h200).family, KernelFamily::kDecodeTma);   // past the load path
+  EXPECT_EQ(plan(linear(64, 8192, 8192), h200).family, KernelFamily::kDecodeR64);    // 128 tiles, one per SM
+  EXPECT_EQ(plan(linear(64, 10240, 8192), h200).family, KernelFamily::kDecodeTma);   // 160 64-row tiles: > 1 wave
+  EXPECT_EQ(plan(linear(128, 8192, 8192), h200).family, KernelFamily::kDecodeTma);   // 64 tiles fit one wave
+  EXPECT_EQ(plan(linear(128, 28672, 8192), h200).family, KernelFamily::kSm90Gemm);   // gemm fills 85% of its waves
+  EXPECT_EQ(plan(linear(256, 8192, 8192), h200).family, KernelFamily::kSm90Gemm);
+  EXPECT_EQ(plan(linear(4096, 4096, 4096), h200).family, KernelFamily::kSm90Gemm);
+}
+
+TEST(PlannerFamily, OperandsNoDecodeKernelReadsGoToTheRepackingGemm) {
+  GemmDesc d = linear(16, 4096, 4096);
+  d.b.order = Order::kRowMajor;
+  d.b.ld = 4096;
+  const LaunchPlan p = plan(d, DeviceInfo::h200());
+  EXPECT_EQ(p.family, KernelFamily::kSm90Gemm);
+  EXPECT_TRUE(p.repack.b);
+  EXPECT_FALSE(p.repack.a);
+  EXPECT_GE(p.workspace_bytes, size_t{4096} * 4096 * 2);
+}
+
+TEST(PlannerFamily, KZeroGoesToTheFallback) {
+  EXPECT_EQ(plan(linear(64, 64, 0), DeviceInfo::h200()).family, KernelFamily::kFallback);
+}
+
+TEST(PlannerFamily, SwigluNeverGoesToSixtyFourRowTiles) {
+  GemmDesc d = linear(1, 8192, 8192);
+  d.epilogue.activation = Activation::kSwiGLU;
+  EXPECT_EQ(plan(d, DeviceInfo::h200()).family, KernelFamily::kDecodeLdg);
+  d.m = 64;
+  EXPECT_EQ(plan(d, DeviceInfo::h200()).family, KernelFamily::kDecodeTma);
+}
+
+TEST(PlannerFamily, CallFactsDecideWhatTakesTheProblem) {
+  CallFacts facts;
+  facts.accepts[static_cast<int>(KernelFamily::kDecodeLdgR64)] = false;
+  facts.accepts[static_cast<int>(KernelFamily::kDecodeLdg)] = false;
+  EXPECT_EQ(plan(linear(1, 8192, 8192), DeviceInfo::h200(), nullptr, &facts).family, KernelFamily::kDecodeTma);
+  for (bool& a : facts.accepts) a = false;
+  EXPECT_EQ(plan(linear(1, 8192, 8192), DeviceInfo::h200(), nullptr, &facts).family, KernelFamily::kNone);
+}
+
+// ---- sm90-gemm tiles, stream-K, row split ----
+
+TEST(PlannerGemm, TilesFollowTheWavePlan) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  LaunchPlan p = plan(linear(4096, 4096, 4096), h200);
+  EXPECT_EQ(p.variant, Sm90Variant::kWidePair);
+  EXPECT_EQ(p.tile.block_m, 128);
+  EXPECT_EQ(p.tile.block_n, 256);
+  EXPECT_EQ(p.cluster.m, 2);
+  EXPECT_EQ(p.stages, 4);
+  EXPECT_EQ(p.schedule, GemmSchedule::kCooperative);
+  EXPECT_EQ(p.workspace_bytes, 0u);
+  p = plan(linear(8192, 10240, 8192), h200);
+  EXPECT_EQ(p.schedule, GemmSchedule::kPingPong);
+  EXPECT_EQ(plan(linear(1024, 6144, 4096), h200).variant, Sm90Variant::kFitPair192);
+  EXPECT_EQ(plan(linear(4224, 4096, 4096), h200).variant, Sm90Variant::kWidePairN);
+}
+
+TEST(PlannerGemm, FusedEpiloguesTakePingPong) {
+  GemmDesc d = linear(8192, 8192, 8192);
+  d.epilogue.bias = BiasMode::kPerColumn;
+  EXPECT_EQ(plan(d, DeviceInfo::h200()).variant, Sm90Variant::kPingPongPair);
+}
+
+TEST(PlannerGemm, StreamKWhereWholeTilesLeaveTheLastWaveIdleAndKIsLong) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  const LaunchPlan p = plan(linear(256, 18432, 8192), h200);
+  EXPECT_EQ(p.variant, Sm90Variant::kTallStreamK);
+  EXPECT_EQ(p.schedule, GemmSchedule::kStreamK);
+  EXPECT_EQ(p.workspace_bytes, stream_k_workspace_bytes(132));
+  // Without the workspace (or with stream-K disallowed) the whole-tile plan runs instead.
+  CallFacts facts;
+  facts.workspace_bytes = 0;
+  EXPECT_NE(plan(linear(256, 18432, 8192), h200, nullptr, &facts).variant, Sm90Variant::kTallStreamK);
+  PlanOverrides ov;
+  ov.allow_stream_k = false;
+  EXPECT_NE(plan(linear(256, 18432, 8192), h200, &ov).variant, Sm90Variant::kTallStreamK);
+  // Short K: never streamed (the fixup estimate is not trusted below 128 k-tiles).
+  EXPECT_NE(plan(linear(256, 18432, 4096), h200).variant, Sm90Variant::kTallStreamK);
+}
+
+TEST(PlannerGemm, SplitKWhereWholeTilesLeaveNearlyEverySmIdle) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  // 256 x 512 x 131072: four 128 x 256 tiles for 132 SMs.
+  const LaunchPlan p = plan(linear(256, 512, 131072), h200);
+  ASSERT_GT(p.k_splits, 1) << p.split_reason;
+  EXPECT_EQ(p.k_splits * p.slice_k, 131072);
+  EXPECT_NE(p.variant, Sm90Variant::kTallStreamK);  // split-K, not stream-K
+  EXPECT_FALSE(p.row_split());
+  EXPECT_EQ(p.workspace_bytes, size_t{4} * 256 * 512 * static_cast<size_t>(p.k_splits));
+  // Without room for the partials, an unaligned workspace, operands that must be
+  // repacked, a batch or batch invariance: no split.
+  CallFacts small;
+  small.workspace_bytes = p.workspace_bytes - 1;
+  EXPECT_EQ(plan(linear(256, 512, 131072), h200, nullptr, &small).k_splits, 1);
+  CallFacts unaligned;
+  unaligned.workspace_aligned16 = false;
+  EXPECT_EQ(plan(linear(256, 512, 131072), h200, nullptr, &unaligned).k_splits, 1);
+  GemmDesc column_major_a = linear(256, 512, 131072);
+  column_major_a.a = MatrixLayout{DataType::kBF16, Order::kColMajor, 256, 0};
+  EXPECT_EQ(plan(column_major_a, h200).k_splits, 1);
+  GemmDesc batched = linear(256, 512, 131072);
+  batched.batch = 2;
+  batched.a.batch_stride = 256 * 131072;
+  batched.b.batch_stride = 512 * 131072;
+  batched.d.batch_stride = batched.c.batch_stride = 256 * 512;
+  EXPECT_EQ(plan(batched, h200).k_splits, 1);
+  GemmDesc invariant = linear(256, 512, 131072);
+  invariant.batch_invariant = true;
+  EXPECT_EQ(plan(invariant, h200).k_splits, 1);
+  // Well-filled GPUs keep whole tiles.
+  EXPECT_EQ(plan(linear(4096, 4096, 4096), h200).k_splits, 1);
+  EXPECT_EQ(plan(linear(255, 4096, 4096), h200).k_splits, 1);
+}
+
+TEST(PlannerOverrides, SplitKForcedOrRefused) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  PlanOverrides four;
+  four.split_k_slices = 4;
+  const LaunchPlan p = plan(linear(1024, 1024, 4096), h200, &four);
+  EXPECT_EQ(p.k_splits, 4);
+  EXPECT_EQ(p.slice_k, 1024);
+  // K that does not divide into four slices of whole 16-byte groups: no split.
+  EXPECT_EQ(plan(linear(1024, 1024, 4100), h200, &four).k_splits, 1);
+  PlanOverrides never;
+  never.split_k_slices = 1;
+  EXPECT_EQ(plan(linear(256, 512, 131072), h200, &never).k_splits, 1);
+}
+
+TEST(PlannerGemm, RowSplitHandsAFewRowsToADecodeKernel) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  // 1025 x 4096 x 4096: the one row past 1024 would add a wave of tiles.
+  const LaunchPlan p = plan(linear(1025, 4096, 4096), h200);
+  ASSERT_TRUE(p.row_split()) << p.row_split_reason;
+  EXPECT_EQ(p.main_rows, 1024);
+  EXPECT_EQ(p.tail.token_tiles, 1);
+  EXPECT_NE(p.tail_family, KernelFamily::kSm90Gemm);
+  // A multiple of 256, and more than 64 rows past one, are never split.
+  EXPECT_FALSE(plan(linear(4096, 4096, 4096), h200).row_split());
+  EXPECT_FALSE(plan(linear(4096 + 65, 4096, 4096), h200).row_split());
+  // Overrides: never, always.
+  PlanOverrides never;
+  never.row_split = PlanOverrides::RowSplit::kNever;
+  EXPECT_FALSE(plan(linear(1025, 4096, 4096), h200, &never).row_split());
+  PlanOverrides always;
+  always.row_split = PlanOverrides::RowSplit::kAlways;
+  EXPECT_TRUE(plan(linear(4096 + 64, 8192, 8192), h200, &always).row_split());
+}
+
+// ---- Decode splits ----
+
+TEST(PlannerDecode, SplitFillsTheGpu) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  // 1 x 28672 x 8192 on the load path: 224 tiles, more than a wave: no split.
+  LaunchPlan p = plan(linear(1, 28672, 8192), h200);
+  EXPECT_EQ(p.decode.splits, 1);
+  // 128 x 8192 x 8192: 64 tiles of 128 rows, the most splits that fill one wave (120 CTAs
+  // resident in clusters of 8 hold 15 clusters; 2 splits make 128 CTAs of 132).
+  p = plan(linear(128, 8192, 8192), h200);
+  EXPECT_EQ(p.family, KernelFamily::kDecodeTma);
+  EXPECT_EQ(p.decode.splits, 2);
+  EXPECT_EQ(p.decode.waves, 1);
+  EXPECT_EQ(p.k_splits, p.decode.splits);
+}
+
+TEST(PlannerDecode, ForcedSplitIsHonouredWithinItsRange) {
+  PlanOverrides ov;
+  ov.decode_splits = 4;
+  const LaunchPlan p = plan(linear(16, 8192, 8192), DeviceInfo::h200(), &ov);
+  EXPECT_EQ(p.decode.splits, 4);
+  EXPECT_NE(std::string(p.split_reason).find("forced"), std::string::npos);
+  ov.decode_splits = 9;  // out of range: ignored
+  EXPECT_LE(plan(linear(16, 8192, 8192), DeviceInfo::h200(), &ov).decode.splits, 8);
+}
+
+// ---- Overrides ----
+
+TEST(PlannerOverrides, ForcedFamilyAndVariant) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  PlanOverrides ov;
+  ov.family = KernelFamily::kSm90Gemm;
+  EXPECT_EQ(plan(linear(1, 8192, 8192), h200, &ov).family, KernelFamily::kSm90Gemm);
+  ov.family = KernelFamily::kDecodeTma;
+  EXPECT_EQ(plan(linear(4096, 8192, 8192), h200, &ov).family, KernelFamily::kDecodeTma);
+  ov.family = KernelFamily::kSm90Gemm;
+  ov.sm90_variant = static_cast<int>(Sm90Variant::kNarrow);
+  LaunchPlan p = plan(linear(4096, 4096, 4096), h200, &ov);
+  EXPECT_EQ(p.variant, Sm90Variant::kNarrow);
+  EXPECT_EQ(p.tile.block_n, 128);
+  EXPECT_FALSE(p.row_split());
+  ov.sm90_variant = -1;
+  ov.sm90_fit_only = true;
+  EXPECT_TRUE(is_fit_width(plan(linear(4096, 4096, 4096), h200, &ov).variant));
+  // A forced family that cannot take the problem gives no plan.
+  GemmDesc swiglu = linear(1, 8192, 8192);
+  swiglu.epilogue.activation = Activation::kSwiGLU;
+  PlanOverrides r64;
+  r64.family = KernelFamily::kDecodeR64;
+  EXPECT_EQ(plan(swiglu, h200, &r64).family, KernelFamily::kNone);
+}
+
+TEST(PlannerOverrides, PowersOfTwoOnlyWithoutFittedWidths) {
+  PlanOverrides ov;
+  ov.fit_widths = false;
+  const LaunchPlan p = plan(linear(1024, 6144, 4096), DeviceInfo::h200(), &ov);
+  EXPECT_FALSE(is_fit_width(p.variant));
+  EXPECT_FALSE(plan(linear(4097, 4096, 4096), DeviceInfo::h200(), &ov).row_split());
+}
+
+// ---- Batch invariance ----
+//
+// Only the order in which each output element's K is summed must not depend on M. The
+// plans that keep one order: sm90-gemm's whole tiles (any variant, no stream-K), and the
+// TMA-fed decode kernels unsplit (the load-path kernels split K across warpgroups).
+
+bool keeps_one_k_order(const LaunchPlan& p) {
+  const auto unsplit_tma_decode = [](KernelFamily f, const DecodePlan& d) {
+    return (f == KernelFamily::kDecodeTma || f == KernelFamily::kDecodeR64) && d.splits == 1;
+  };
+  if (p.family == KernelFamily::kSm90Gemm) {
+    return p.schedule != GemmSchedule::kStreamK && p.k_splits == 1 &&
+           (!p.row_split() || unsplit_tma_decode(p.tail_family, p.tail));
+  }
+  return unsplit_tma_decode(p.family, p.decode) && p.k_splits == 1;
+}
+
+TEST(PlannerBatchInvariant, EveryPlanSumsKInOneOrder) {
+  for (const DeviceInfo& device : {DeviceInfo::h200(), DeviceInfo::fallback(132), DeviceInfo::fallback(78)}) {
+    for (int64_t m : {1, 7, 8, 9, 16, 17, 64, 65, 128, 255, 256, 257, 1000, 1025, 4096, 4097}) {
+      for (int64_t n : {1024, 4096, 8192, 10240, 28672}) {
+        for (int64_t k : {4096, 8192, 65536}) {
+          GemmDesc d = linear(m, n, k);
+          d.batch_invariant = true;
+          const LaunchPlan p = plan(d, device);
+          EXPECT_TRUE(keeps_one_k_order(p)) << m << " x " << n << " x " << k << ": " << family_name(p.family) << ", "
+                                            << p.split_reason;
+          EXPECT_EQ(p.workspace_bytes, 0u);
+        }
+      }
+    }
+  }
+}
+
+TEST(PlannerBatchInvariant, TheFastestUnsplitPlanForEachM) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  GemmDesc d = linear(1, 8192, 8192);
+  d.batch_invariant = true;
+  EXPECT_EQ(plan(d, h200).family, KernelFamily::kDecodeR64);  // 128 64-row tiles, all resident
+  d.n = 28672;
+  EXPECT_EQ(plan(d, h200).family, KernelFamily::kDecodeTma);  // 448 64-row tiles would not be
+  d.m = 4096, d.n = 4096, d.k = 4096;
+  LaunchPlan p = plan(d, h200);
+  EXPECT_EQ(p.family, KernelFamily::kSm90Gemm);  // not the decode kernel at every M
+  EXPECT_EQ(p.variant, Sm90Variant::kWidePair);
+  // Stream-K would be chosen here in normal mode; batch invariance keeps whole tiles.
+  d.m = 256, d.n = 18432, d.k = 8192;
+  EXPECT_NE(plan(d, h200).variant, Sm90Variant::kTallStreamK);
+  // A row split keeps its tail unsplit.
+  d.m = 1025, d.n = 4096, d.k = 4096;
+  p = plan(d, h200);
+  ASSERT_TRUE(p.row_split()) << p.row_split_reason;
+  EXPECT_EQ(p.tail.splits, 1);
+}
+
+TEST(PlannerBatchInvariant, TheSameFamilyAndOrderForEveryDtypeAndEpilogue) {
+  for (DataType dt : {DataType::kBF16, DataType::kF16}) {
+    GemmDesc d = linear(64, 8192, 4096);
+    d.a.dtype = d.b.dtype = d.c.dtype = d.d.dtype = dt;
+    d.batch_invariant = true;
+    d.epilogue.bias = BiasMode::kPerColumn;
+    EXPECT_TRUE(keeps_one_k_order(plan(d, DeviceInfo::h200())));
+  }
+}
+
+// ---- Reasons ----
+
+TEST(PlannerReasons, EveryChoiceSaysWhy) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  for (int64_t m : {1, 8, 16, 64, 128, 256, 1000, 4096, 4097}) {
+    for (int64_t n : {4096, 8192, 28672}) {
+      for (bool invariant : {false, true}) {
+        GemmDesc d = linear(m, n, 8192);
+        d.batch_invariant = invariant;
+        const LaunchPlan p = plan(d, h200);
+        SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n));
+        ASSERT_NE(p.family, KernelFamily::kNone);
+        EXPECT_GT(std::strlen(p.family_reason), 0u);
+        EXPECT_GT(std::strlen(p.tile_reason), 0u);
+        EXPECT_GT(std::strlen(p.split_reason), 0u);
+        EXPECT_GT(std::strlen(p.row_split_reason), 0u);
+        EXPECT_STREQ(p.kernel_name, family_name(p.family));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace anvil::detail

@@ -1,0 +1,294 @@
+// anvil-plan: the resource budget of one GEMM shape, candidate by candidate, and what the
+// planner picks and why. Host arithmetic only: it needs no GPU.
+//
+//   anvil-plan M N K [--dtype bf16|fp16] [--out-dtype bf16|fp16|fp32] [--batch B]
+//              [--epilogue none|bias|relu|gelu|silu|bias-gelu|swiglu] [--batch-invariant] [--sm100]
+//
+// For each sm90-gemm configuration: shared memory per stage and in total, the stages that
+// would fit, registers (the setmaxnreg split), CTAs per SM, tiles, waves and wave
+// efficiency, and the planner's cost estimate; for each decode kernel, its grid and K
+// split. Then the problem's arithmetic intensity and its roofline floor at the clock the
+// card sustains, and the plan. --sm100 prints Blackwell's budget for the shape instead.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "kernels/sm90/sm90_configs.h"
+#include "kernels/sm90/decode_plan.h"
+#include "kernels/sm90/plan.h"
+#include "kernels/sm90/row_split.h"
+#include "plan/planner.h"
+
+namespace anvil::detail {
+namespace {
+
+struct Options {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  DataType in = DataType::kBF16, out = DataType::kBF16;
+  std::string epilogue = "none";
+  bool batch_invariant = false;
+  bool sm100 = false;
+};
+
+[[noreturn]] void usage(const char* why) {
+  if (why != nullptr) std::fprintf(stderr, "anvil-plan: %s\n", why);
+  std::fprintf(stderr,
+               "usage: anvil-plan M N K [--dtype bf16|fp16] [--out-dtype bf16|fp16|fp32] [--batch B]\n"
+               "                  [--epilogue none|bias|relu|gelu|silu|bias-gelu|swiglu] [--batch-invariant] [--sm100]\n");
+  std::exit(2);
+}
+
+int64_t parse_size(const char* text, const char* what) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text, &end, 10);
+  if (end == text || *end != '\0' || v < 1 || v > (int64_t{1} << 31)) {
+    std::fprintf(stderr, "anvil-plan: %s must be a whole number from 1 to 2^31, got '%s'\n", what, text);
+    std::exit(2);
+  }
+  return v;
+}
+
+DataType parse_dtype(const char* text) {
+  if (std::strcmp(text, "bf16") == 0) return DataType::kBF16;
+  if (std::strcmp(text, "fp16") == 0 || std::strcmp(text, "f16") == 0) return DataType::kF16;
+  if (std::strcmp(text, "fp32") == 0 || std::strcmp(text, "f32") == 0) return DataType::kF32;
+  usage("unknown dtype");
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  int positional = 0;
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    const auto value = [&]() -> const char* {
+      if (i + 1 >= argc) usage("an option lacks its value");
+      return argv[++i];
+    };
+    if (std::strcmp(a, "--dtype") == 0) {
+      o.in = parse_dtype(value());
+      if (o.in == DataType::kF32) usage("inputs are bf16 or fp16");
+      if (o.out != DataType::kF32) o.out = o.in;
+    } else if (std::strcmp(a, "--out-dtype") == 0) {
+      o.out = parse_dtype(value());
+    } else if (std::strcmp(a, "--batch") == 0) {
+      o.batch = parse_size(value(), "--batch");
+    } else if (std::strcmp(a, "--epilogue") == 0) {
+      o.epilogue = value();
+    } else if (std::strcmp(a, "--batch-invariant") == 0) {
+      o.batch_invariant = true;
+    } else if (std::strcmp(a, "--sm100") == 0) {
+      o.sm100 = true;
+    } else if (std::strcmp(a, "--help") == 0 || std::strcmp(a, "-h") == 0) {
+      usage(nullptr);
+    } else if (a[0] == '-') {
+      usage("unknown option");
+    } else {
+      const char* names[] = {"M", "N", "K"};
+      if (positional >= 3) usage("more than three sizes");
+      int64_t* dims[] = {&o.m, &o.n, &o.k};
+      *dims[positional] = parse_size(a, names[positional]);
+      ++positional;
+    }
+  }
+  if (positional != 3) usage("M, N and K are required");
+  return o;
+}
+
+GemmDesc describe(const Options& o) {
+  GemmDesc d;
+  d.m = o.m, d.n = o.n, d.k = o.k, d.batch = o.batch;
+  d.a = MatrixLayout{o.in, Order::kRowMajor, o.k, o.m * o.k};
+  d.b = MatrixLayout{o.in, Order::kColMajor, o.k, o.n * o.k};
+  d.c = MatrixLayout{o.out, Order::kRowMajor, o.n, o.m * o.n};
+  d.d = d.c;
+  d.batch_invariant = o.batch_invariant;
+  const std::string& e = o.epilogue;
+  if (e == "bias" || e == "bias-gelu") d.epilogue.bias = BiasMode::kPerColumn;
+  if (e == "relu") d.epilogue.activation = Activation::kReLU;
+  if (e == "gelu" || e == "bias-gelu") d.epilogue.activation = Activation::kGeluTanh;
+  if (e == "silu") d.epilogue.activation = Activation::kSiLU;
+  if (e == "swiglu") d.epilogue.activation = Activation::kSwiGLU;
+  if (e != "none" && e != "bias" && e != "bias-gelu" && e != "relu" && e != "gelu" && e != "silu" && e != "swiglu") {
+    usage("unknown epilogue");
+  }
+  return d;
+}
+
+// One sm90-gemm configuration's resources, from its KernelConfig: the same template
+// arguments gemm_sm90.cu and fit_widths.h instantiate for the variant.
+struct Resources {
+  int block_m, block_n, consumers, stages, cluster_ctas;
+  int stage_bytes;     // A + B tiles of one 64-wide K step
+  int epilogue_bytes;  // TMA-store buffer or the staged epilogue's chunks
+  int smem_bytes;      // the kernel's dynamic shared memory (stages, epilogue, barriers, slack)
+  int threads;
+  int producer_registers, consumer_registers;
+};
+
+constexpr int align1024(int bytes) { return (bytes + 1023) / 1024 * 1024; }
+
+template <class C>
+Resources resources_of() {
+  Resources r;
+  r.block_m = C::kBlockM, r.block_n = C::kBlockN, r.consumers = C::kConsumers, r.stages = C::kStages;
+  r.cluster_ctas = C::kClusterCtas;
+  r.stage_bytes = C::kStageBytesA + C::kStageBytesB;
+  r.epilogue_bytes = C::kEpilogueBytes;
+  // SharedStorage (gemm_kernel.cuh): 1024-aligned stage arrays and epilogue buffer, two
+  // barriers per stage, one per consumer, plus 1 KiB of alignment slack.
+  r.smem_bytes = align1024(C::kStages * C::kStageBytesA) + align1024(C::kStages * C::kStageBytesB) +
+                 align1024(C::kEpilogueBytes + 16 * C::kStages + 8 * C::kConsumers) + 1024;
+  r.threads = C::kThreads;
+  r.producer_registers = C::kProducerRegisters;
+  r.consumer_registers = C::kConsumerRegisters;
+  return r;
+}
+
+Resources variant_resources(Sm90Variant v) {
+  return with_variant_config(v, [](auto config) { return resources_of<decltype(config)>(); });
+}
+
+double problem_flops(const GemmDesc& d) { return 2.0 * d.m * d.n * d.k * d.batch; }
+// The least DRAM traffic: A and B read once, D written once.
+double problem_bytes(const GemmDesc& d, int out_bytes) {
+  return (2.0 * (static_cast<double>(d.m) * d.k + static_cast<double>(d.n) * d.k) +
+          static_cast<double>(out_bytes) * d.m * d.n) * d.batch;
+}
+
+void print_roofline(const GemmDesc& d, const DeviceInfo& dev, int out_bytes) {
+  const double flops = problem_flops(d), bytes = problem_bytes(d, out_bytes);
+  const double intensity = flops / bytes;
+  const double ridge = dev.peak_flops() / dev.hbm_bytes_per_second;
+  const double compute_us = flops / dev.peak_flops() * 1e6, memory_us = bytes / dev.hbm_bytes_per_second * 1e6;
+  std::printf("roofline: %.3g GFLOP, %.3g MB moved at least; intensity %.1f FLOP/B (ridge %.0f): %s-bound\n",
+              flops * 1e-9, bytes * 1e-6, intensity, ridge, intensity >= ridge ? "compute" : "memory");
+  std::printf("  floor %.1f us (compute %.1f us at %.0f TFLOP/s, memory %.1f us at %.2f TB/s)\n",
+              compute_us > memory_us ? compute_us : memory_us, compute_us, dev.peak_flops() * 1e-12, memory_us,
+              dev.hbm_bytes_per_second * 1e-12);
+}
+
+void print_gemm_candidates(const GemmDesc& d, const DeviceInfo& dev, const LaunchPlan& chosen) {
+  const int sms = dev.sm_count;
+  const double k_steps = static_cast<double>(ceil_div(d.k, 64));
+  std::printf("\nsm90-gemm candidates (setmaxnreg: producer / consumer registers per thread; est: the planner's cost model)\n");
+  std::printf("  %-15s %7s %5s %9s %6s %9s %9s %11s %7s %7s %7s %6s %6s %9s\n", "variant", "tile", "clus",
+              "stage KiB", "stages", "fit", "smem KiB", "regs p/c", "CTA/SM", "tiles", "waves", "eff", "est us", "");
+  constexpr Sm90Variant kAll[] = {Sm90Variant::kWidePair,     Sm90Variant::kPingPongPair, Sm90Variant::kWidePairN,
+                                  Sm90Variant::kWide,         Sm90Variant::kNarrow,       Sm90Variant::kFitPair160,
+                                  Sm90Variant::kFitPair192,   Sm90Variant::kFitPair224,   Sm90Variant::kFitSingle160,
+                                  Sm90Variant::kFitSingle192, Sm90Variant::kFitSingle224, Sm90Variant::kTallStreamK};
+  for (Sm90Variant v : kAll) {
+    const Resources r = variant_resources(v);
+    const int fixed = r.smem_bytes - r.stages * r.stage_bytes;
+    const int stages_fit = (dev.smem_per_block_bytes - fixed) / r.stage_bytes;
+    const int regs = 128 * r.producer_registers + 128 * r.consumers * r.consumer_registers;
+    const int by_smem = dev.smem_per_sm_bytes / (r.smem_bytes + 1024);  // 1 KiB reserved per CTA
+    const int by_regs = dev.registers_per_sm / regs;
+    const int per_sm = by_smem < by_regs ? by_smem : by_regs;
+    const WavePlan w = v == Sm90Variant::kTallStreamK ? wave_plan(d.m, d.n, d.batch, tile_shape(v), sms)
+                                                      : variant_wave_plan(v, d.m, d.n, d.batch, sms);
+    const double units = v == Sm90Variant::kTallStreamK ? stream_k_cost(d.m, d.n, d.k, d.batch, sms)
+                                                        : variant_cost(v, d.m, d.n, d.batch, sms);
+    const double est_us = units / (128.0 * 256.0) * k_steps * kPairKStepMicroseconds;
+    char tile[16], cluster[8], regtext[16], est[16];
+    std::snprintf(tile, sizeof(tile), "%dx%d", r.block_m, r.block_n);
+    const ClusterShape c = cluster_shape(v);
+    std::snprintf(cluster, sizeof(cluster), "%dx%d", c.m, c.n);
+    std::snprintf(regtext, sizeof(regtext), "%d/%d", r.producer_registers, r.consumer_registers);
+    if (std::isfinite(est_us)) std::snprintf(est, sizeof(est), "%.1f", est_us);
+    else std::snprintf(est, sizeof(est), "-");
+    const bool picked = chosen.family == KernelFamily::kSm90Gemm && chosen.variant == v;
+    std::printf("  %-15s %7s %5s %9.1f %6d %9d %9.1f %11s %7d %7lld %7.2f %5.0f%% %6s %s\n", variant_name(v), tile, cluster,
+                r.stage_bytes / 1024.0, r.stages, stages_fit, r.smem_bytes / 1024.0, regtext, per_sm,
+                static_cast<long long>(w.tiles), w.waves, 100 * w.efficiency, est, picked ? "<- planned" : "");
+  }
+}
+
+void print_decode_candidates(const GemmDesc& d, const DeviceInfo& dev, const LaunchPlan& chosen) {
+  std::printf("\ndecode candidates (swap-AB: weight rows x tokens per CTA; the weight streamed once per token tile)\n");
+  std::printf("  %-20s %9s %7s %7s %7s %7s %10s\n", "kernel", "tile", "splits", "CTAs", "waves", "k-tiles", "stream us");
+  constexpr KernelFamily kDecode[] = {KernelFamily::kDecodeLdgR64, KernelFamily::kDecodeLdg, KernelFamily::kDecodeR64,
+                                      KernelFamily::kDecodeTma};
+  for (KernelFamily f : kDecode) {
+    PlanOverrides o;
+    o.family = f;
+    const LaunchPlan p = plan(d, dev, &o);
+    if (p.family == KernelFamily::kNone) {
+      std::printf("  %-20s does not take this problem\n", family_name(f));
+      continue;
+    }
+    const double stream_us =
+        2.0 * d.n * d.k * d.batch * p.decode.token_tiles / dev.hbm_bytes_per_second * 1e6;
+    char tile[16];
+    std::snprintf(tile, sizeof(tile), "%dx%d", p.decode.tile_rows, p.decode.token_tile);
+    std::printf("  %-20s %9s %7d %7lld %7lld %7d %10.1f %s\n", family_name(f), tile, p.decode.splits,
+                static_cast<long long>(p.decode.ctas), static_cast<long long>(p.decode.waves), p.decode.k_tiles,
+                stream_us, chosen.family == f ? "<- planned" : "");
+  }
+}
+
+// Blackwell (sm_100): the budget of 2-CTA 256xN tiles for the shape. anvil has no sm_100
+// kernels; this is the arithmetic a design starts from.
+void print_sm100_budget(const GemmDesc& d, int out_bytes) {
+  const DeviceInfo b = DeviceInfo::b200();
+  std::printf("B200 budget (sm_100): %d SMs, %d KiB shared memory per SM (%d per CTA), %d TMEM columns x 128 lanes per SM,\n"
+              "  clusters of 2, 4 or %d CTAs (portable; 16 opt-in), %.0f TFLOP/s dense at %.2f GHz, %.1f TB/s\n",
+              b.sm_count, b.smem_per_sm_bytes / 1024, b.smem_per_block_bytes / 1024, b.tmem_columns,
+              b.max_cluster_portable, b.peak_flops() * 1e-12, b.sustained_clock_ghz, b.hbm_bytes_per_second * 1e-12);
+  print_roofline(d, b, out_bytes);
+  std::printf("\n2-CTA tiles (tcgen05.mma.cta_group::2: each CTA holds 128 rows of A and half of B per 64-wide K step)\n");
+  std::printf("  %-9s %9s %9s %9s %7s %11s %7s %7s %6s\n", "tile", "A KiB/CTA", "B KiB/CTA", "stage KiB", "stages",
+              "TMEM cols", "accums", "waves", "eff");
+  const int pairs = b.sm_count / 2;
+  for (int tile_n : {64, 128, 192, 256}) {
+    const int a_bytes = 128 * 64 * 2, b_bytes = tile_n / 2 * 64 * 2;
+    const int stage = a_bytes + b_bytes;
+    // The output leaves through a TMA-store buffer of 128 x 64 halves, two rounds in flight.
+    const int epilogue = 2 * 128 * 64 * 2;
+    const int stages = (b.smem_per_block_bytes - epilogue - 1024) / stage;
+    const int accumulators = b.tmem_columns / tile_n;  // fp32 accumulator: one column per output column
+    const int64_t tiles = ceil_div(d.m, 256) * ceil_div(d.n, tile_n) * d.batch;
+    const int64_t turns = ceil_div(tiles, pairs);
+    const double eff = turns > 0 ? static_cast<double>(tiles) / static_cast<double>(turns * pairs) : 0;
+    char tile[16];
+    std::snprintf(tile, sizeof(tile), "256x%d", tile_n);
+    std::printf("  %-9s %9.1f %9.1f %9.1f %7d %11d %7d %7.2f %5.0f%%\n", tile, a_bytes / 1024.0, b_bytes / 1024.0,
+                stage / 1024.0, stages, tile_n, accumulators, static_cast<double>(tiles) / pairs, 100 * eff);
+  }
+}
+
+int run(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  const GemmDesc d = describe(o);
+  const int out_bytes = o.out == DataType::kF32 ? 4 : 2;
+  std::printf("anvil-plan %lld x %lld x %lld, batch %lld, %s in, %s out, epilogue %s%s\n", static_cast<long long>(o.m),
+              static_cast<long long>(o.n), static_cast<long long>(o.k), static_cast<long long>(o.batch),
+              o.in == DataType::kBF16 ? "bf16" : "fp16", out_bytes == 4 ? "fp32" : o.out == DataType::kBF16 ? "bf16" : "fp16",
+              o.epilogue.c_str(), o.batch_invariant ? ", batch-invariant" : "");
+  if (o.sm100) {
+    print_sm100_budget(d, out_bytes);
+    return 0;
+  }
+  const DeviceInfo dev = DeviceInfo::h200();
+  std::printf("H200 (sm_90a): %d SMs, %d KiB shared memory per CTA, %d registers per SM, %.0f MiB L2\n", dev.sm_count,
+              dev.smem_per_block_bytes / 1024, dev.registers_per_sm, static_cast<double>(dev.l2_bytes) / (1 << 20));
+  print_roofline(d, dev, out_bytes);
+  const LaunchPlan chosen = plan(d, dev);
+  print_gemm_candidates(d, dev, chosen);
+  if (o.m <= 256) {
+    print_decode_candidates(d, dev, chosen);
+  } else {
+    std::printf("\ndecode kernels: not candidates above %d tokens (each token tile re-reads the weight)\n",
+                static_cast<int>(kDecodeMaxTokens));
+  }
+  std::printf("\n");
+  print_plan(chosen, d, stdout);
+  return chosen.family == KernelFamily::kNone ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace anvil::detail
+
+int main(int argc, char** argv) { return anvil::detail::run(argc, argv); }

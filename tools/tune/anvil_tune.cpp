@@ -1,0 +1,576 @@
+// anvil-tune: measures the planner's candidate plans for each shape on this GPU and writes
+// a tuning cache (docs/tuning.md) that the library loads with load_tuning_cache() or
+// ANVIL_TUNING_CACHE.
+//
+// For each shape the candidates are the planner's own plan and every alternative it can
+// be forced into (src/plan/planner.h, PlanOverrides): each sm90-gemm variant, the row split
+// on and off, and each decode family with each K split, as far as the plan takes the
+// problem; forced choices that land on the same launch are measured once. Each candidate
+// is checked against the reference, then timed with anvil-bench's method (timing.h):
+// random inputs rotating through sets larger than L2, launches captured into a CUDA graph,
+// the median of timed replays. The search uses short replays; the two fastest and the
+// planner's own plan are then timed again, interleaved, with longer replays, and the
+// faster of the two wins if it beats the planner's plan by --min-gain.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "anvil/gemm.h"
+#include "check.h"
+#include "plan/launch.h"
+#include "plan/tuning.h"
+#include "spin.h"
+#include "system_info.h"
+#include "timing.h"
+#include "verify/verify.h"
+
+namespace {
+
+using anvil::DataType;
+using anvil::GemmDesc;
+using anvil::detail::KernelFamily;
+using anvil::detail::LaunchPlan;
+using anvil::detail::PlanOverrides;
+
+constexpr const char* kUsage =
+    "usage: anvil-tune --shapes FILE [options]\n"
+    "\n"
+    "Measures the planner's candidate plans for each nn.Linear shape in FILE on the current\n"
+    "GPU and writes a tuning cache for load_tuning_cache() / ANVIL_TUNING_CACHE.\n"
+    "\n"
+    "  --shapes FILE          {\"shapes\": [{\"name\", \"M\", \"N\", \"K\"}, ...]} (anvil-bench's format)\n"
+    "  --dtype bf16|fp16      inputs and output [bf16]\n"
+    "  --batch-invariant      tune GemmDesc::batch_invariant problems (only plans that keep it)\n"
+    "  --out FILE             the cache to write [anvil-tuning-cache.json]; rewritten after each shape\n"
+    "  --max-candidates N     at most N plans per shape, the planner's own included [32]\n"
+    "  --min-gain PCT         keep a plan only if it beats the planner's by PCT percent [1]\n"
+    "  --search-replay-ms X   replay length while searching [1]\n"
+    "  --final-replay-ms X    replay length when the finalists are timed again [10]\n"
+    "  --device D             CUDA device [0]\n"
+    "  --list                 print each shape's candidate plans and exit (no GPU needed)\n"
+    "  -h, --help             this text\n"
+    "\n"
+    "One line per shape: the candidates measured, the planner's plan and time, the best\n"
+    "plan and its gain. Entries are written only where a plan beats the planner's.\n";
+
+struct Options {
+  std::string shapes_path;
+  std::string out_path = "anvil-tuning-cache.json";
+  DataType dtype = DataType::kBF16;
+  bool batch_invariant = false;
+  int max_candidates = 32;
+  double min_gain_pct = 1.0;
+  double search_replay_ms = 1.0;
+  double final_replay_ms = 10.0;
+  int device = 0;
+  bool list = false;
+};
+
+constexpr int kSearchRepeats = 3;
+constexpr int kFinalRepeats = 7;
+constexpr int kMaxInputSets = 8;
+constexpr int kMaxItersPerReplay = 2000;
+constexpr double kSpinUs = 1000.0;
+constexpr size_t kAlign = 256;
+constexpr double kMemoryCapBytes = 40e9;  // input sets, all together
+// A candidate whose first launches take this many times the planner's plan's is not timed
+// further: it cannot win, and the search's time goes to the ones that can.
+constexpr double kPruneFactor = 2.0;
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::fprintf(stderr, "anvil-tune: %s\n\n%s", msg.c_str(), kUsage);
+  std::exit(1);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error(a + " needs a value");
+      return argv[++i];
+    };
+    const auto number = [&](double lo, double hi) {
+      const std::string v = value();
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(x >= lo && x <= hi)) usage_error(a + ": bad value '" + v + "'");
+      return x;
+    };
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (a == "--shapes") {
+      o.shapes_path = value();
+    } else if (a == "--out") {
+      o.out_path = value();
+    } else if (a == "--dtype") {
+      const std::string v = value();
+      if (v == "bf16") o.dtype = DataType::kBF16;
+      else if (v == "fp16") o.dtype = DataType::kF16;
+      else usage_error("--dtype: bf16 or fp16, not '" + v + "'");
+    } else if (a == "--list") {
+      o.list = true;
+    } else if (a == "--batch-invariant") {
+      o.batch_invariant = true;
+    } else if (a == "--max-candidates") {
+      o.max_candidates = static_cast<int>(number(1, 1000));
+    } else if (a == "--min-gain") {
+      o.min_gain_pct = number(0, 100);
+    } else if (a == "--search-replay-ms") {
+      o.search_replay_ms = number(0.01, 1000);
+    } else if (a == "--final-replay-ms") {
+      o.final_replay_ms = number(0.01, 1000);
+    } else if (a == "--device") {
+      o.device = static_cast<int>(number(0, 1024));
+    } else {
+      usage_error("unknown option " + a);
+    }
+  }
+  if (o.shapes_path.empty()) usage_error("--shapes FILE is required");
+  return o;
+}
+
+struct Shape {
+  std::string name;
+  int64_t m = 0, n = 0, k = 0;
+};
+
+std::vector<Shape> load_shapes(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) usage_error("cannot open " + path);
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    usage_error(path + ": not valid JSON (" + e.what() + ")");
+  }
+  if (!doc.is_object() || !doc.contains("shapes") || !doc["shapes"].is_array()) {
+    usage_error(path + ": expected a top-level object with a \"shapes\" array");
+  }
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < doc["shapes"].size(); ++i) {
+    const auto& s = doc["shapes"][i];
+    Shape sh;
+    try {
+      sh.m = s.at("M").get<int64_t>();
+      sh.n = s.at("N").get<int64_t>();
+      sh.k = s.at("K").get<int64_t>();
+      sh.name = s.contains("name") ? s["name"].get<std::string>() : std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k);
+    } catch (const std::exception& e) {
+      usage_error(path + ": shapes[" + std::to_string(i) + "]: " + e.what());
+    }
+    if (sh.m < 1 || sh.n < 1 || sh.k < 1) usage_error(path + ": shapes[" + std::to_string(i) + "]: M, N and K must be >= 1");
+    shapes.push_back(sh);
+  }
+  if (shapes.empty()) usage_error(path + ": no shapes");
+  return shapes;
+}
+
+// ---- candidates ----
+
+struct Candidate {
+  PlanOverrides overrides;
+  LaunchPlan plan;
+  std::string label;
+  bool untuned = false;
+  bool ok = true;
+  cudaGraphExec_t graph = nullptr;
+  int iters = 0;
+  double estimate_us = NAN, search_us = NAN, final_us = NAN;
+  bool pruned = false;
+};
+
+// Two forced choices that give the same launch are measured once.
+std::string launch_signature(const LaunchPlan& p) {
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "%d/%d/%d/%d/%d/%lld/%d/%d/%d", int(p.family), int(p.variant), int(p.decode.config),
+                p.decode.splits, p.k_splits, static_cast<long long>(p.main_rows), int(p.tail_family), int(p.tail.config),
+                p.tail.splits);
+  return buf;
+}
+
+std::vector<Candidate> enumerate(const GemmDesc& desc, const Options& opt) {
+  std::vector<PlanOverrides> tried;
+  tried.push_back(PlanOverrides{});  // the planner's own choice
+  auto sm90 = [&] {
+    for (int v = 0; v <= static_cast<int>(anvil::detail::Sm90Variant::kWidePairN); ++v) {
+      PlanOverrides o;
+      o.family = KernelFamily::kSm90Gemm;
+      o.sm90_variant = v;
+      tried.push_back(o);
+    }
+    for (auto mode : {PlanOverrides::RowSplit::kNever, PlanOverrides::RowSplit::kAlways}) {
+      PlanOverrides o;
+      o.family = KernelFamily::kSm90Gemm;
+      o.row_split = mode;
+      tried.push_back(o);
+    }
+  };
+  auto decode = [&] {
+    for (KernelFamily f : {KernelFamily::kDecodeTma, KernelFamily::kDecodeR64, KernelFamily::kDecodeLdg,
+                           KernelFamily::kDecodeLdgR64}) {
+      for (int s : {0, 1, 2, 3, 4, 6, 8}) {
+        PlanOverrides o;
+        o.family = f;
+        o.decode_splits = s;
+        tried.push_back(o);
+      }
+    }
+  };
+  // The decode kernels are candidates up to their widest token tile; few tokens try them first.
+  const bool few_tokens = desc.m <= 128;
+  if (few_tokens) decode();
+  sm90();
+  if (!few_tokens && desc.m <= 256) decode();
+
+  std::vector<Candidate> out;
+  std::vector<std::string> seen;
+  const anvil::detail::CallFacts facts = anvil::detail::call_facts(desc, nullptr);
+  for (size_t i = 0; i < tried.size() && int(out.size()) < opt.max_candidates; ++i) {
+    Candidate c;
+    c.overrides = tried[i];
+    c.untuned = i == 0;
+    anvil::Diagnostic diag;
+    if (anvil::detail::plan_for(desc, nullptr, &c.overrides, &c.plan, &diag) != anvil::Status::kSuccess) continue;
+    if (!c.untuned && !anvil::detail::tuned_plan_usable(c.plan, c.overrides, desc, facts, nullptr)) continue;
+    const std::string sig = launch_signature(c.plan);
+    if (std::find(seen.begin(), seen.end(), sig) != seen.end()) continue;
+    seen.push_back(sig);
+    c.label = c.untuned ? std::string("planner (") + anvil::detail::describe_overrides([&] {
+                PlanOverrides o;
+                o.family = c.plan.family;
+                if (c.plan.family == KernelFamily::kSm90Gemm) o.sm90_variant = static_cast<int>(c.plan.variant);
+                else if (c.plan.family != KernelFamily::kFallback) o.decode_splits = c.plan.k_splits;
+                return o;
+              }()) + ")"
+                        : anvil::detail::describe_overrides(c.overrides);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// ---- device memory and timing ----
+
+struct Buffers {
+  void* base = nullptr;
+  size_t set_bytes = 0, a_bytes = 0, w_bytes = 0;
+  int sets = 0;
+  float* ref = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  ~Buffers() {
+    if (base) (void)cudaFree(base);
+    if (ref) (void)cudaFree(ref);
+    if (workspace) (void)cudaFree(workspace);
+  }
+  char* set(int s) const { return static_cast<char*>(base) + size_t(s) * set_bytes; }
+};
+
+size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+anvil::GemmArgs args_for(const Buffers& b, int s, cudaStream_t stream) {
+  anvil::GemmArgs a;
+  a.a = b.set(s);
+  a.b = b.set(s) + align_up(b.a_bytes);
+  a.d = b.set(s) + align_up(b.a_bytes) + align_up(b.w_bytes);
+  a.workspace = b.workspace;
+  a.workspace_bytes = b.workspace_bytes;
+  a.stream = stream;
+  return a;
+}
+
+bool launch(const Candidate& c, const GemmDesc& desc, const Buffers& b, int s, cudaStream_t stream, std::string& err) {
+  anvil::Diagnostic diag;
+  const anvil::Status st = anvil::detail::gemm(desc, args_for(b, s, stream), &c.overrides, &diag);
+  if (st != anvil::Status::kSuccess) {
+    err = std::string(anvil::to_string(st)) + ": " + diag.message;
+    return false;
+  }
+  return true;
+}
+
+struct Timer {
+  cudaStream_t stream = nullptr;
+  std::vector<cudaEvent_t> events;
+  explicit Timer(cudaStream_t s, size_t n) : stream(s), events(n) {
+    for (auto& e : events) BENCH_CUDA(cudaEventCreate(&e));
+  }
+  ~Timer() {
+    for (auto e : events) (void)cudaEventDestroy(e);
+  }
+};
+
+// Times each candidate's graph `repeats` times, interleaved within each repeat behind a
+// GPU spin; returns the median microseconds per launch for each.
+std::vector<double> time_graphs(const std::vector<Candidate*>& cs, cudaStream_t stream, int repeats) {
+  Timer t(stream, cs.size() + 1);
+  std::vector<std::vector<double>> samples(cs.size());
+  for (int r = 0; r < repeats; ++r) {
+    BENCH_CUDA(bench::launch_spin(stream, kSpinUs));
+    for (size_t j = 0; j < cs.size(); ++j) {
+      const size_t idx = (j + r) % cs.size();  // the starting candidate rotates
+      BENCH_CUDA(cudaEventRecord(t.events[j], stream));
+      BENCH_CUDA(cudaGraphLaunch(cs[idx]->graph, stream));
+    }
+    BENCH_CUDA(cudaEventRecord(t.events[cs.size()], stream));
+    BENCH_CUDA(cudaStreamSynchronize(stream));
+    for (size_t j = 0; j < cs.size(); ++j) {
+      const size_t idx = (j + r) % cs.size();
+      float ms = 0;
+      BENCH_CUDA(cudaEventElapsedTime(&ms, t.events[j], t.events[j + 1]));
+      samples[idx].push_back(ms * 1000.0 / cs[idx]->iters);
+    }
+  }
+  std::vector<double> med;
+  for (auto& s : samples) med.push_back(bench::median_of(s));
+  return med;
+}
+
+void destroy_graph(Candidate& c) {
+  if (c.graph) (void)cudaGraphExecDestroy(c.graph);
+  c.graph = nullptr;
+}
+
+// Verifies c on set 0 against the reference, estimates its time, and captures a graph of
+// enough launches for one replay to last replay_ms. False (with why) when it fails, or
+// (c.pruned) when its estimate exceeds prune_above_us.
+bool prepare(Candidate& c, const GemmDesc& desc, const Buffers& b, cudaStream_t stream, double replay_ms, bool verify,
+             std::string& why, double prune_above_us = INFINITY) {
+  destroy_graph(c);
+  if (verify) {
+    const int64_t d_elems = anvil::verify::storage_elements(desc.d, desc.m, anvil::verify::output_cols(desc), 1);
+    const anvil::GemmArgs a0 = args_for(b, 0, stream);
+    BENCH_CUDA(anvil::verify::poison(a0.d, desc.d.dtype, d_elems, stream));
+    if (!launch(c, desc, b, 0, stream, why)) return false;
+    BENCH_CUDA(cudaStreamSynchronize(stream));
+    const auto tol = anvil::verify::tolerance_for(desc);
+    const auto cmp = anvil::verify::compare(desc, a0.d, b.ref, tol, stream);
+    BENCH_CUDA(cudaStreamSynchronize(stream));
+    if (!cmp.passed) {
+      why = "VERIFICATION FAILED: " + anvil::verify::describe(cmp);
+      return false;
+    }
+  }
+  // Estimate: a pass over the sets with direct launches, timed after a first pass has made
+  // (and cached) each set's launch plan.
+  bool ok = true;
+  for (int s = 0; s < b.sets && ok; ++s) ok = launch(c, desc, b, s, stream, why);
+  cudaEvent_t e0, e1;
+  BENCH_CUDA(cudaEventCreate(&e0));
+  BENCH_CUDA(cudaEventCreate(&e1));
+  BENCH_CUDA(cudaEventRecord(e0, stream));
+  for (int s = 0; s < b.sets && ok; ++s) ok = launch(c, desc, b, s, stream, why);
+  BENCH_CUDA(cudaEventRecord(e1, stream));
+  BENCH_CUDA(cudaStreamSynchronize(stream));
+  float ms = 0;
+  BENCH_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+  (void)cudaEventDestroy(e0);
+  (void)cudaEventDestroy(e1);
+  if (!ok) return false;
+  c.estimate_us = ms * 1000.0 / b.sets;
+  if (c.estimate_us > prune_above_us) {
+    c.pruned = true;
+    why = "pruned";
+    return false;
+  }
+  c.iters = bench::choose_iters(c.estimate_us, replay_ms, kMaxItersPerReplay, b.sets);
+  if (!bench::capture_graph(
+          stream, c.iters, [&](int i, std::string& err) { return launch(c, desc, b, i % b.sets, stream, err); },
+          &c.graph, why)) {
+    return false;
+  }
+  BENCH_CUDA(cudaGraphLaunch(c.graph, stream));  // warm-up replay
+  BENCH_CUDA(cudaStreamSynchronize(stream));
+  return true;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Tunes one shape; returns true with an entry where a plan beat the planner's.
+bool tune_shape(const Shape& sh, int index, int total, const Options& opt, const cudaDeviceProp& prop,
+                cudaStream_t stream, anvil::detail::TunedEntry* entry) {
+  const auto t0 = std::chrono::steady_clock::now();
+  GemmDesc desc = anvil::linear_desc(sh.m, sh.n, sh.k, opt.dtype, opt.dtype);
+  desc.batch_invariant = opt.batch_invariant;
+  std::vector<Candidate> cands = enumerate(desc, opt);
+  const auto shape_text = [&] {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "[%d/%d] %s %lldx%lldx%lld", index, total, sh.name.c_str(), static_cast<long long>(sh.m),
+                  static_cast<long long>(sh.n), static_cast<long long>(sh.k));
+    return std::string(buf);
+  };
+  if (cands.empty()) {
+    std::printf("%s: no plan takes this problem\n", shape_text().c_str());
+    return false;
+  }
+
+  // Buffers: A, W, D per set; as many sets as exceed 3x L2, within the cap.
+  Buffers b;
+  const size_t in = anvil::verify::dtype_bytes(opt.dtype);
+  b.a_bytes = size_t(sh.m * sh.k) * in;
+  b.w_bytes = size_t(sh.n * sh.k) * in;
+  const size_t d_bytes = size_t(sh.m * sh.n) * in;
+  b.set_bytes = align_up(b.a_bytes) + align_up(b.w_bytes) + align_up(d_bytes);
+  b.sets = bench::rotating_set_count(b.set_bytes, size_t(prop.l2CacheSize), kMaxInputSets);
+  while (b.sets > 1 && double(b.sets) * double(b.set_bytes) > kMemoryCapBytes) --b.sets;
+  for (const auto& c : cands) b.workspace_bytes = std::max(b.workspace_bytes, anvil::detail::workspace_size(desc, nullptr, &c.overrides));
+  BENCH_CUDA(cudaMalloc(&b.base, size_t(b.sets) * b.set_bytes));
+  BENCH_CUDA(cudaMalloc(reinterpret_cast<void**>(&b.ref), size_t(sh.m * sh.n) * sizeof(float)));
+  if (b.workspace_bytes > 0) BENCH_CUDA(cudaMalloc(&b.workspace, b.workspace_bytes));
+  for (int s = 0; s < b.sets; ++s) {
+    const anvil::GemmArgs a = args_for(b, s, stream);
+    BENCH_CUDA(anvil::verify::fill_random(const_cast<void*>(a.a), opt.dtype, sh.m * sh.k, 1000 + 2 * s, 1.0f, stream));
+    BENCH_CUDA(anvil::verify::fill_random(const_cast<void*>(a.b), opt.dtype, sh.n * sh.k, 1001 + 2 * s, 1.0f, stream));
+  }
+  BENCH_CUDA(anvil::verify::reference_gemm(desc, args_for(b, 0, stream), b.ref, stream));
+  BENCH_CUDA(cudaStreamSynchronize(stream));
+
+  // Search: every candidate verified, then short replays.
+  // The planner's plan comes first; it sets the bar past which the others are pruned.
+  std::vector<Candidate*> live;
+  double prune_above_us = INFINITY;
+  int pruned = 0;
+  for (auto& c : cands) {
+    std::string why;
+    if (!prepare(c, desc, b, stream, opt.search_replay_ms, true, why, prune_above_us)) {
+      c.ok = false;
+      if (c.pruned) ++pruned;
+      else std::printf("    %s: %s\n", c.label.c_str(), why.c_str());
+      continue;
+    }
+    if (c.untuned) prune_above_us = kPruneFactor * c.estimate_us;
+    live.push_back(&c);
+  }
+  if (live.empty()) {
+    std::printf("%s: no candidate ran\n", shape_text().c_str());
+    return false;
+  }
+  const std::vector<double> search = time_graphs(live, stream, kSearchRepeats);
+  for (size_t i = 0; i < live.size(); ++i) live[i]->search_us = search[i];
+  for (auto* c : live) destroy_graph(*c);
+
+  // Finalists: the two fastest and the planner's own, timed again with longer replays.
+  std::vector<Candidate*> ranked = live;
+  std::sort(ranked.begin(), ranked.end(), [](auto* x, auto* y) { return x->search_us < y->search_us; });
+  std::vector<Candidate*> finalists(ranked.begin(), ranked.begin() + std::min<size_t>(2, ranked.size()));
+  Candidate* untuned = cands[0].untuned && cands[0].ok ? &cands[0] : nullptr;
+  if (untuned != nullptr && std::find(finalists.begin(), finalists.end(), untuned) == finalists.end()) finalists.push_back(untuned);
+  for (auto* c : finalists) {
+    std::string why;
+    if (!prepare(*c, desc, b, stream, opt.final_replay_ms, false, why)) bench::fatal("%s: %s", c->label.c_str(), why.c_str());
+  }
+  const std::vector<double> fin = time_graphs(finalists, stream, kFinalRepeats);
+  for (size_t i = 0; i < finalists.size(); ++i) finalists[i]->final_us = fin[i];
+  for (auto* c : finalists) destroy_graph(*c);
+  std::sort(finalists.begin(), finalists.end(), [](auto* x, auto* y) { return x->final_us < y->final_us; });
+
+  Candidate* best = finalists[0];
+  Candidate* second = nullptr;
+  for (auto* c : finalists) {
+    if (c != best && !c->untuned && second == nullptr) second = c;
+  }
+  const double planner_us = untuned != nullptr ? untuned->final_us : NAN;
+  const double gain = planner_us / best->final_us;
+  const bool keep = !best->untuned && (!(planner_us > 0) || gain >= 1.0 + opt.min_gain_pct / 100.0);
+  std::printf("%s: %zu plans (%d pruned), %s %.2f us; best %s %.2f us (%.3fx) -> %s  [%.1f s]\n", shape_text().c_str(), live.size(), pruned,
+              untuned != nullptr ? untuned->label.c_str() : "planner (failed)", planner_us, best->label.c_str(),
+              best->final_us, gain, keep ? "tuned" : "planner kept", seconds_since(t0));
+  std::fflush(stdout);
+  if (!keep) return false;
+  entry->problem = anvil::detail::tuning_problem(desc);
+  entry->plan = best->overrides;
+  entry->us = best->final_us;
+  entry->untuned_us = planner_us > 0 ? planner_us : 0;
+  if (second != nullptr) {
+    entry->has_runner_up = true;
+    entry->runner_up = second->overrides;
+    entry->runner_up_us = second->final_us;
+  }
+  return true;
+}
+
+bool write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  return static_cast<bool>(out);
+}
+
+int run(int argc, char** argv) {
+  const Options opt = parse(argc, argv);
+  const std::vector<Shape> shapes = load_shapes(opt.shapes_path);
+  if (opt.list) {
+    // The planner's view only: the H200's description where no GPU answers.
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      GemmDesc desc = anvil::linear_desc(shapes[i].m, shapes[i].n, shapes[i].k, opt.dtype, opt.dtype);
+      desc.batch_invariant = opt.batch_invariant;
+      const std::vector<Candidate> cands = enumerate(desc, opt);
+      std::printf("[%zu/%zu] %s %lldx%lldx%lld: %zu plans\n", i + 1, shapes.size(), shapes[i].name.c_str(),
+                  static_cast<long long>(shapes[i].m), static_cast<long long>(shapes[i].n),
+                  static_cast<long long>(shapes[i].k), cands.size());
+      for (const auto& c : cands) std::printf("    %s\n", c.label.c_str());
+    }
+    return 0;
+  }
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    std::fprintf(stderr, "anvil-tune: no CUDA device\n");
+    return 2;
+  }
+  BENCH_CUDA(cudaSetDevice(opt.device));
+  cudaDeviceProp prop{};
+  BENCH_CUDA(cudaGetDeviceProperties(&prop, opt.device));
+  if (prop.major != 9) {
+    std::fprintf(stderr, "anvil-tune: %s is sm_%d%d; anvil's kernels need sm_90\n", prop.name, prop.major, prop.minor);
+    return 2;
+  }
+  const anvil::detail::DeviceIdentity* id = anvil::detail::current_device_identity();
+  if (id == nullptr) bench::fatal("cannot read the device's name and CUDA runtime version");
+  cudaStream_t stream = nullptr;
+  BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  anvil::detail::TuningCache cache;
+  cache.device = *id;
+  cache.date = bench::utc_now_iso8601();
+  std::printf("anvil-tune: %zu shapes, %s, %s (%d SMs, CUDA runtime %d) -> %s\n", shapes.size(),
+              opt.dtype == DataType::kBF16 ? "bf16" : "fp16", id->gpu.c_str(), id->sm_count, id->cuda_runtime,
+              opt.out_path.c_str());
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    anvil::detail::TunedEntry e;
+    if (tune_shape(shapes[i], int(i + 1), int(shapes.size()), opt, prop, stream, &e)) {
+      // Two shapes of one file may be the same problem: the later measurement stands.
+      cache.entries.erase(std::remove_if(cache.entries.begin(), cache.entries.end(),
+                                         [&](const auto& x) { return x.problem == e.problem; }),
+                          cache.entries.end());
+      cache.entries.push_back(e);
+    }
+    if (!write_text(opt.out_path, anvil::detail::tuning_cache_json(cache))) bench::fatal("cannot write %s", opt.out_path.c_str());
+  }
+  // The written cache must load: the same checks the library makes.
+  anvil::detail::TuningCache back;
+  anvil::Diagnostic diag;
+  if (anvil::detail::parse_tuning_cache(anvil::detail::tuning_cache_json(cache), &back, &diag) != anvil::Status::kSuccess) {
+    bench::fatal("the cache written does not load: %s", diag.message);
+  }
+  std::printf("anvil-tune: %zu of %zu shapes tuned in %.1f s -> %s\n", cache.entries.size(), shapes.size(),
+              seconds_since(t0), opt.out_path.c_str());
+  (void)cudaStreamDestroy(stream);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return run(argc, argv); }
