@@ -38,13 +38,22 @@ const KernelInfo kSm100GemmStatic = Sm100Kernel<PairStatic, kPairStaticName>::in
 const KernelInfo kSm100Gemm1Cta = Sm100Kernel<SingleClc, kSingleClcName>::info(
     "Blackwell: single-CTA tcgen05 MMA (128x256 tiles), for M up to 128");
 
+namespace {
+// M <= 128 goes to the single CTA, where a 256-row tile would be more than half padding;
+// in batch-invariant mode every M goes to the pair kernel, so that no row's result
+// depends on which kernel the other rows chose.
+const KernelInfo& sm100_kernel_for_shape(const GemmDesc& desc) {
+  return desc.m <= 128 && !desc.batch_invariant ? kSm100Gemm1Cta : kSm100Gemm;
+}
+}  // namespace
+
 bool sm100_supported(const GemmDesc& desc) {
-  const KernelInfo& k = desc.m <= 128 ? kSm100Gemm1Cta : kSm100Gemm;
+  const KernelInfo& k = sm100_kernel_for_shape(desc);
   return k.check(desc, nullptr, nullptr) == Status::kSuccess;
 }
 
 Status launch_sm100(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  const KernelInfo& k = desc.m <= 128 ? kSm100Gemm1Cta : kSm100Gemm;
+  const KernelInfo& k = sm100_kernel_for_shape(desc);
   const Status s = k.check(desc, &args, diag);
   if (s != Status::kSuccess) return s;
   return k.launch(desc, args, diag);

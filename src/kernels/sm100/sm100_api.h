@@ -26,7 +26,8 @@ inline bool device_is_sm100() { return device_compute_capability() == 100; }
 
 // Whether the Blackwell GEMM takes this problem on this device (desc-only query; no
 // diagnostic), and its launch (the pair kernel for M > 128, the single-CTA one for
-// smaller M, where a 256-row tile would be more than half padding).
+// smaller M, where a 256-row tile would be more than half padding; the pair kernel for
+// every M in batch-invariant mode).
 bool sm100_supported(const GemmDesc& desc);
 Status launch_sm100(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag);
 
