@@ -14,6 +14,18 @@ sm90_decode_kernel: sm90-decode; sm90_decode_ldg_kernel: sm90-decode-ldg):
     C7510-family warnings).
 Ladder steps 3-5 are reported but not failed: their simple epilogue calls an out-of-line
 per-element function, and the call's register saves are their only local-memory traffic.
+
+    python3 scripts/check_sass.py --sm100 OBJECT_FILE...
+
+checks the Blackwell kernels (sm100_gemm_kernel, sm_100a machine code) instead. No
+B200 runs them anywhere this is checked, so their machine code is the evidence that the
+intended instructions survived compilation. Each kernel must:
+  - contain the tcgen05 MMA (UTCHMMA); the CTA-pair configurations its 2-CTA form
+    (UTCHMMA.2CTA) and the pair's multicast commit (UTCBAR.2CTA.MULTICAST);
+  - read its accumulators from tensor memory (LDTM);
+  - with CLC scheduling, issue the cancellation request (UGETNEXTWORKID);
+  - touch no local memory (LDL/STL), use no stack, and at most SM100_MAX_REGISTERS
+    registers (cuobjdump --dump-resource-usage).
 Exit 77 (CTest skip) when no disassembler is available.
 """
 import os
@@ -85,6 +97,122 @@ def failures_or_notes(name, body, failures, notes):
     (failures if STRICT_KERNELS.search(name) else notes).extend(problems_in(name, body))
 
 
+SM100_KERNELS = re.compile(r"sm100_gemm_kernel")
+# The epilogue warps hold two 16-column TMEM loads (32 registers) plus addresses; well
+# past that means an unrolled loop or a copy of the accumulators, and spills follow.
+SM100_MAX_REGISTERS = 168
+
+
+def sm100_traits(name):
+    """(pair, clc) of a Blackwell kernel, from the Sm100Config<kCtaGroup, kStages,
+    kSchedule, ...> template arguments in its mangled name (Sm100Schedule::kClc = 0)."""
+    m = re.search(r"Sm100ConfigILi(\d+)ELi\d+ELN\w*?Sm100ScheduleE(\d+)E", name)
+    if not m:
+        return None
+    return m.group(1) == "2", m.group(2) == "0"
+
+
+def sm100_problems(name, body, registers, stack):
+    """The rule violations of one Blackwell kernel's SASS and resource usage."""
+    text = "\n".join(body)
+    short = name[:110]
+    traits = sm100_traits(name)
+    if traits is None:
+        return [f"{short}: not an Sm100Config instance (cannot tell its form)"]
+    pair, clc = traits
+    found = []
+    if not re.search(r"\bUTCHMMA\b", text):
+        found.append(f"{short}: no tcgen05 MMA (UTCHMMA)")
+    if pair and not re.search(r"\bUTCHMMA\.2CTA\b", text):
+        found.append(f"{short}: CTA-pair configuration without the 2-CTA MMA (UTCHMMA.2CTA)")
+    if pair and not re.search(r"\bUTCBAR\.2CTA\.MULTICAST\b", text):
+        found.append(f"{short}: CTA-pair configuration without the multicast commit (UTCBAR.2CTA.MULTICAST)")
+    if not re.search(r"\bLDTM\.", text):
+        found.append(f"{short}: no tensor-memory load (LDTM)")
+    if clc and not re.search(r"\bUGETNEXTWORKID\b", text):
+        found.append(f"{short}: CLC configuration without the cancellation request (UGETNEXTWORKID)")
+    local = len(re.findall(r"\b(LDL|STL)(\.\S+)?\s", text))
+    if local:
+        found.append(f"{short}: {local} local-memory instructions (LDL/STL)")
+    if registers is None:
+        found.append(f"{short}: no resource usage reported")
+    else:
+        if registers > SM100_MAX_REGISTERS:
+            found.append(f"{short}: {registers} registers (limit {SM100_MAX_REGISTERS})")
+        if stack:
+            found.append(f"{short}: {stack} bytes of stack")
+    return found
+
+
+def resource_usage(listing):
+    """{mangled name: (registers, stack bytes)} from cuobjdump --dump-resource-usage."""
+    usage, name = {}, None
+    for line in listing.splitlines():
+        m = re.search(r"Function (\S+?):?$", line.strip())
+        if m:
+            name = m.group(1)
+            continue
+        m = re.search(r"REG:(\d+) STACK:(\d+)", line)
+        if m and name:
+            usage[name] = (int(m.group(1)), int(m.group(2)))
+            name = None
+    return usage
+
+
+def check_sm100(path, cuobjdump, env):
+    result = subprocess.run([cuobjdump, "--dump-sass", path], capture_output=True, text=True, env=env)
+    usage = subprocess.run([cuobjdump, "--dump-resource-usage", path], capture_output=True, text=True, env=env)
+    if result.returncode != 0 or usage.returncode != 0:
+        print("check_sass: cuobjdump failed:", (result.stderr + usage.stderr).strip()[:500])
+        return 1
+    if "sm_100a" not in result.stdout:
+        print("check_sass: no sm_100a machine code in", path)
+        return 1
+    resources = resource_usage(usage.stdout)
+    checked, failures = 0, []
+    for name, body in functions(result.stdout):
+        if not SM100_KERNELS.search(name):
+            continue
+        checked += 1
+        registers, stack = resources.get(name, (None, 0))
+        problems = sm100_problems(name, body, registers, stack)
+        failures.extend(problems)
+        pair, clc = sm100_traits(name) or (False, False)
+        counts = {k: len(re.findall(p, "\n".join(body))) for k, p in
+                  (("UTCHMMA", r"\bUTCHMMA\b"), ("LDTM", r"\bLDTM\."), ("UGETNEXTWORKID", r"\bUGETNEXTWORKID\b"))}
+        print(f"check_sass: {'pair' if pair else '1cta'} {'clc' if clc else 'static'} {registers} regs "
+              f"{counts} {'ok' if not problems else 'FAIL'}")
+    if checked == 0:
+        print("check_sass: no sm100_gemm_kernel found in", path)
+        return 1
+    for p in failures:
+        print("check_sass: FAIL", p)
+    print(f"check_sass: {checked} sm100 kernels checked, {len(failures)} problems")
+    return 1 if failures else 0
+
+
+def self_test_sm100():
+    """The sm_100a rules on hand-written listings (mnemonics as nvdisasm prints them for
+    the kernels in src/kernels/sm100)."""
+    pair_clc = "_ZN5anvil6detail17sm100_gemm_kernelINS0_11Sm100ConfigILi2ELi7ELNS0_13Sm100ScheduleE0ELi2ELi8EEE"
+    one_static = "_ZN5anvil6detail17sm100_gemm_kernelINS0_11Sm100ConfigILi1ELi4ELNS0_13Sm100ScheduleE1ELi2ELi8EEE"
+    assert sm100_traits(pair_clc) == (True, True) and sm100_traits(one_static) == (False, False)
+    good = ["UTCHMMA.2CTA gdesc[UR4], gdesc[UR6], tmem[UR8], tmem[UR10], idesc[UR11], UPT ;",
+            "UTCBAR.2CTA.MULTICAST [UR4], URZ, UR5 ;", "LDTM.x16 R4, tmem[UR4] ;",
+            "UGETNEXTWORKID.BROADCAST [UR4], [UR5] ;"]
+    assert sm100_problems(pair_clc, good, 100, 0) == [], sm100_problems(pair_clc, good, 100, 0)
+    single = ["UTCHMMA gdesc[UR4], gdesc[UR6], tmem[UR8], tmem[UR10], idesc[UR11], UPT ;", "LDTM.x16 R4, tmem[UR4] ;"]
+    assert sm100_problems(one_static, single, 100, 0) == []
+    assert any("2-CTA MMA" in p for p in sm100_problems(pair_clc, single + good[1:], 100, 0))
+    assert any("UGETNEXTWORKID" in p for p in sm100_problems(pair_clc, good[:3], 100, 0))
+    assert any("LDTM" in p for p in sm100_problems(one_static, single[:1], 100, 0))
+    assert any("local-memory" in p for p in sm100_problems(pair_clc, good + ["STL [R1+0x10], R4 ;"], 100, 0))
+    assert any("registers" in p for p in sm100_problems(pair_clc, good, 200, 0))
+    assert any("stack" in p for p in sm100_problems(pair_clc, good, 100, 16))
+    listing = "Function _Zk1:\n  REG:94 STACK:0 SHARED:1024 LOCAL:0\n Function _Zk2:\n  REG:101 STACK:8 SHARED:0"
+    assert resource_usage(listing) == {"_Zk1": (94, 0), "_Zk2": (101, 8)}, resource_usage(listing)
+
+
 def self_test():
     """The rules catch what they claim to, on hand-written listings."""
     good = ["WARPGROUP.ARRIVE ;", "HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], R24 ;",
@@ -104,6 +232,7 @@ def self_test():
     assert len(failures) == 1 and not notes, (failures, notes)
     failures_or_notes("_Z17swizzled_kernel", spill, failures, notes)
     assert len(failures) == 1 and len(notes) == 1, (failures, notes)
+    self_test_sm100()
     print("check_sass: self-test passed")
     return 0
 
@@ -111,13 +240,17 @@ def self_test():
 def main():
     if len(sys.argv) == 2 and sys.argv[1] == "--self-test":
         return self_test()
-    if len(sys.argv) != 2:
+    sm100 = len(sys.argv) >= 3 and sys.argv[1] == "--sm100"
+    if len(sys.argv) != 2 and not sm100:
         print(__doc__)
         return 2
     cuobjdump, nvdisasm, path = find_tools()
     if not cuobjdump or not nvdisasm:
         print("check_sass: SKIPPED - cuobjdump/nvdisasm not found (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
         return 77
+    if sm100:
+        results = [check_sm100(p, cuobjdump, dict(os.environ, PATH=path)) for p in sys.argv[2:]]
+        return max(results)
     result = subprocess.run([cuobjdump, "--dump-sass", sys.argv[1]], capture_output=True, text=True,
                             env=dict(os.environ, PATH=path))
     if result.returncode != 0:

@@ -33,7 +33,8 @@ const char* kUsage =
     "what to run:\n"
     "  --kernels LIST       comma list of: anvil (the dispatcher's pick), cublas,\n"
     "                       anvil-plain (the dispatcher's pick without --epilogue),\n"
-    "                       all-ladder (every ladder-* kernel), all (every anvil kernel),\n"
+    "                       all-ladder (every ladder-* kernel), all-ladder-sm100 (the\n"
+    "                       Blackwell ladder: sm100-ladder-* and sm100-gemm), all (every anvil kernel),\n"
     "                       or kernel names from --list   [anvil,cublas]\n"
     "  --epilogue NAME      what anvil's kernels fuse after the GEMM   [none]\n"
     "                         none       D = A W^T\n"
@@ -417,12 +418,15 @@ std::vector<KernelSpec> expand_kernels(const std::vector<std::string>& names) {
       add("anvil-plain", KernelSpec::Kind::kAnvilPlain);
     } else if (name == "cublas" || name == "cublaslt") {
       add("cublas", KernelSpec::Kind::kCublas);
-    } else if (name == "all-ladder" || name == "all") {
+    } else if (name == "all-ladder" || name == "all-ladder-sm100" || name == "all") {
       bool ladder_only = name == "all-ladder";
+      // The Blackwell ladder: its steps, then sm100-gemm, the last one.
+      bool sm100_ladder = name == "all-ladder-sm100";
       int added = 0;
       for (int i = 0; i < anvil::kernel_count(); ++i) {
         std::string kn = anvil::kernel_name(i);
         if (ladder_only && kn.rfind("ladder-", 0) != 0) continue;
+        if (sm100_ladder && kn.rfind("sm100-ladder-", 0) != 0 && kn != "sm100-gemm") continue;
         add(kn, KernelSpec::Kind::kAnvilNamed);
         ++added;
       }
@@ -434,7 +438,7 @@ std::vector<KernelSpec> expand_kernels(const std::vector<std::string>& names) {
       }
       if (!known) {
         std::string msg = "unknown kernel '" + name +
-                          "'; known: anvil, anvil-plain, cublas, all-ladder, all";
+                          "'; known: anvil, anvil-plain, cublas, all-ladder, all-ladder-sm100, all";
         for (int i = 0; i < anvil::kernel_count(); ++i)
           msg += std::string(", ") + anvil::kernel_name(i);
         usage_error(msg);
