@@ -5,6 +5,9 @@
 
 #include "anvil/lab.h"
 #include "host/registry.h"
+#if defined(ANVIL_HAVE_SM100)
+#include "kernels/sm100/sm100_api.h"
+#endif
 
 namespace anvil::detail {
 
@@ -73,6 +76,14 @@ const std::array kLabKernels = {
     &detail::kAblation10TallFourStages,
     &detail::kAblation10TallThreeStages,
     &detail::kAblation10TallTwoRounds,
+#if defined(ANVIL_HAVE_SM100)
+    // The seeds' Blackwell steps (docs/blackwell.md); they run on an sm_100 device only.
+    &detail::kSm100Ladder1,
+    &detail::kSm100Ladder2,
+    &detail::kSm100Ladder3,
+    &detail::kSm100Ladder4,
+    &detail::kSm100Ladder5,
+#endif
 };
 
 }  // namespace

@@ -8,6 +8,9 @@
 #include "host/validate.h"
 #include "plan/launch.h"
 #include "plan/tuning.h"
+#if defined(ANVIL_HAVE_SM100)
+#include "kernels/sm100/sm100_api.h"
+#endif
 
 namespace anvil::detail {
 
@@ -112,7 +115,18 @@ Status run(const GemmDesc& desc, const GemmArgs& args, const PlanOverrides* over
   if (is_noop(desc)) return Status::kSuccess;
   s = validate_device(diag);
   if (s != Status::kSuccess) return s;
-  return r.named != nullptr ? r.named->launch(desc, args, diag) : launch_plan(r.plan, desc, args, diag);
+  if (r.named != nullptr) return r.named->launch(desc, args, diag);
+#if defined(ANVIL_HAVE_SM100)
+  // On Blackwell the tcgen05 GEMM takes what it supports; the Hopper plans cannot run there.
+  if (device_is_sm100()) {
+    if (!sm100_supported(desc)) {
+      return fail(diag, Status::kNotSupported, "on sm_100 anvil runs sm100-gemm only, which does not take this problem "
+                                               "(K-major bf16/fp16 operands read in place; see docs/blackwell.md)");
+    }
+    return launch_sm100(desc, args, diag);
+  }
+#endif
+  return launch_plan(r.plan, desc, args, diag);
 }
 
 Status launch_fallback(const LaunchPlan&, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
@@ -191,7 +205,14 @@ Status can_implement(const GemmDesc& desc, const GemmArgs* args, Diagnostic* dia
   Status s = detail::resolve(desc, args, nullptr, &r, diag);
   if (s != Status::kSuccess) return s;
   if (detail::is_noop(desc)) return Status::kSuccess;
-  return detail::validate_device(diag);
+  s = detail::validate_device(diag);
+#if defined(ANVIL_HAVE_SM100)
+  if (s == Status::kSuccess && r.named == nullptr && detail::device_is_sm100() && !detail::sm100_supported(desc)) {
+    return detail::fail(diag, Status::kNotSupported, "on sm_100 anvil runs sm100-gemm only, which does not take this "
+                                                     "problem (see docs/blackwell.md)");
+  }
+#endif
+  return s;
 }
 
 size_t workspace_size(const GemmDesc& desc) {

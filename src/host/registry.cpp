@@ -5,6 +5,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(ANVIL_HAVE_SM100)
+#include "kernels/sm100/sm100_api.h"
+#endif
+
 namespace anvil::detail {
 
 extern const KernelInfo kLadder01Naive;
@@ -18,8 +22,12 @@ namespace {
 
 // The library's kernels: the fallback (the ladder's step 1) and the production kernels
 // the dispatcher picks from.
-const std::array<const KernelInfo*, 6> kLibraryKernels = {
+const std::array kLibraryKernels = {
     &kLadder01Naive, &kSm90Gemm, &kSm90Decode, &kSm90DecodeLdg, &kSm90DecodeR64, &kSm90DecodeLdgR64,
+#if defined(ANVIL_HAVE_SM100)
+    // Blackwell (docs/blackwell.md): what dispatch runs on an sm_100 device.
+    &kSm100Gemm, &kSm100GemmStatic, &kSm100Gemm1Cta,
+#endif
 };
 
 bool is_ladder_step(const KernelInfo* k) { return std::strncmp(k->name, "ladder-", 7) == 0; }

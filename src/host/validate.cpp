@@ -244,9 +244,16 @@ Status validate_device(Diagnostic* diag) {
                     cudaGetErrorString(e));
     }
   }
+#if defined(ANVIL_HAVE_SM100)
+  // sm_100 runs the Blackwell GEMM (dispatch.cpp); nothing else of anvil's runs there.
+  if (major == 10 && minor == 0) return Status::kSuccess;
+  constexpr const char* kBuiltFor = "sm_90a and sm_100a";
+#else
+  constexpr const char* kBuiltFor = "sm_90a";
+#endif
   if (major != 9 || minor != 0) {
-    return fail(diag, Status::kArchMismatch, "anvil's kernels are built for sm_90a; device %d is sm_%d%d", device,
-                major, minor);
+    return fail(diag, Status::kArchMismatch, "anvil's kernels are built for %s; device %d is sm_%d%d", kBuiltFor,
+                device, major, minor);
   }
   return Status::kSuccess;
 }
