@@ -118,9 +118,15 @@ def test_cuda_graph_decode_step(models):
     out = patched(ids, past_key_values=cache, use_cache=True, cache_position=torch.arange(prompt_len, device=DEV))
     token = out.logits[:, -1:].argmax(-1)
     position = torch.tensor([prompt_len], device=DEV)
+    # The mask and positions are given, not derived from the cache: transformers' StaticCache
+    # counts the tokens it has seen, so a step that left them to the cache would attend to
+    # one more position on every call, and no two calls (eager or replayed) would agree.
+    mask = torch.ones(batch, prompt_len + 1, device=DEV, dtype=torch.long)
+    position_ids = torch.full((batch, 1), prompt_len, device=DEV, dtype=torch.long)
 
     def step():
-        return patched(token, past_key_values=cache, use_cache=True, cache_position=position).logits
+        return patched(token, past_key_values=cache, use_cache=True, cache_position=position, attention_mask=mask,
+                       position_ids=position_ids).logits
 
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -129,6 +135,7 @@ def test_cuda_graph_decode_step(models):
             step()
     torch.cuda.current_stream().wait_stream(side)
     eager = step().clone()
+    assert torch.equal(step(), eager), f"{family}: two eager decode steps differ: the step is not repeatable"
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         captured = step()
