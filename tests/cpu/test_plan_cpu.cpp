@@ -11,6 +11,7 @@
 #include "kernels/sm90/fit_widths.h"
 #include "kernels/sm90/kernel_config.h"
 #include "kernels/sm90/plan.h"
+#include "kernels/sm90/sm90_configs.h"
 #include "kernels/sm90/row_split.h"
 #include "kernels/sm90/tile_scheduler.cuh"
 #include "kernels/sm90/tma_operands.h"
@@ -240,8 +241,7 @@ TEST(ChooseVariant, CostFollowsWholeWaves) {
 }
 
 TEST(KernelConfig, SharedMemoryAndRegistersFitTheSm) {
-  using Wide = KernelConfig<KernelSpec{
-      .block_n = 256, .consumers = 2, .slabs_per_consumer = 1, .stages = 4, .cluster_ctas = 1, .tma_store = false}>;
+  // The production configurations themselves (sm90_configs.h).
   static_assert(Wide::kBlockM == 128 && Wide::kThreads == 384);
   EXPECT_EQ(Wide::kStageBytesA, 128 * 64 * 2);
   EXPECT_EQ(Wide::kStageBytesB, 256 * 64 * 2);
@@ -262,14 +262,7 @@ TEST(KernelConfig, SharedMemoryAndRegistersFitTheSm) {
 
   // Pairs along N slice A instead: 64-row halves of the 128-row tile, each a whole number
   // of 1024-byte swizzle atoms; both CTAs free every stage (the peer writes into it).
-  using PairN = KernelConfig<KernelSpec{.block_n = 256,
-                                        .consumers = 2,
-                                        .slabs_per_consumer = 1,
-                                        .stages = 4,
-                                        .cluster_ctas = 2,
-                                        .tma_store = true,
-                                        .store_rounds = 2,
-                                        .cluster_axis = ClusterAxis::kN}>;
+  using PairN = WidePairN;
   EXPECT_EQ(PairN::kClusterM, 1);
   EXPECT_EQ(PairN::kClusterN, 2);
   EXPECT_EQ(PairN::kSlicesA, 2);
@@ -325,13 +318,7 @@ TEST(KernelConfig, FittedWidthsFitTheSm) {
 }
 
 TEST(KernelConfig, PingPongWarpgroupsTakeWholeTiles) {
-  using PingPong = KernelConfig<KernelSpec{.block_n = 128,
-                                           .consumers = 2,
-                                           .slabs_per_consumer = 2,
-                                           .stages = 5,
-                                           .cluster_ctas = 2,
-                                           .tma_store = true,
-                                           .schedule = Schedule::kPingPong}>;
+  using PingPong = PingPongPair;
   // Each warpgroup owns a whole 128x128 tile (two m64 slabs); one reader per stage.
   EXPECT_EQ(PingPong::kBlockM, 128);
   EXPECT_EQ(PingPong::kStageReaders, 1);
