@@ -1,20 +1,35 @@
 // The Blackwell GEMM's production configurations, and the dispatch hooks.
 #include <cuda_runtime.h>
 
+#include <atomic>
+
 #include "kernels/sm100/launch.h"
 #include "kernels/sm100/sm100_api.h"
 
 namespace anvil::detail {
 
+// Asked on every gemm() built with sm_100 support, so cached per device (a device's compute
+// capability never changes): one cudaGetDevice per call after the first.
 int device_compute_capability() {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cached[kMaxDevices] = {};
   int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0) {
+    cudaGetLastError();
+    return 0;
+  }
+  if (device < kMaxDevices) {
+    const int known = cached[device].load(std::memory_order_relaxed);
+    if (known != 0) return known;
+  }
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
     cudaGetLastError();
     return 0;
   }
-  return major * 10 + minor;
+  const int capability = major * 10 + minor;
+  if (device < kMaxDevices) cached[device].store(capability, std::memory_order_relaxed);
+  return capability;
 }
 
 namespace {
