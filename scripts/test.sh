@@ -15,9 +15,11 @@
 #
 # Environment: ANVIL_BUILD_DIR (default build), ANVIL_JOBS (default 2),
 # ANVIL_SANITIZERS=0 to leave the sanitized CPU tier out, ANVIL_PYTHON=0 to leave the
-# Python package's CPU tests out (=1 installs torch first; see the python phase).
+# Python package's CPU tests out (by default torch is installed for them when missing; see
+# the python phase).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export ANVIL_PYTHON=${ANVIL_PYTHON:-1}
 
 build_dir=${ANVIL_BUILD_DIR:-build}
 jobs=${ANVIL_JOBS:-2}
@@ -79,8 +81,8 @@ install_and_build_example() {
 # need a CUDA 13 build of torch. Where one is importable, the extension is built in the same
 # build tree against the library already built there (only ops.cpp compiles), staged with
 # the package's Python files, and tested; elsewhere the phase says why it is skipped.
-# ANVIL_PYTHON=1 makes install_deps.sh install torch from PyPI first (about 3 GB with its
-# CUDA wheels).
+# With ANVIL_PYTHON=1 (the default here) install_deps.sh installs torch from PyPI when it is
+# missing (about 3 GB with its CUDA wheels); ANVIL_PYTHON=0 leaves the phase out.
 torch_matches_toolkit() {
   [ "${ANVIL_PYTHON:-auto}" != 0 ] || return 1
   local torch_cuda nvcc_major
@@ -90,7 +92,7 @@ torch_matches_toolkit() {
 }
 python_cpu_tests() {
   if [ "$python" != ON ]; then
-    echo "skipped: no importable torch built for this CUDA toolkit's major version (ANVIL_PYTHON=1 installs one)"
+    echo "skipped: no importable torch built for this CUDA toolkit's major version (or ANVIL_PYTHON=0)"
     return 0
   fi
   rm -rf "$tmp/py" && mkdir -p "$tmp/py" && cp -r python/anvil "$tmp/py/" || return 1

@@ -15,7 +15,9 @@
 #include <sstream>
 #include <unordered_map>
 
+#if defined(ANVIL_HAVE_JSON)
 #include <nlohmann/json.hpp>
+#endif
 
 #include "host/plan_cache.h"
 #include "host/validate.h"
@@ -23,7 +25,9 @@
 namespace anvil::detail {
 namespace {
 
+#if defined(ANVIL_HAVE_JSON)
 using Json = nlohmann::ordered_json;
+#endif
 
 // ---- names as the cache spells them ----
 
@@ -61,6 +65,7 @@ struct CacheError {
   std::string message;
 };
 
+#if defined(ANVIL_HAVE_JSON)
 [[noreturn]] void refuse(const std::string& where, const std::string& what) { throw CacheError{where + ": " + what}; }
 
 template <class E, size_t N>
@@ -196,6 +201,8 @@ PlanOverrides parse_plan(const Json& j, const std::string& where) {
   return o;
 }
 
+#endif  // ANVIL_HAVE_JSON
+
 struct ProblemHash {
   size_t operator()(const TuningProblem& p) const {
     uint64_t h = 1469598103934665603ull;
@@ -207,6 +214,8 @@ struct ProblemHash {
     return static_cast<size_t>(h);
   }
 };
+
+#if defined(ANVIL_HAVE_JSON)
 
 std::string problem_text(const TuningProblem& p) {
   char buf[96];
@@ -277,6 +286,7 @@ TuningCache parse_cache_json(const Json& doc, const std::string& where) {
   }
   return c;
 }
+#endif  // ANVIL_HAVE_JSON
 
 // ---- the tables ----
 
@@ -326,6 +336,10 @@ Status load_file(const char* path, Diagnostic* diag) {
 
 std::vector<std::unique_ptr<Table>> parse_builtin() {
   std::vector<std::unique_ptr<Table>> tables;
+#if !defined(ANVIL_HAVE_JSON)
+  // Built without a JSON reader: no table to read (anvil-plan and the planner still work).
+  return tables;
+#else
   try {
     const Json doc = Json::parse(kBuiltinTuningTable);
     for (const Json& c : doc.at("caches")) tables.push_back(std::make_unique<Table>(parse_cache_json(c, "built-in"), "built-in"));
@@ -337,6 +351,7 @@ std::vector<std::unique_ptr<Table>> parse_builtin() {
     tables.clear();
   }
   return tables;
+#endif
 }
 
 const std::vector<std::unique_ptr<Table>>& builtin_tables() {
@@ -417,6 +432,15 @@ bool tuned_plan_usable(const LaunchPlan& p, const PlanOverrides& o, const GemmDe
   return true;
 }
 
+#if !defined(ANVIL_HAVE_JSON)
+// Built without nlohmann-json (CMake found none): caches can be neither read nor written.
+Status parse_tuning_cache(const std::string&, TuningCache*, Diagnostic* diag) {
+  return fail(diag, Status::kNotSupported,
+              "this anvil was built without a JSON reader (nlohmann-json): tuning caches cannot be read");
+}
+
+std::string tuning_cache_json(const TuningCache&) { return std::string(); }
+#else
 Status parse_tuning_cache(const std::string& text, TuningCache* out, Diagnostic* diag) {
   try {
     const Json doc = Json::parse(text);
@@ -454,6 +478,7 @@ std::string tuning_cache_json(const TuningCache& c) {
   doc["entries"] = std::move(entries);
   return doc.dump(1) + "\n";
 }
+#endif  // ANVIL_HAVE_JSON
 
 Status install_tuning_cache(TuningCache cache, const char* source, Diagnostic* diag) {
   set_loaded(std::make_shared<const Table>(std::move(cache), source != nullptr ? source : "(memory)"));
