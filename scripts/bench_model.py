@@ -147,7 +147,23 @@ def workload_fn(model, runner, name, args):
         model(ids, past_key_values=cache, use_cache=True, cache_position=torch.arange(args.context, device=args.device))
     token = torch.randint(0, vocab, (batch, 1), device=args.device, generator=gen)
     position = torch.tensor([args.context], device=args.device)
-    return lambda: runner(token, past_key_values=cache, use_cache=True, cache_position=position).logits
+    # Every timed run is the same step: the token at position `context`. The mask and
+    # positions are given, not derived from the cache, and the cache's own count of the
+    # tokens it holds (transformers' StaticCache writes at that count, ignoring
+    # cache_position) is set back before each step, on the device, so that replays of a
+    # captured graph repeat it too.
+    mask = torch.ones(batch, args.context + 1, device=args.device, dtype=torch.long)
+    position_ids = torch.full((batch, 1), args.context, device=args.device, dtype=torch.long)
+    counts = [c for c in (getattr(layer, "cumulative_length", None) for layer in getattr(cache, "layers", []))
+              if torch.is_tensor(c)]
+
+    def step():
+        for c in counts:
+            c.fill_(args.context)
+        return runner(token, past_key_values=cache, use_cache=True, cache_position=position, attention_mask=mask,
+                      position_ids=position_ids).logits
+
+    return step
 
 
 def tokens_of(name, args):

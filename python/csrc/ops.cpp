@@ -107,6 +107,14 @@ bool to_layout(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_strid
   return false;
 }
 
+// Sizes and strides as text, "[4, 8]" and "(8, 1)", formatted here rather than by c10's
+// stream operators so that an error message depends on nothing but the standard library.
+std::string shape_string(c10::IntArrayRef sizes) {
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s + "]";
+}
+
 std::string strides_string(const at::Tensor& t) {
   std::string s = "(";
   for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.stride(i));
@@ -120,7 +128,7 @@ Operand matrix_operand(const char* op, const char* name, const at::Tensor& t, in
   o.layout.dtype = to_anvil(t.scalar_type());
   o.layout.batch_stride = batch_stride;
   TORCH_CHECK_VALUE(to_layout(rows, cols, row_stride, col_stride, &o.layout.order, &o.layout.ld), "anvil.", op, ": ",
-                    name, " has strides ", strides_string(t), " for sizes ", t.sizes(),
+                    name, " has strides ", strides_string(t), " for sizes ", shape_string(t.sizes()),
                     "; anvil needs each matrix stored with a unit stride along its rows or its columns "
                     "(call .contiguous() first)");
   o.data = t.data_ptr();
@@ -145,7 +153,7 @@ Operand rows_operand(const char* op, const char* name, const at::Tensor& x, int6
     }
     expect = x.stride(i) * x.size(i);
   }
-  TORCH_CHECK_VALUE(foldable, "anvil.", op, ": ", name, " has strides ", strides_string(x), " for sizes ", x.sizes(),
+  TORCH_CHECK_VALUE(foldable, "anvil.", op, ": ", name, " has strides ", strides_string(x), " for sizes ", shape_string(x.sizes()),
                     "; its leading dimensions must fold into one row stride (call .contiguous() first)");
   return matrix_operand(op, name, x, m, k, row_stride, d >= 1 ? x.stride(d - 1) : 1, 0);
 }
@@ -196,10 +204,10 @@ at::Tensor linear_impl(const char* op, const at::Tensor& x, const at::Tensor& we
   check_same_dtype(op, "weight", weight, x, "x");
   TORCH_CHECK_VALUE(x.dim() >= 1, "anvil.", op, ": x must have at least one dimension [..., K], got a 0-d tensor");
   TORCH_CHECK_VALUE(weight.dim() == 2, "anvil.", op, ": weight must be 2-D [N, K], got ", weight.dim(),
-                    "-D with sizes ", weight.sizes());
+                    "-D with sizes ", shape_string(weight.sizes()));
   const int64_t k = x.size(-1);
   const int64_t n = weight.size(0);
-  TORCH_CHECK_VALUE(weight.size(1) == k, "anvil.", op, ": weight is ", weight.sizes(), " but x has K = ", k,
+  TORCH_CHECK_VALUE(weight.size(1) == k, "anvil.", op, ": weight is ", shape_string(weight.sizes()), " but x has K = ", k,
                     " (its last dimension); weight must be [N, ", k, "]");
   if (swiglu) {
     TORCH_CHECK_VALUE(n % (2 * anvil::kSwiGLUBlock) == 0, "anvil.", op, ": gate_up must have a multiple of ",
@@ -212,18 +220,18 @@ at::Tensor linear_impl(const char* op, const at::Tensor& x, const at::Tensor& we
                      ": bias must be ", dtype_name(x.scalar_type()), " (x's dtype) or fp32, got ",
                      dtype_name(bias->scalar_type()));
     TORCH_CHECK_VALUE(bias->dim() == 1 && bias->size(0) == n, "anvil.", op, ": bias must be 1-D of length ", n,
-                      " (weight's rows), got sizes ", bias->sizes());
+                      " (weight's rows), got sizes ", shape_string(bias->sizes()));
   }
   const std::vector<int64_t> out_shape = leading_shape(x, n_out);
   if (residual) {
     check_same_dtype(op, "residual", *residual, x, "x");
     TORCH_CHECK_VALUE(residual->sizes() == at::IntArrayRef(out_shape), "anvil.", op, ": residual must have the output's shape ",
-                      at::IntArrayRef(out_shape), ", got ", residual->sizes());
+                      shape_string(out_shape), ", got ", shape_string(residual->sizes()));
   }
   if (out) {
     check_same_dtype(op, "out", *out, x, "x");
     TORCH_CHECK_VALUE(out->sizes() == at::IntArrayRef(out_shape), "anvil.", op, ": out must have shape ",
-                      at::IntArrayRef(out_shape), ", got ", out->sizes());
+                      shape_string(out_shape), ", got ", shape_string(out->sizes()));
     TORCH_CHECK_VALUE(out->is_contiguous(), "anvil.", op, ": out must be contiguous, got strides ",
                       strides_string(*out));
   }
@@ -299,15 +307,15 @@ at::Tensor matmul_impl(const char* op, const at::Tensor& a, const at::Tensor& b,
   for (const auto& [name, t] : {std::pair<const char*, const at::Tensor*>{"a", &a}, {"b", &b}}) {
     if (require_3d) {
       TORCH_CHECK_VALUE(t->dim() == 3, "anvil.", op, ": ", name, " must be 3-D [batch, rows, cols], got ", t->dim(),
-                        "-D with sizes ", t->sizes());
+                        "-D with sizes ", shape_string(t->sizes()));
     } else {
       TORCH_CHECK_VALUE(t->dim() == 2 || t->dim() == 3, "anvil.", op, ": ", name,
                         " must be 2-D or 3-D (anvil computes matrix products; reshape other ranks first), got ",
-                        t->dim(), "-D with sizes ", t->sizes());
+                        t->dim(), "-D with sizes ", shape_string(t->sizes()));
     }
   }
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
-  TORCH_CHECK_VALUE(b.size(-2) == k, "anvil.", op, ": a is ", a.sizes(), " and b is ", b.sizes(),
+  TORCH_CHECK_VALUE(b.size(-2) == k, "anvil.", op, ": a is ", shape_string(a.sizes()), " and b is ", shape_string(b.sizes()),
                     "; b's rows must equal a's columns (K = ", k, ")");
   const int64_t batch_a = a.dim() == 3 ? a.size(0) : 1;
   const int64_t batch_b = b.dim() == 3 ? b.size(0) : 1;

@@ -21,6 +21,7 @@
 
 #include "host/plan_cache.h"
 #include "host/validate.h"
+#include "kernels/sm90/split_k.h"
 
 namespace anvil::detail {
 namespace {
@@ -170,11 +171,13 @@ Json plan_json(const PlanOverrides& o) {
   j["allow_stream_k"] = o.allow_stream_k;
   j["decode_splits"] = o.decode_splits;
   j["row_split"] = name_of(kRowSplits, o.row_split);
+  j["split_k_slices"] = o.split_k_slices;
   return j;
 }
 
 PlanOverrides parse_plan(const Json& j, const std::string& where) {
-  require_object(j, where, {"family", "sm90_variant", "fit_widths", "allow_stream_k", "decode_splits", "row_split"});
+  require_object(j, where, {"family", "sm90_variant", "fit_widths", "allow_stream_k", "decode_splits", "row_split",
+                            "split_k_slices"});
   PlanOverrides o;
   const std::string family = parse_string(field(j, "family", where), where + ".family");
   if (family != "auto") {
@@ -198,6 +201,10 @@ PlanOverrides parse_plan(const Json& j, const std::string& where) {
     o.decode_splits = static_cast<int>(parse_int(j["decode_splits"], where + ".decode_splits", 0, kMaxClusterSplit));
   }
   if (j.contains("row_split")) o.row_split = parse_name(kRowSplits, j["row_split"], where + ".row_split");
+  if (j.contains("split_k_slices")) {
+    o.split_k_slices = static_cast<int>(parse_int(j["split_k_slices"], where + ".split_k_slices", 0, kSplitKMaxSlices));
+    if (o.split_k_slices > 1 && o.family != KernelFamily::kSm90Gemm) refuse(where, "split_k_slices needs family sm90-gemm");
+  }
   return o;
 }
 
@@ -398,6 +405,7 @@ std::string describe_overrides(const PlanOverrides& o) {
   if (o.sm90_variant >= 0) s += std::string("/") + variant_name(static_cast<Sm90Variant>(o.sm90_variant));
   if (o.decode_splits > 0) s += "/splits=" + std::to_string(o.decode_splits);
   if (o.row_split != PlanOverrides::RowSplit::kAuto) s += std::string("/row-split=") + name_of(kRowSplits, o.row_split);
+  if (o.split_k_slices > 1) s += "/split-k=" + std::to_string(o.split_k_slices);
   if (!o.fit_widths) s += "/no-fit";
   if (!o.allow_stream_k) s += "/no-stream-k";
   return s;
@@ -422,6 +430,9 @@ bool tuned_plan_usable(const LaunchPlan& p, const PlanOverrides& o, const GemmDe
   const bool decode = p.family != KernelFamily::kSm90Gemm && p.family != KernelFamily::kFallback;
   if (decode && o.decode_splits > 0 && p.decode.splits != o.decode_splits) {
     return no("a K split of %d is not possible here (the plan splits %d)", o.decode_splits, p.decode.splits);
+  }
+  if (sm90 && o.split_k_slices > 1 && p.k_splits != o.split_k_slices) {
+    return no("a split-K of %d slices is not possible here (the plan splits %d)", o.split_k_slices, p.k_splits);
   }
   if (desc.batch_invariant) {
     const auto ldg = [](KernelFamily k) { return k == KernelFamily::kDecodeLdg || k == KernelFamily::kDecodeLdgR64; };

@@ -210,6 +210,13 @@ std::vector<Candidate> enumerate(const GemmDesc& desc, const Options& opt) {
       o.sm90_variant = v;
       tried.push_back(o);
     }
+    // K in equal slices (split_k.h), each slice count the planner can take here.
+    for (int slices : {2, 3, 4, 6, 8, 12, 16}) {
+      PlanOverrides o;
+      o.family = KernelFamily::kSm90Gemm;
+      o.split_k_slices = slices;
+      tried.push_back(o);
+    }
     for (auto mode : {PlanOverrides::RowSplit::kNever, PlanOverrides::RowSplit::kAlways}) {
       PlanOverrides o;
       o.family = KernelFamily::kSm90Gemm;
