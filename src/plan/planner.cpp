@@ -73,7 +73,10 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
     // A token tile maps to the family's configuration for that many tokens.
     return device.resident(decode_config(family, token_tile), splits);
   };
-  const bool single_wave = family == KernelFamily::kDecodeLdg || family == KernelFamily::kDecodeLdgR64;
+  // Kernels that run one CTA per SM plan their split to fill one wave: the load-path ones,
+  // and sm90-decode-r64's 32- and 64-token tiles (decode_plan.h, choose_single_wave_split).
+  const bool single_wave = family == KernelFamily::kDecodeLdg || family == KernelFamily::kDecodeLdgR64 ||
+                           config == DecodeConfigId::kR64x32 || config == DecodeConfigId::kR64x64;
   const DecodeLaunchPlan p = plan_decode(desc, shape.token_tile, smallest_token_tile(family), resident, single_wave,
                                          shape.tile_rows, shape.k_block, forced_splits);
   DecodePlan out;
@@ -89,6 +92,12 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
   out.ctas = p.split.ctas;
   out.waves = p.split.waves;
   return out;
+}
+
+// The fraction of the SM slots of a decode plan's waves its CTAs fill.
+double decode_wave_fill(const DecodePlan& p, const DeviceInfo& device) {
+  const int resident = device.resident(p.config, p.splits);
+  return resident > 0 && p.waves > 0 ? static_cast<double>(p.ctas) / static_cast<double>(p.waves * resident) : 0.0;
 }
 
 // Which decode kernel takes a problem sent to decoding (the order of preference, each
@@ -115,9 +124,10 @@ KernelFamily pick_decode_family(const GemmDesc& desc, const DeviceInfo& device, 
     }
     return KernelFamily::kNone;
   }
-  const bool load_path = !invariant && prefers_decode_ldg(desc.m);
+  const bool ldg_k = desc.k >= kDecodeLdgMinK;
+  const bool load_path = ldg_k && prefers_decode_ldg(desc.m);
   const auto ldg_resident = [&](int s) { return device.resident(DecodeConfigId::kLdg8, s); };
-  const bool ldg_r64_full = !invariant && prefers_decode_ldg_r64(desc.m, desc.n, desc.k, desc.batch, sms);
+  const bool ldg_r64_full = ldg_k && prefers_decode_ldg_r64(desc.m, desc.n, desc.k, desc.batch, sms);
   const bool ldg_r64_split =
       !ldg_r64_full && load_path &&
       prefers_decode_ldg_r64_split(desc.m, desc.n, desc.k, desc.batch, sms, ldg_resident);
@@ -130,13 +140,31 @@ KernelFamily pick_decode_family(const GemmDesc& desc, const DeviceInfo& device, 
     return KernelFamily::kDecodeLdgR64;
   }
   if (load_path && ok(KernelFamily::kDecodeLdg)) {
-    say(reason, "<= %d tokens: the load path streams the weight faster than TMA", static_cast<int>(kDecodeLdgMaxTokens));
-    return KernelFamily::kDecodeLdg;
+    const DecodePlan ldg = plan_decode_launch(KernelFamily::kDecodeLdg, desc, device, 0);
+    const double fill = decode_wave_fill(ldg, device);
+    if (fill >= kDecodeLdgMinWaveFill) {
+      say(reason, "<= %d tokens: the load path streams the weight faster than TMA (its waves %.0f%% full)",
+          static_cast<int>(kDecodeLdgMaxTokens), 100 * fill);
+      return KernelFamily::kDecodeLdg;
+    }
   }
-  if (rows64 && ok(KernelFamily::kDecodeR64)) {
-    say(reason, "%d-%d tokens: the weight's 64-row tiles are all resident at once unsplit",
-        static_cast<int>(kDecodeRows64MinTokens), static_cast<int>(kDecodeAlwaysTokens));
-    return KernelFamily::kDecodeR64;
+  if (ok(KernelFamily::kDecodeR64) && desc.m <= kDecodeAlwaysTokens) {
+    if (rows64) {
+      say(reason, "%d-%d tokens: the weight's 64-row tiles are all resident at once unsplit",
+          static_cast<int>(kDecodeRows64MinTokens), static_cast<int>(kDecodeAlwaysTokens));
+      return KernelFamily::kDecodeR64;
+    }
+    // The same weight in 64-row tiles needs half the K split for as many CTAs: where their
+    // plan fits one wave with at least the CTAs of the 128-row plan, the cluster reduction
+    // is shorter for the same parallelism.
+    const DecodePlan rows64_plan = plan_decode_launch(KernelFamily::kDecodeR64, desc, device, 0);
+    const DecodePlan rows128_plan = plan_decode_launch(KernelFamily::kDecodeTma, desc, device, 0);
+    if (rows64_plan.waves == 1 && rows64_plan.ctas >= rows128_plan.ctas) {
+      say(reason, "64-row tiles: %lld CTAs in one wave with a K split of %d, against %lld with a split of %d",
+          static_cast<long long>(rows64_plan.ctas), rows64_plan.splits, static_cast<long long>(rows128_plan.ctas),
+          rows128_plan.splits);
+      return KernelFamily::kDecodeR64;
+    }
   }
   if (ok(KernelFamily::kDecodeTma)) {
     say(reason, "few tokens: swap-AB decode streams the weight (128-row tiles, K split across a cluster)");
@@ -490,7 +518,8 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
   // Batch-invariant problems take any unsplit plan: decode (unsplit) up to 64 tokens,
   // where it streams the weight once, and sm90-gemm's whole tiles (no stream-K) beyond.
   const bool decode = desc.batch_invariant ? desc.m <= kDecodeAlwaysTokens
-                                           : prefers_decode(desc.m, desc.n, desc.batch, device.sm_count);
+                                           : prefers_decode(desc.m, desc.n, desc.batch, device.sm_count) ||
+                                                 prefers_wide_decode(desc.m, desc.n, desc.k, desc.batch, device.sm_count);
   if (decode) {
     const KernelFamily f = pick_decode_family(desc, device, *facts, p.family_reason);
     if (f != KernelFamily::kNone) {

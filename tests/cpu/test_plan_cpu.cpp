@@ -144,8 +144,25 @@ TEST(TileScheduler, ClustersAlongMCoverEveryTileOnce) {
 }
 
 TEST(ChooseVariant, UnderfilledWideWaveTakesNarrowTiles) {
-  // 256 x 8192: 64 wide tiles leave half the SMs idle; 128 narrow tiles fill one wave.
-  EXPECT_EQ(choose_sm90_variant(256, 8192, 1, kH200Sms), Sm90Variant::kNarrow);
+  // 256 x 8192: 64 wide tiles leave half the SMs idle; 128 tiles of 128 x 128 fill one
+  // wave, as ping-pong pairs (two rows of tiles).
+  EXPECT_EQ(choose_sm90_variant(256, 8192, 1, kH200Sms), Sm90Variant::kPingPongPair);
+  // One row of tiles: no pair to form, lone 128 x 128 tiles.
+  EXPECT_EQ(choose_sm90_variant(128, 8192, 1, kH200Sms), Sm90Variant::kNarrow);
+  // Three rows: pairs would take four, 256 tiles in two waves against 192 in 1.45 - still
+  // two waves, so the pairs rather than lone 128 x 128 tiles.
+  EXPECT_EQ(narrow_or_ping_pong(383, 8192, 1, kH200Sms, DStore::kTma), Sm90Variant::kPingPongPair);
+  // A column-major D keeps lone tiles: its epilogue loop competes with the other
+  // warpgroup's wgmma issue.
+  EXPECT_EQ(choose_sm90_variant(256, 8192, 1, kH200Sms, false, DStore::kColumnMajor), Sm90Variant::kNarrow);
+}
+
+TEST(ChooseVariant, PingPongPairsOnlyWhereTheyTakeNoMoreWaves) {
+  // 383 x 5120: three rows of 40 tiles (120, one wave) lone; pairs make four rows, 160
+  // tiles, two waves: the lone tiles stay (or a fitted width).
+  EXPECT_NE(choose_sm90_variant(383, 5120, 1, kH200Sms), Sm90Variant::kPingPongPair);
+  EXPECT_EQ(narrow_or_ping_pong(383, 5120, 1, kH200Sms, DStore::kTma), Sm90Variant::kNarrow);
+  EXPECT_EQ(narrow_or_ping_pong(1000, 2048, 1, kH200Sms, DStore::kTma), Sm90Variant::kPingPongPair);
 }
 
 TEST(ChooseVariant, NarrowTilesThatSpillIntoASecondWaveLose) {

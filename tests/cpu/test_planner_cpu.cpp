@@ -2,6 +2,7 @@
 // split each problem gets, that every override is honoured and every choice has a reason.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -45,7 +46,7 @@ char family_letter(KernelFamily f) {
 
 // Batch-invariant problems are left out: that mode's rule changed on purpose
 // (BatchInvariant tests below).
-TEST(PlannerPins, SameFamiliesAsTheDispatcherBeforeThePlanner) {
+TEST(PlannerPins, SameFamiliesAsRecorded) {
   const DeviceInfo device = DeviceInfo::fallback(132);
   int checked = 0;
   for (const Pin& pin : kPins) {
@@ -62,6 +63,20 @@ TEST(PlannerPins, SameFamiliesAsTheDispatcherBeforeThePlanner) {
     }
   }
   EXPECT_EQ(checked, 140 * 44);
+}
+
+// Prints dispatch_pins.h's table as the planner chooses now: run after a rule change that
+// moves a pin on purpose (anvil_planner_tests --gtest_also_run_disabled_tests
+// --gtest_filter=PlannerPins.DISABLED_PrintTable), and paste its rows.
+TEST(PlannerPins, DISABLED_PrintTable) {
+  const DeviceInfo device = DeviceInfo::fallback(132);
+  for (const Pin& pin : kPins) {
+    std::string row;
+    for (int64_t n : kPinN) {
+      for (int64_t k : kPinK) row += family_letter(plan(pin_desc(pin.m, n, k, pin.variant), device).family);
+    }
+    std::printf("    {%lld, %d, \"%s\"},\n", static_cast<long long>(pin.m), pin.variant, row.c_str());
+  }
 }
 
 // ---- Families ----
@@ -103,10 +118,54 @@ TEST(PlannerFamily, SwigluNeverGoesToSixtyFourRowTiles) {
   EXPECT_EQ(plan(d, DeviceInfo::h200()).family, KernelFamily::kDecodeTma);
 }
 
+TEST(PlannerFamily, LoadPathOnlyWithALongKAndFullWaves) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  // 224 tiles in two waves, 85% full, K = 8192: the load path.
+  EXPECT_EQ(plan(linear(1, 28672, 8192), h200).family, KernelFamily::kDecodeLdg);
+  // The same weight with K = 512: the load path's in-CTA reduction is not amortized.
+  EXPECT_NE(plan(linear(4, 32768, 512), h200).family, KernelFamily::kDecodeLdg);
+  EXPECT_NE(plan(linear(4, 32768, 512), h200).family, KernelFamily::kDecodeLdgR64);
+  // 72 tiles (9216 features), one per SM unsplit, 55% of a wave: the TMA-fed kernels.
+  const LaunchPlan p = plan(linear(5, 9216, 7168), h200);
+  EXPECT_TRUE(p.family == KernelFamily::kDecodeTma || p.family == KernelFamily::kDecodeR64) << p.family_reason;
+}
+
+TEST(PlannerFamily, SixtyFourRowTilesWhereTheyMatchTheCtasWithHalfTheSplit) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  // 4096 features: 64 tiles of 64 rows split twice make 128 CTAs, as many as 32 tiles of
+  // 128 rows split four ways.
+  LaunchPlan p = plan(linear(32, 4096, 14336), h200);
+  EXPECT_EQ(p.family, KernelFamily::kDecodeR64) << p.family_reason;
+  EXPECT_EQ(p.decode.splits, 2);
+  // 5120 features: 80 tiles of 64 rows unsplit (a split of two would take two waves)
+  // against 160 CTAs of the 128-row plan: the 128-row tiles.
+  p = plan(linear(37, 5120, 3072), h200);
+  EXPECT_EQ(p.family, KernelFamily::kDecodeTma) << p.family_reason;
+}
+
+TEST(PlannerFamily, WideDecodeForNarrowWeightsWithALongK) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  // 255 tokens x 3584 features x K = 14336: 28 tiles of 128 rows, a quarter of the SMs.
+  EXPECT_EQ(plan(linear(255, 3584, 14336), h200).family, KernelFamily::kDecodeTma);
+  EXPECT_EQ(plan(linear(256, 2048, 32768), h200).family, KernelFamily::kDecodeTma);
+  // K = 4096: too short for the split to pay.
+  EXPECT_EQ(plan(linear(255, 3584, 4096), h200).family, KernelFamily::kSm90Gemm);
+  // 6 tiles: sm90-gemm's split-K takes more SMs than 8 splits could.
+  EXPECT_EQ(plan(linear(192, 768, 98304), h200).family, KernelFamily::kSm90Gemm);
+  // 64 tiles: sm90-gemm's tiles fill the GPU.
+  EXPECT_EQ(plan(linear(256, 8192, 8192), h200).family, KernelFamily::kSm90Gemm);
+  // Past 256 tokens each token tile would read the weight again.
+  EXPECT_EQ(plan(linear(257, 3584, 14336), h200).family, KernelFamily::kSm90Gemm);
+}
+
 TEST(PlannerFamily, CallFactsDecideWhatTakesTheProblem) {
   CallFacts facts;
   facts.accepts[static_cast<int>(KernelFamily::kDecodeLdgR64)] = false;
   facts.accepts[static_cast<int>(KernelFamily::kDecodeLdg)] = false;
+  // The TMA-fed 64-row tiles: 128 of them make as many CTAs in one wave as the 128-row
+  // plan with twice the split.
+  EXPECT_EQ(plan(linear(1, 8192, 8192), DeviceInfo::h200(), nullptr, &facts).family, KernelFamily::kDecodeR64);
+  facts.accepts[static_cast<int>(KernelFamily::kDecodeR64)] = false;
   EXPECT_EQ(plan(linear(1, 8192, 8192), DeviceInfo::h200(), nullptr, &facts).family, KernelFamily::kDecodeTma);
   for (bool& a : facts.accepts) a = false;
   EXPECT_EQ(plan(linear(1, 8192, 8192), DeviceInfo::h200(), nullptr, &facts).family, KernelFamily::kNone);

@@ -58,6 +58,7 @@ constexpr const char* kUsage =
     "  --final-replay-ms X    replay length when the finalists are timed again [10]\n"
     "  --device D             CUDA device [0]\n"
     "  --list                 print each shape's candidate plans and exit (no GPU needed)\n"
+    "  --verbose              also print every candidate's search time\n"
     "  -h, --help             this text\n"
     "\n"
     "One line per shape: the candidates measured, the planner's plan and time, the best\n"
@@ -74,6 +75,7 @@ struct Options {
   double final_replay_ms = 10.0;
   int device = 0;
   bool list = false;
+  bool verbose = false;
 };
 
 constexpr int kSearchRepeats = 3;
@@ -121,6 +123,8 @@ Options parse(int argc, char** argv) {
       else usage_error("--dtype: bf16 or fp16, not '" + v + "'");
     } else if (a == "--list") {
       o.list = true;
+    } else if (a == "--verbose") {
+      o.verbose = true;
     } else if (a == "--batch-invariant") {
       o.batch_invariant = true;
     } else if (a == "--max-candidates") {
@@ -467,6 +471,9 @@ bool tune_shape(const Shape& sh, int index, int total, const Options& opt, const
   }
   const std::vector<double> search = time_graphs(live, stream, kSearchRepeats);
   for (size_t i = 0; i < live.size(); ++i) live[i]->search_us = search[i];
+  if (opt.verbose) {
+    for (const auto* c : live) std::printf("    %-40s %10.2f us\n", c->label.c_str(), c->search_us);
+  }
   for (auto* c : live) destroy_graph(*c);
 
   // Finalists: the two fastest and the planner's own, timed again with longer replays.

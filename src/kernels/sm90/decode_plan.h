@@ -59,6 +59,17 @@ inline constexpr int64_t kDecodeLdgMaxTokens = 8;
 
 inline bool prefers_decode_ldg(int64_t m) { return m <= kDecodeLdgMaxTokens; }
 
+// The load-path kernels split each CTA's K over four warpgroups and add their partials in
+// shared memory: a fixed cost per CTA that a short K does not amortize. Measured on the
+// sweep's tuning half (H200, docs/notes/planner-tuning.md): at K = 512-1600 the
+// TMA-fed kernels streamed the same weights 6-20% faster.
+inline constexpr int64_t kDecodeLdgMinK = 2048;
+// sm90-decode-ldg runs one CTA per SM with a fixed number of bytes in flight, so a partly
+// filled wave costs nearly a whole one; the TMA-fed kernels, two CTAs per SM at up to 64
+// tokens, share DRAM across whatever runs. Below this fill of its waves' SM slots the
+// load path lost (same measurements: 55-75% full, 5-12% slower; 82-85%, level to 2% faster).
+inline constexpr double kDecodeLdgMinWaveFill = 0.8;
+
 // Whether a weight of n features (x batch) in 64-row tiles fills one wave of the GPU by
 // itself, 90-100% of the SMs: where the one-CTA-per-SM 64-row kernels, sm90-decode-r64 at
 // 17-64 tokens and sm90-decode-ldg-r64, run unsplit and leave few SMs idle.
@@ -125,6 +136,23 @@ inline bool prefers_decode_ldg_r64(int64_t m, int64_t n, int64_t k, int64_t batc
 // 136) sm90-gemm was 15-25% faster.
 inline bool decode_tiles_fit_one_wave(int64_t n, int64_t batch, int sm_count) {
   return (n + 127) / 128 * batch <= sm_count;
+}
+
+// 129-256 tokens on a narrow weight with a long K: the weight's 128-row tiles cover at
+// most a quarter of the SMs, so sm90-gemm either leaves SMs idle or spreads K by stream-K,
+// paying its fixup (a parked fp32 tile read back, ~13 K steps per call). The decode
+// kernel's 256-token tiles split K across a cluster instead, reducing through distributed
+// shared memory, and fill the GPU from 9 tiles up (8 splits each). Measured on the sweep's
+// tuning half (H200, docs/notes/planner-tuning.md): 255 x 3584 x 14336 45.5 against 55.6
+// us, 256 x 2048 x 32768 63.4 against 80.9, 255 x 4096 x 11008 47.6 against 50.2; at
+// K = 4096 the two were level. Fewer tiles than 9 take sm90-gemm's split-K.
+inline constexpr int64_t kDecodeWideTokens = 256;
+inline constexpr int64_t kDecodeWideMinK = 8192;
+inline constexpr int64_t kDecodeWideMinTiles = 9;
+inline bool prefers_wide_decode(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count) {
+  const int64_t tiles = (n + 127) / 128 * batch;
+  return m > kDecodeMaxTokens && m <= kDecodeWideTokens && k >= kDecodeWideMinK && tiles >= kDecodeWideMinTiles &&
+         4 * tiles <= sm_count;
 }
 
 inline bool prefers_decode(int64_t m, int64_t n, int64_t batch, int sm_count) {

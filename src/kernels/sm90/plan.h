@@ -205,6 +205,20 @@ inline Sm90Variant choose_classic_sm90_variant(int64_t m, int64_t n, int64_t bat
   return best;
 }
 
+// Where lone 128x128 tiles win, the same tiles run as ping-pong pairs if the pairs take no
+// more waves (two or more rows of tiles; an odd row count leaves half a cluster idle): the
+// pair multicasts B, halving the L2 reads that bound lone 128-wide CTAs, and each
+// warpgroup's epilogue overlaps the other's mainloop, which counts most in the one or two
+// short waves such problems make. Measured on the sweep's tuning half (H200,
+// docs/notes/planner-tuning.md): faster than lone 128x128 tiles on every such shape, by
+// up to 1.3x (1000 x 2048 x 4096: 26.1 against 34.4 us). Not into a column-major D, whose
+// long epilogue loop competes with the other warpgroup's wgmma issue.
+inline Sm90Variant narrow_or_ping_pong(int64_t m, int64_t n, int64_t batch, int sm_count, DStore store) {
+  if (store == DStore::kColumnMajor || ceil_div(m, 128) < 2) return Sm90Variant::kNarrow;
+  const auto waves = [&](Sm90Variant v) { return ceil_div(variant_wave_plan(v, m, n, batch, sm_count).tiles, sm_count); };
+  return waves(Sm90Variant::kPingPongPair) <= waves(Sm90Variant::kNarrow) ? Sm90Variant::kPingPongPair : Sm90Variant::kNarrow;
+}
+
 // The chosen whole-tile plan's cost counted in waves alone, as if it ran at full speed.
 // Stream-K only removes wave quantization, so it has to beat this: the measured speed
 // ratios behind estimated_cost come from 4096^3-class shapes and undersell 128x128 tiles
@@ -245,7 +259,9 @@ inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int 
   const Sm90Variant classic = choose_classic_sm90_variant(m, n, batch, sm_count, fused_epilogue, store);
   if (fused_epilogue) return classic;
   const Sm90Variant fit = cheaper_fit_variant(m, n, batch, sm_count);
-  return variant_cost(fit, m, n, batch, sm_count) < variant_cost(classic, m, n, batch, sm_count) ? fit : classic;
+  const Sm90Variant best =
+      variant_cost(fit, m, n, batch, sm_count) < variant_cost(classic, m, n, batch, sm_count) ? fit : classic;
+  return best == Sm90Variant::kNarrow ? narrow_or_ping_pong(m, n, batch, sm_count, store) : best;
 }
 
 // The plain GEMM into a TMA-storable output, the common case.
