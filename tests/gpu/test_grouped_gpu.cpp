@@ -390,6 +390,10 @@ TEST(GroupedGraph, MaskedReplaysWithChangingCounts) {
   op.args.stream = stream.handle;
   ASSERT_NO_FATAL_FAILURE(upload_bounds(op.bounds, c.rows, desc.index_type, stream.handle));
 
+  // One direct call first: the capture below then records a call whose launch parameters
+  // are already built (CaptureAsFirstCall covers the other order).
+  ASSERT_NO_FATAL_FAILURE(run_and_check(op, c.rows, stream.handle));
+
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   CHECK_CUDA(cudaStreamBeginCapture(stream.handle, cudaStreamCaptureModeThreadLocal));
@@ -408,6 +412,50 @@ TEST(GroupedGraph, MaskedReplaysWithChangingCounts) {
   };
   for (size_t i = 0; i < routings.size(); ++i) {
     SCOPED_TRACE("routing " + std::to_string(i));
+    ASSERT_NO_FATAL_FAILURE(poison_d(op, stream.handle));
+    ASSERT_NO_FATAL_FAILURE(upload_bounds(op.bounds, routings[i], desc.index_type, stream.handle));
+    CHECK_CUDA(cudaGraphLaunch(exec, stream.handle));
+    ASSERT_TRUE(wait_bounded(stream.handle, 30.0));
+    EXPECT_EQ(read_flags(op), 0);
+    CHECK_CUDA(verify::reference_grouped(desc, op.args, routings[i], op.ref.as_float(), stream.handle));
+    const verify::GroupedComparison cmp =
+        verify::compare_grouped(desc, op.d.get(), op.ref.as_float(), routings[i], stream.handle);
+    CHECK_CUDA(cudaStreamSynchronize(stream.handle));
+    EXPECT_TRUE(cmp.passed) << verify::describe(cmp);
+    expect_unowned_rows_untouched(op, routings[i]);
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+}
+
+// A grouped call whose first use is inside a stream capture (its launch parameters are
+// built while capturing), contiguous layout, replayed with changing offsets.
+TEST(GroupedGraph, CaptureAsFirstCall) {
+  REQUIRE_SM90();
+  GroupedCase c;
+  c.name = "capture_first";
+  c.rows = {40, 0, 200, 1, 90};
+  c.n = 328, c.k = 96;
+  const GroupedGemmDesc desc = make_desc(c);  // rows = 331
+  anvil_test::Stream stream;
+  CHECK_CUDA(stream.create());
+  GroupedOperands op;
+  ASSERT_NO_FATAL_FAILURE(make_operands(op, desc, 77));
+  op.args.stream = stream.handle;
+  ASSERT_NO_FATAL_FAILURE(upload_bounds(op.bounds, make_bounds(c), desc.index_type, stream.handle));
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CHECK_CUDA(cudaStreamBeginCapture(stream.handle, cudaStreamCaptureModeThreadLocal));
+  anvil::Diagnostic diag;
+  const anvil::Status s = anvil::grouped_gemm(desc, op.args, &diag);
+  const cudaError_t end = cudaStreamEndCapture(stream.handle, &graph);
+  ASSERT_EQ(s, anvil::Status::kSuccess) << diag.message;
+  CHECK_CUDA(end);
+  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  const std::vector<std::vector<int64_t>> routings = {
+      {0, 40, 40, 240, 331, 331}, {0, 0, 0, 0, 0, 331}, {5, 6, 100, 100, 101, 300}, {0, 0, 0, 0, 0, 0}};
+  for (size_t i = 0; i < routings.size(); ++i) {
+    SCOPED_TRACE("offsets set " + std::to_string(i));
     ASSERT_NO_FATAL_FAILURE(poison_d(op, stream.handle));
     ASSERT_NO_FATAL_FAILURE(upload_bounds(op.bounds, routings[i], desc.index_type, stream.handle));
     CHECK_CUDA(cudaGraphLaunch(exec, stream.handle));

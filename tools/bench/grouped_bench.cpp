@@ -102,11 +102,12 @@ GroupedOptions parse_grouped_options(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
       std::printf(
-          "anvil-bench --grouped SUITE [--only NAME,...] [--kernels anvil,anvil-masked,cublas-loop,cublas-grouped]\n"
+          "anvil-bench --grouped SUITE [--only WORD,...] [--kernels anvil,anvil-masked,cublas-loop,cublas-grouped]\n"
           "            [--dtype bf16|fp16] [--repeats 7] [--min-replay-ms 20] [--max-iters 2000]\n"
           "            [--max-input-sets 64] [--mem-cap-gb 40] [--no-verify] [--json OUT] [--device 0]\n"
           "Times anvil's grouped GEMM on a MoE suite (suites/moe.json) against a loop of cuBLASLt\n"
-          "matmuls and cublasGemmGroupedBatchedEx on the same buffers.\n");
+          "matmuls and cublasGemmGroupedBatchedEx on the same buffers. --only keeps the shapes whose\n"
+          "name contains one of the words (a model, \"-t16-\", a whole name).\n");
       std::exit(0);
     }
   }
@@ -175,7 +176,12 @@ std::vector<MoeShape> load_moe_suite(const GroupedOptions& o) {
   for (const json::Value& s : shapes->items()) {
     MoeShape m;
     m.name = text(s, "name");
-    if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), m.name) == o.only.end()) continue;
+    // --only keeps shapes whose name contains one of its words ("deepseek-v3", "t16-", a full name).
+    if (!o.only.empty() && std::none_of(o.only.begin(), o.only.end(), [&](const std::string& w) {
+          return m.name.find(w) != std::string::npos;
+        })) {
+      continue;
+    }
     m.model = text(s, "model");
     m.gemm = text(s, "gemm");
     m.skew = text(s, "skew");
