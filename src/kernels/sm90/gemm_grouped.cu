@@ -19,6 +19,11 @@ constexpr int grouped_smem_bytes() {
   return static_cast<int>(sizeof(SharedStorage<Config>)) + sm90::kSwizzleAtomBytes;  // + alignment slack
 }
 
+// One CTA per SM: each configuration's ring and epilogue fill the 227 KiB a CTA may opt into.
+static_assert(grouped_smem_bytes<GroupedWide>() <= 227 * 1024 && grouped_smem_bytes<GroupedNarrow>() <= 227 * 1024 &&
+                  grouped_smem_bytes<GroupedShort>() <= 227 * 1024,
+              "shared memory per CTA");
+
 template <class Config>
 auto grouped_kernel_for(DataType input) {
   return input == DataType::kBF16 ? sm90_grouped_kernel<Config, sm90::Input::kBF16>
