@@ -5,8 +5,8 @@
 
 Disassembles every kernel in the library with cuobjdump (from the CUDA toolkit, or the
 PyPI packages nvidia-cuda-cuobjdump + nvidia-cuda-nvdisasm) and fails if a kernel of the
-composed Hopper family (sm90_gemm_kernel: ladder steps 6-11, the ablations, sm90-gemm;
-sm90_decode_kernel: sm90-decode; sm90_decode_ldg_kernel: sm90-decode-ldg):
+composed Hopper family (sm90_gemm_kernel: ladder steps 6-11, the ablations, sm90-gemm; sm90_grouped_kernel: the
+grouped GEMM; sm90_decode_kernel: sm90-decode; sm90_decode_ldg_kernel: sm90-decode-ldg):
   - has no HGMMA instruction (it fell back to a slower path),
   - touches local memory (LDL/STL: spilled registers or a runtime-indexed array),
   - waits for every wgmma before issuing the next (as many WARPGROUP.DEPBAR as HGMMA:
@@ -35,8 +35,8 @@ import subprocess
 import sys
 
 WGMMA_KERNELS = re.compile(
-    r"sm90_gemm_kernel|sm90_decode_kernel|sm90_decode_ldg_kernel|tma_wgmma_kernel|swizzled_kernel|pipelined_kernel")
-STRICT_KERNELS = re.compile(r"sm90_gemm_kernel|sm90_decode_kernel|sm90_decode_ldg_kernel")
+    r"sm90_gemm_kernel|sm90_grouped_kernel|sm90_decode_kernel|sm90_decode_ldg_kernel|tma_wgmma_kernel|swizzled_kernel|pipelined_kernel")
+STRICT_KERNELS = re.compile(r"sm90_gemm_kernel|sm90_grouped_kernel|sm90_decode_kernel|sm90_decode_ldg_kernel")
 
 
 def find_tools():

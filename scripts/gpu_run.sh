@@ -9,7 +9,7 @@
 #   scripts/gpu_run.sh full          every developer phase below, in this order (`all` too).
 #   scripts/gpu_run.sh phase ...     only these phases: build tests fuzz sanitize probe llm
 #                                    decode splits streamk fit anchors ablations epilogue
-#                                    unaligned square ladder.
+#                                    unaligned square ladder moe.
 #
 # Environment: OUT (results folder), ANVIL_BUILD_DIR (default build-gpu), DTYPE (bf16),
 # FUZZ_SEED (default: today's date as a number), FUZZ_PROBLEMS (2000).
@@ -91,6 +91,10 @@ if want fuzz; then
   timeout ${FUZZ_TIMEOUT:-480} "$BUILD/tools/fuzz/anvil-fuzz" --seed "${FUZZ_SEED:-$(date -u +%Y%m%d)}" --problems "${FUZZ_PROBLEMS:-2000}" \
     --json "$OUT/fuzz-$stamp.json" >"$OUT/fuzz.txt" 2>&1 || status=1
   grep -E "^FAIL|^anvil-fuzz" "$OUT/fuzz.txt" | tail -20
+  # Grouped (mixture-of-experts) GEMMs: both layouts, empty and one-row experts, every epilogue.
+  timeout ${FUZZ_TIMEOUT:-480} "$BUILD/tools/fuzz/anvil-fuzz" --grouped --seed "${FUZZ_SEED:-$(date -u +%Y%m%d)}" \
+    --problems "${FUZZ_GROUPED_PROBLEMS:-1000}" --json "$OUT/fuzz-grouped-$stamp.json" >"$OUT/fuzz-grouped.txt" 2>&1 || status=1
+  grep -E "^FAIL|^anvil-fuzz" "$OUT/fuzz-grouped.txt" | tail -20
 fi
 
 if want sanitize; then
@@ -104,7 +108,7 @@ if want sanitize; then
   # steps do not divide evenly over the warpgroups (the barrier padding in
   # decode_ldg_kernel.cuh), on each of sm90-decode-ldg-r64's token tiles (8, 16, 32). Each
   # tool's summary line lands in sanitize.txt.
-  filter='AllKernels/KernelSweep.*lin_256x512x256:AllKernels/KernelSweep.*lin_129x257x65:AllKernels/KernelSweep.*swiglu_300x768x1000:AllKernels/KernelSweep.*batch3_256x512x256:AllKernels/KernelSweep.*/auto__odd_ld_batch2_333x1001x777:AllKernels/KernelSweep.*/auto__*300x520x1000*:Decode/DecodeSweep.*/ldgr64_fp16_to_fp32_130x256x520:Decode/DecodeSweep.*/ldgr64_odd_k_padded_40x256x515:Decode/DecodeSweep.*/ldgr64_fp16_24x512x1000:Decode/DecodeSweep.*/ldgr64_odd_k_padded_9x384x1001:Decode/DecodeSweep.*/ldg_split_uneven_1x128x640:Small/ForcedRowSplit.*'
+  filter='AllKernels/KernelSweep.*lin_256x512x256:AllKernels/KernelSweep.*lin_129x257x65:AllKernels/KernelSweep.*swiglu_300x768x1000:AllKernels/KernelSweep.*batch3_256x512x256:AllKernels/KernelSweep.*/auto__odd_ld_batch2_333x1001x777:AllKernels/KernelSweep.*/auto__*300x520x1000*:Decode/DecodeSweep.*/ldgr64_fp16_to_fp32_130x256x520:Decode/DecodeSweep.*/ldgr64_odd_k_padded_40x256x515:Decode/DecodeSweep.*/ldgr64_fp16_24x512x1000:Decode/DecodeSweep.*/ldgr64_odd_k_padded_9x384x1001:Decode/DecodeSweep.*/ldg_split_uneven_1x128x640:Small/ForcedRowSplit.*:Grouped/GroupedSweep.*/contig_mixed_narrow_bf16:Grouped/GroupedSweep.*/masked_mixed_fp16:Grouped/GroupedSweep.*/contig_swiglu_wide:Grouped/GroupedSweep.*/contig_odd_width_plain:GroupedBounds.*'
   for tool in memcheck racecheck synccheck initcheck; do
     limit=150
     [ "$tool" = racecheck ] && limit=330
@@ -245,6 +249,18 @@ if want ladder; then
   "$bench" --shapes suites/ladder.json --only square-4096,llama70b-decode256-attn_out --dtype "$DTYPE" \
     --kernels ladder-01-naive,cublas --repeats 3 --json "$OUT/ladder-naive-$DTYPE-$stamp.json" 2>>"$OUT/ladder.err" | tee -a "$OUT/ladder.txt" || status=1
 fi
+if want moe; then
+  # The grouped GEMM on the MoE suite against a loop of cuBLASLt matmuls and
+  # cublasGemmGroupedBatchedEx (anvil-bench --grouped), then torch._grouped_mm on the same
+  # shapes and routings. MOE_ONLY narrows both to some shape names (comma list).
+  "$bench" --grouped suites/moe.json ${MOE_ONLY:+--only $MOE_ONLY} --dtype "$DTYPE" \
+    --json "$OUT/moe-$DTYPE-$stamp.json" 2>"$OUT/moe.err" | tee "$OUT/moe.txt" || status=1
+  tail -3 "$OUT/moe.err"
+  python3 scripts/bench_moe_torch.py ${MOE_ONLY:+--only ${MOE_ONLY//,/ }} --json "$OUT/moe-torch-bf16-$stamp.json" \
+    2>"$OUT/moe-torch.err" || status=1
+  tail -3 "$OUT/moe-torch.err"
+fi
+
 # The device tool returns at most 8 files: JSON results stay loose, logs go in one archive.
 # (ls fails when one of the patterns matches nothing; its list of the others still counts.)
 ( cd "$OUT" && logs=$(ls *.log *.err *.txt 2>/dev/null || true) && [ -n "$logs" ] && tar czf logs.tgz $logs && rm -f $logs )

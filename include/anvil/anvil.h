@@ -2,6 +2,7 @@
 #pragma once
 
 #include "anvil/gemm.h"
+#include "anvil/grouped.h"
 #include "anvil/swiglu.h"
 #include "anvil/version.h"
 #include "anvil/tuning.h"

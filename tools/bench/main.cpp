@@ -889,10 +889,17 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
+
+// The grouped (mixture-of-experts) mode: grouped_bench.cpp.
+int run_grouped(int argc, char** argv);
+
 }  // namespace bench
 
 int main(int argc, char** argv) {
   // Ladder steps and ablations can be named (--kernels, --list) next to the library's own.
   anvil::lab::register_lab_kernels();
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--grouped") == 0) return bench::run_grouped(argc, argv);
+  }
   return bench::run(argc, argv);
 }

@@ -22,6 +22,7 @@ const char* kUsage =
     "\n"
     "Times anvil's GEMM kernels against cuBLASLt on nn.Linear problems\n"
     "D[M,N] = A[M,K] W[N,K]^T (all row-major), verifying every result.\n"
+    "anvil-bench --grouped SUITE times the grouped (MoE) GEMM instead: --grouped --help.\n"
     "\n"
     "problems:\n"
     "  --shapes FILE        shape suite {\"shapes\": [{\"name\", \"M\", \"N\", \"K\"}, ...]};\n"

@@ -20,6 +20,7 @@
 #include "verify/device_probe.h"
 #include "verify/fuzz_problem.h"
 #include "verify/fuzz_runner.h"
+#include "verify/grouped_fuzz.h"
 
 namespace {
 
@@ -39,6 +40,9 @@ const char* kUsage =
     "  --only I          run problem I alone (reproduces a failure)\n"
     "  --kernel NAME     a kernel by name (anvil-bench --list); refusals are counted   [auto]\n"
     "  --small           the GPU test tier's small sizes\n"
+    "  --grouped         grouped (mixture-of-experts) GEMMs through anvil::grouped_gemm instead:\n"
+    "                    both layouts, 1-300 experts, empty and one-row experts, unaligned\n"
+    "                    segments, every epilogue; rows no expert owns must stay poisoned\n"
     "  --json FILE       write the summary and every failure as JSON\n"
     "  --verbose         print every problem and its outcome\n"
     "  --allow-no-gpu    without an sm_90 GPU, say so and exit 0 instead of 2\n"
@@ -51,6 +55,7 @@ struct Options {
   int64_t first = 0;
   std::string kernel = "auto";
   bool small = false;
+  bool grouped = false;
   std::string json_path;
   bool verbose = false;
   bool allow_no_gpu = false;
@@ -96,6 +101,8 @@ Options parse(int argc, char** argv) {
       o.kernel = value();
     } else if (arg == "--small") {
       o.small = true;
+    } else if (arg == "--grouped") {
+      o.grouped = true;
     } else if (arg == "--json") {
       o.json_path = value();
     } else if (arg == "--verbose") {
@@ -106,6 +113,7 @@ Options parse(int argc, char** argv) {
       usage_error("unknown option " + arg);
     }
   }
+  if (o.grouped && o.kernel != "auto") usage_error("--grouped runs anvil::grouped_gemm; --kernel does not apply");
   if (o.kernel != "auto") {
     bool known = false;
     for (int k = 0; k < anvil::kernel_count(); ++k) known = known || o.kernel == anvil::kernel_name(k);
@@ -115,7 +123,8 @@ Options parse(int argc, char** argv) {
 }
 
 struct Failure {
-  verify::FuzzProblem problem;
+  int64_t index = 0;
+  std::string problem;  // describe() of the problem
   verify::FuzzOutcome outcome;
 };
 
@@ -132,6 +141,7 @@ std::string rerun_command(const Options& o, int64_t index) {
   std::string cmd = "anvil-fuzz --seed " + std::to_string(o.seed) + " --only " + std::to_string(index);
   if (o.kernel != "auto") cmd += " --kernel " + o.kernel;
   if (o.small) cmd += " --small";
+  if (o.grouped) cmd += " --grouped";
   return cmd;
 }
 
@@ -155,6 +165,8 @@ bool write_json(const Options& o, const Summary& s) {
   w.value(o.kernel);
   w.key("sizes");
   w.value(o.small ? "small" : "default");
+  w.key("mode");
+  w.value(o.grouped ? "grouped" : "gemm");
   if (!s.skipped.empty()) {
     w.key("skipped");
     w.value(s.skipped);
@@ -179,9 +191,9 @@ bool write_json(const Options& o, const Summary& s) {
     const verify::Comparison& c = f.outcome.comparison;
     w.begin_object();
     w.key("index");
-    w.value(f.problem.index);
+    w.value(f.index);
     w.key("problem");
-    w.value(verify::describe(f.problem));
+    w.value(f.problem);
     w.key("kernel");
     w.value(f.outcome.kernel);
     w.key("message");
@@ -197,7 +209,7 @@ bool write_json(const Options& o, const Summary& s) {
     w.key("out_of_tolerance");
     w.value(c.out_of_tolerance);
     w.key("rerun");
-    w.value(rerun_command(o, f.problem.index));
+    w.value(rerun_command(o, f.index));
     w.end_object();
   }
   w.end_array();
@@ -231,12 +243,21 @@ void run_all(const Options& o, Summary& s) {
   {
     verify::FuzzRunner runner(stream);
     for (int64_t i = o.first; i < o.first + o.problems; ++i) {
-      const verify::FuzzProblem problem = verify::make_fuzz_problem(o.seed, i, limits);
-      const verify::FuzzOutcome outcome = runner.run(problem, o.kernel.c_str());
+      std::string problem;
+      verify::FuzzOutcome outcome;
+      if (o.grouped) {
+        const verify::GroupedFuzzProblem g = verify::make_grouped_fuzz_problem(o.seed, i, o.small);
+        problem = verify::describe(g);
+        outcome = verify::run_grouped_fuzz_problem(g, stream);
+      } else {
+        const verify::FuzzProblem p = verify::make_fuzz_problem(o.seed, i, limits);
+        problem = verify::describe(p);
+        outcome = runner.run(p, o.kernel.c_str());
+      }
       ++s.run;
       s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (o.verbose) {
-        std::printf("%s %s | %s%s%s\n", verify::to_string(outcome.result), verify::describe(problem).c_str(),
+        std::printf("%s %s | %s%s%s\n", verify::to_string(outcome.result), problem.c_str(),
                     outcome.kernel.c_str(), outcome.message.empty() ? "" : ": ", outcome.message.c_str());
       }
       switch (outcome.result) {
@@ -244,9 +265,9 @@ void run_all(const Options& o, Summary& s) {
         case verify::FuzzResult::kRefused: ++s.refused; break;
         case verify::FuzzResult::kFailed:
           ++s.failed;
-          std::printf("FAIL %s | kernel %s: %s\n  rerun: %s\n", verify::describe(problem).c_str(),
+          std::printf("FAIL %s | kernel %s: %s\n  rerun: %s\n", problem.c_str(),
                       outcome.kernel.c_str(), outcome.message.c_str(), rerun_command(o, i).c_str());
-          s.failures.push_back({problem, outcome});
+          s.failures.push_back({i, problem, outcome});
           break;
       }
       if (outcome.context_lost) {
@@ -275,9 +296,9 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) s.gpu = prop.name;
-  std::printf("anvil-fuzz: %lld problems from seed %llu (first %lld), kernel %s, on %s\n",
-              static_cast<long long>(o.problems), static_cast<unsigned long long>(o.seed),
-              static_cast<long long>(o.first), o.kernel.c_str(), s.gpu.c_str());
+  std::printf("anvil-fuzz: %lld %sproblems from seed %llu (first %lld), kernel %s, on %s\n",
+              static_cast<long long>(o.problems), o.grouped ? "grouped " : "", static_cast<unsigned long long>(o.seed),
+              static_cast<long long>(o.first), o.grouped ? "grouped_gemm" : o.kernel.c_str(), s.gpu.c_str());
 
   run_all(o, s);
 

@@ -362,6 +362,29 @@ __device__ __forceinline__ void store_tile(const Sm90Params& params, const TileC
   });
 }
 
+// A tile whose rows must stop at p.m exactly, with no tensor map that knows where: a
+// grouped GEMM's expert ends at a row its next expert's output starts on (p.d points at the
+// expert's first row, p.m is its row count, p.bias its column bias). The register paths
+// test every row against p.m: pair stores for the plain GEMM, else the staged epilogue.
+template <class Config>
+__device__ __forceinline__ void store_tile_clipped(const EpilogueParams& p, bool pair_store, const TileCoord& tile,
+                                                   int consumer, float (&acc)[Config::kSlabs][Config::kBlockN / 2],
+                                                   uint8_t* epilogue_smem) {
+  if (pair_store) {
+    const int64_t row0 = int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer);
+    const int64_t col0 = int64_t{tile.n_tile} * Config::kBlockN;
+    if (row0 >= p.m || col0 >= p.n_out) return;
+    store_pairs<Config, 0>(p, tile.batch, row0, col0, acc, threadIdx.x % 128);
+    return;
+  }
+  visit_activation(p.activation, [&](auto act) {
+    constexpr Activation kAct = decltype(act)::value;
+    if constexpr (kAct != Activation::kSwiGLU || Config::kBlockN % 128 == 0) {
+      store_staged<Config, kAct>(p, tile, consumer, acc, epilogue_smem);
+    }
+  });
+}
+
 // Outstanding TMA stores must complete before the CTA's shared memory goes away.
 template <class Config>
 __device__ __forceinline__ void finish_epilogue(const Sm90Params& params) {

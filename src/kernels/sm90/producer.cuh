@@ -35,17 +35,21 @@ __device__ __forceinline__ void load_box(uint8_t* dst, const CUtensorMap& map, u
   }
 }
 
-// Loads K tiles [k_begin, k_end) of one output tile into the ring.
+// Loads K tiles [k_begin, k_end) of one output tile into the ring. The tile's A box starts
+// at row first_row_a + m_tile x kBlockM, its B box at row n_tile x kBlockN; each operand's
+// map is 3-D (batch coordinate tile.batch) where its batched flag says so.
 template <class Config>
-__device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtensorMap& map_b, bool batched,
-                                          const TileCoord& tile, int k_begin, int k_end, uint32_t slice,
-                                          StageRing<Config::kStages>& ring, uint8_t (*tiles_a)[Config::kStageBytesA],
-                                          uint8_t (*tiles_b)[Config::kStageBytesB],
-                                          StageBarriers<Config::kStages>& barriers) {
+__device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUtensorMap& map_b, bool batched_a,
+                                             bool batched_b, const TileCoord& tile, int first_row_a, int k_begin,
+                                             int k_end, uint32_t slice, StageRing<Config::kStages>& ring,
+                                             uint8_t (*tiles_a)[Config::kStageBytesA],
+                                             uint8_t (*tiles_b)[Config::kStageBytesB],
+                                             StageBarriers<Config::kStages>& barriers) {
   constexpr int kSliceRowsA = Config::kBlockM / Config::kSlicesA;
   constexpr int kSliceRowsB = Config::kBlockN / Config::kSlicesB;
   constexpr uint16_t kClusterMask = (1u << Config::kMulticastCtas) - 1;
-  const int row_a = tile.m_tile * Config::kBlockM + (Config::kSlicesA > 1 ? static_cast<int>(slice) * kSliceRowsA : 0);
+  const int row_a = first_row_a + tile.m_tile * Config::kBlockM +
+                    (Config::kSlicesA > 1 ? static_cast<int>(slice) * kSliceRowsA : 0);
   const int row_b = tile.n_tile * Config::kBlockN + (Config::kSlicesB > 1 ? static_cast<int>(slice) * kSliceRowsB : 0);
   for (int kt = k_begin; kt < k_end; ++kt) {
     // A fresh barrier counts as having completed the phase before phase 0, so the
@@ -56,10 +60,21 @@ __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtens
     const int k = kt * Config::kBlockK;
     uint8_t* slice_a = tiles_a[ring.stage] + (Config::kSlicesA > 1 ? slice * kSliceRowsA * Config::kBlockK * 2 : 0);
     uint8_t* slice_b = tiles_b[ring.stage] + (Config::kSlicesB > 1 ? slice * kSliceRowsB * Config::kBlockK * 2 : 0);
-    load_box<Config::kSlicesA, kClusterMask>(slice_a, map_a, full, k, row_a, batched, tile.batch);
-    load_box<Config::kSlicesB, kClusterMask>(slice_b, map_b, full, k, row_b, batched, tile.batch);
+    load_box<Config::kSlicesA, kClusterMask>(slice_a, map_a, full, k, row_a, batched_a, tile.batch);
+    load_box<Config::kSlicesB, kClusterMask>(slice_b, map_b, full, k, row_b, batched_b, tile.batch);
     ring.advance();
   }
+}
+
+// The same for a (strided-batched) GEMM: both maps 3-D or both 2-D, A from row 0.
+template <class Config>
+__device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtensorMap& map_b, bool batched,
+                                          const TileCoord& tile, int k_begin, int k_end, uint32_t slice,
+                                          StageRing<Config::kStages>& ring, uint8_t (*tiles_a)[Config::kStageBytesA],
+                                          uint8_t (*tiles_b)[Config::kStageBytesB],
+                                          StageBarriers<Config::kStages>& barriers) {
+  load_tile_at<Config>(map_a, map_b, batched, batched, tile, 0, k_begin, k_end, slice, ring, tiles_a, tiles_b,
+                       barriers);
 }
 
 template <class Config>

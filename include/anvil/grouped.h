@@ -1,0 +1,92 @@
+// Grouped GEMM for mixture-of-experts layers. Host-only header.
+//
+// For every expert e:   D_e = act(alpha * A_e W_e^T + bias_e)     (bf16/fp16 in, fp32 accumulate)
+//
+// W is [E, N, K] row-major (each expert's weight in the nn.Linear layout, K contiguous), all
+// experts the same N and K. A_e holds the expert's tokens, in one of two layouts:
+//   kContiguous (prefill): A [rows, K] with the tokens sorted by expert; expert e owns
+//     rows offsets[e] .. offsets[e+1] of A and of D [rows, N_out]. offsets has E + 1
+//     non-decreasing entries in [0, rows]. Rows outside [offsets[0], offsets[E]) are not
+//     written. Segments need not be aligned to anything.
+//   kMasked (decode): A [E, max_rows, K] and D [E, max_rows, N_out]; expert e uses its
+//     first counts[e] rows (0 <= counts[e] <= max_rows). Rows counts[e] .. max_rows of
+//     D_e are not written.
+// offsets / counts live in device memory and are never read by the host: a call enqueues
+// work without synchronising, so a CUDA graph captured once replays correctly whatever
+// the routing the device writes there before each replay. Experts with no rows cost no
+// tile. N_out is N, or N / 2 with the SwiGLU epilogue (swiglu.h's weight layout per expert).
+//
+// Invalid bounds cannot be refused before the launch (the host cannot see them). The kernel
+// treats an expert whose bounds are invalid as empty, writes nothing for it, and ORs a
+// GroupedError bit into *args.error_flags when that pointer is set; grouped_error_status()
+// turns the word into a Status and a message. The word is never cleared by anvil: zero it
+// once, and it reports every invalid routing since.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "anvil/gemm.h"
+
+namespace anvil {
+
+enum class GroupedLayout : int { kContiguous = 0, kMasked };
+enum class IndexType : int { kInt32 = 0, kInt64 };
+
+// Bits of the device error word (GroupedGemmArgs::error_flags).
+enum GroupedError : int {
+  kGroupedOffsetsDecrease = 1,     // contiguous: offsets[e + 1] < offsets[e]
+  kGroupedOffsetsOutOfRange = 2,   // contiguous: an offset outside [0, rows]
+  kGroupedCountOutOfRange = 4,     // masked: counts[e] < 0 or > max_rows
+};
+
+struct GroupedGemmDesc {
+  GroupedLayout layout = GroupedLayout::kContiguous;
+  int64_t experts = 0;  // E
+  int64_t n = 0, k = 0;
+  // kContiguous: rows of A and D (all experts' tokens). kMasked: max_rows, the rows of
+  // each expert's slice of A and D.
+  int64_t rows = 0;
+  DataType input = DataType::kBF16;   // A and W
+  DataType output = DataType::kBF16;  // D: bf16, fp16 or fp32
+  IndexType index_type = IndexType::kInt32;  // of offsets / counts
+  float alpha = 1.0f;
+  // Activation (any, SwiGLU included) and bias: kNone or kPerColumn, one vector of N per
+  // expert (bias [E, N]). No C operand, no per-row bias.
+  EpilogueDesc epilogue;
+  // Planning hint: the rows an expert typically has (0: rows / E for kContiguous, rows for
+  // kMasked). Only the choice of tile depends on it; results never do.
+  int64_t expected_rows_per_expert = 0;
+};
+
+struct GroupedGemmArgs {
+  const void* a = nullptr;
+  const void* w = nullptr;
+  void* d = nullptr;
+  const void* bias = nullptr;
+  // kContiguous: E + 1 row offsets; kMasked: E row counts. Device memory, index_type.
+  const void* bounds = nullptr;
+  int* error_flags = nullptr;  // optional device int: GroupedError bits are OR-ed in
+  void* workspace = nullptr;   // grouped_workspace_size() bytes (0 today)
+  size_t workspace_bytes = 0;
+  cudaStream_t stream = nullptr;
+};
+
+// Whether grouped_gemm(desc, args) would run; args may be null to check the description alone.
+Status can_implement(const GroupedGemmDesc& desc, const GroupedGemmArgs* args, Diagnostic* diag = nullptr);
+size_t grouped_workspace_size(const GroupedGemmDesc& desc);
+// Enqueues every expert's GEMM on args.stream in one launch. No allocation, no synchronisation.
+Status grouped_gemm(const GroupedGemmDesc& desc, const GroupedGemmArgs& args, Diagnostic* diag = nullptr);
+// The name of the kernel configuration grouped_gemm runs for desc ("sm90-grouped/128x256", ...),
+// or nullptr when it cannot run it.
+const char* grouped_dispatch_name(const GroupedGemmDesc& desc);
+
+// kSuccess for 0; otherwise kInvalidArgument with the invalid bounds named in diag.
+Status grouped_error_status(int error_flags, Diagnostic* diag = nullptr);
+// Host check of offsets (E + 1 entries) or counts (E) the caller holds on the host: the
+// same rules as the kernel's, naming the first offending expert.
+Status check_grouped_bounds(const GroupedGemmDesc& desc, const int64_t* host_bounds, Diagnostic* diag = nullptr);
+
+}  // namespace anvil

@@ -1,0 +1,115 @@
+// The grouped GEMM for mixture-of-experts layers: D_e = A_e W_e^T for every expert e in one
+// persistent launch, built from sm90-gemm's parts - the stage ring (pipeline.cuh), the TMA
+// producer (producer.cuh, load_tile_at), the wgmma consumers (consumer.cuh) and the
+// epilogue (epilogue_store.cuh, store_tile_clipped) - with the grouped tile order
+// (grouped_scheduler.cuh) in place of the dense one.
+//
+// Operands (row-major, K contiguous; docs/grouped.md):
+//   W: [E, N, K], one 3-D tensor map, the expert is the batch coordinate;
+//   contiguous layout: A [rows, K], D [rows, N_out], expert e on rows
+//     offsets[e] .. offsets[e+1]; A's map is 2-D, a tile's box starts at the expert's row;
+//   masked layout: A [E, max_rows, K], D [E, max_rows, N_out], counts[e] rows used; A's
+//     map is 3-D, the expert is the batch coordinate.
+// A box may run past the expert's rows: into the next expert's rows (contiguous; they are
+// multiplied and dropped) or off the tensor (zero-filled by TMA). The stores are clipped
+// to the expert's rows in registers (store_tile_clipped): a TMA store of the box would
+// write the next expert's output rows, and a tensor map per expert would have to be
+// written on the device for every tile, which costs more than the masked stores.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "arch/sm90/setmaxnreg.cuh"
+#include "arch/sm90/swizzle_alignment.cuh"
+#include "kernels/sm90/consumer.cuh"
+#include "kernels/sm90/epilogue_store.cuh"
+#include "kernels/sm90/gemm_kernel.cuh"
+#include "kernels/sm90/grouped_scheduler.cuh"
+#include "kernels/sm90/kernel_config.h"
+#include "kernels/sm90/pipeline.cuh"
+#include "kernels/sm90/producer.cuh"
+
+namespace anvil::detail {
+
+struct Sm90GroupedParams {
+  CUtensorMap map_a, map_b;
+  int k_tiles;
+  bool a_batched;   // masked layout: A's map is 3-D (k, row, expert)
+  bool b_batched;   // more than one expert: W's map is 3-D (k, n, expert)
+  bool pair_store;  // plain GEMM with an even-width half output: pair stores, else staged
+  GroupedSchedule schedule;
+  // D, bias and the epilogue for expert 0 at row 0; a tile's copy is moved to its expert.
+  EpilogueParams epilogue;
+  int64_t d_expert_elements;     // masked: elements between experts' outputs (max_rows x N_out)
+  int64_t bias_expert_elements;  // elements between experts' column biases (N)
+};
+
+// The epilogue of one expert: D from its first row, its row count, its bias.
+__device__ __forceinline__ EpilogueParams expert_epilogue(const Sm90GroupedParams& params, const GroupedTile& tile) {
+  EpilogueParams p = params.epilogue;
+  const int64_t first = params.schedule.masked ? tile.expert * params.d_expert_elements
+                                               : tile.row_begin * p.d.row_stride;
+  const int64_t d_bytes = p.d.dtype == DataType::kF32 ? 4 : 2;
+  p.d.ptr = static_cast<const uint8_t*>(p.d.ptr) + first * d_bytes;
+  p.m = tile.rows;
+  if (p.bias != nullptr) {
+    const int64_t bias_bytes = p.bias_dtype == DataType::kF32 ? 4 : 2;
+    p.bias = static_cast<const uint8_t*>(p.bias) + tile.expert * params.bias_expert_elements * bias_bytes;
+  }
+  return p;
+}
+
+template <class Config, sm90::Input kInput>
+__global__ void __launch_bounds__(Config::kThreads, 1)
+    sm90_grouped_kernel(const __grid_constant__ Sm90GroupedParams params) {
+  static_assert(Config::kClusterCtas == 1 && !Config::kStreamK && !Config::kPingPong,
+                "grouped tiles are whole tiles of single cooperative CTAs");
+  extern __shared__ uint8_t smem_raw[];
+  auto& shared = *reinterpret_cast<SharedStorage<Config>*>(sm90::align_to_swizzle_atom(smem_raw));
+
+  const int warpgroup = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    sm90::tma_prefetch_descriptor(&params.map_a);
+    sm90::tma_prefetch_descriptor(&params.map_b);
+    shared.barriers.init(Config::kStageReaders);
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    sm90::setmaxnreg_dec<Config::kProducerRegisters>();
+    // The producer's warp walks the tile order together (the cursor is a warp's work);
+    // its first lane issues the copies.
+    if (threadIdx.x < 32) {
+      GroupedTileCursor cursor(params.schedule);
+      StageRing<Config::kStages> ring;
+      GroupedTile tile;
+      for (int linear = blockIdx.x; cursor.find(linear, &tile); linear += gridDim.x) {
+        if (threadIdx.x == 0) {
+          // The expert is the batch coordinate of W's map (and of A's, masked); contiguous, A's
+          // box starts at the expert's first row.
+          load_tile_at<Config>(params.map_a, params.map_b, params.a_batched, params.b_batched,
+                               TileCoord{tile.m_tile, tile.n_tile, tile.expert}, static_cast<int>(tile.row_begin), 0,
+                               params.k_tiles, 0, ring, shared.a, shared.b, shared.barriers);
+        }
+        __syncwarp();
+      }
+    }
+  } else {
+    sm90::setmaxnreg_inc<Config::kConsumerRegisters>();
+    const int consumer = warpgroup - 1;
+    StageRing<Config::kStages> ring;
+    float acc[Config::kSlabs][Config::kBlockN / 2];
+    GroupedTileCursor cursor(params.schedule);
+    GroupedTile tile;
+    for (int linear = blockIdx.x; cursor.find(linear, &tile); linear += gridDim.x) {
+      run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b, shared.barriers);
+      const EpilogueParams p = expert_epilogue(params, tile);
+      store_tile_clipped<Config>(p, params.pair_store, TileCoord{tile.m_tile, tile.n_tile, 0}, consumer, acc,
+                                 shared.epilogue);
+    }
+  }
+}
+
+}  // namespace anvil::detail

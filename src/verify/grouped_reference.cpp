@@ -1,0 +1,97 @@
+// The grouped GEMM's reference, expert by expert (grouped_reference.h).
+#include "verify/grouped_reference.h"
+
+#include <cstdio>
+
+namespace anvil::verify {
+namespace {
+
+int64_t out_cols(const GroupedGemmDesc& d) {
+  return d.epilogue.activation == Activation::kSwiGLU ? d.n / 2 : d.n;
+}
+
+const void* advance(const void* p, int64_t elements, DataType dtype) {
+  return p == nullptr ? p : static_cast<const unsigned char*>(p) + elements * static_cast<int64_t>(dtype_bytes(dtype));
+}
+
+}  // namespace
+
+std::vector<ExpertRows> expert_rows(const GroupedGemmDesc& desc, const std::vector<int64_t>& bounds) {
+  std::vector<ExpertRows> out(static_cast<size_t>(desc.experts));
+  for (int64_t e = 0; e < desc.experts; ++e) {
+    if (desc.layout == GroupedLayout::kMasked) {
+      out[e] = {e * desc.rows, bounds[e]};
+    } else {
+      out[e] = {bounds[e], bounds[e + 1] - bounds[e]};
+    }
+  }
+  return out;
+}
+
+GemmDesc expert_desc(const GroupedGemmDesc& desc, int64_t rows) {
+  GemmDesc g;
+  g.m = rows;
+  g.n = desc.n;
+  g.k = desc.k;
+  g.a = MatrixLayout{desc.input, Order::kRowMajor, desc.k, 0};
+  g.b = MatrixLayout{desc.input, Order::kColMajor, desc.k, 0};
+  g.c = MatrixLayout{desc.output, Order::kRowMajor, out_cols(desc), 0};
+  g.d = MatrixLayout{desc.output, Order::kRowMajor, out_cols(desc), 0};
+  g.alpha = desc.alpha;
+  g.epilogue = desc.epilogue;
+  return g;
+}
+
+GemmArgs expert_args(const GroupedGemmDesc& desc, const GroupedGemmArgs& args, int64_t expert, const ExpertRows& r,
+                     void* d) {
+  GemmArgs g;
+  g.a = advance(args.a, r.first * desc.k, desc.input);
+  g.b = advance(args.w, expert * desc.n * desc.k, desc.input);
+  g.d = const_cast<void*>(advance(d, r.first * out_cols(desc), desc.output));
+  g.bias = advance(args.bias, expert * desc.n, desc.epilogue.bias_dtype);
+  g.stream = args.stream;
+  return g;
+}
+
+cudaError_t reference_grouped(const GroupedGemmDesc& desc, const GroupedGemmArgs& args,
+                              const std::vector<int64_t>& bounds, float* ref, cudaStream_t stream) {
+  const std::vector<ExpertRows> rows = expert_rows(desc, bounds);
+  for (int64_t e = 0; e < desc.experts; ++e) {
+    if (rows[e].rows <= 0) continue;
+    const GemmDesc g = expert_desc(desc, rows[e].rows);
+    GemmArgs a = expert_args(desc, args, e, rows[e], nullptr);
+    a.d = nullptr;
+    const cudaError_t err = reference_gemm(g, a, ref + rows[e].first * out_cols(desc), stream);
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
+}
+
+GroupedComparison compare_grouped(const GroupedGemmDesc& desc, const void* d, const float* ref,
+                                  const std::vector<int64_t>& bounds, cudaStream_t stream) {
+  GroupedComparison out;
+  const std::vector<ExpertRows> rows = expert_rows(desc, bounds);
+  GroupedGemmArgs none;
+  for (int64_t e = 0; e < desc.experts; ++e) {
+    if (rows[e].rows <= 0) continue;
+    const GemmDesc g = expert_desc(desc, rows[e].rows);
+    const GemmArgs a = expert_args(desc, none, e, rows[e], const_cast<void*>(d));
+    const Comparison c = compare(g, a.d, ref + rows[e].first * out_cols(desc), tolerance_for(g), stream);
+    const bool worse = out.worst_expert < 0 || (!c.passed && out.passed) ||
+                       (c.passed == out.passed && c.rel_frobenius > out.worst.rel_frobenius);
+    if (worse) {
+      out.worst = c;
+      out.worst_expert = e;
+    }
+    out.passed = out.passed && c.passed;
+  }
+  return out;
+}
+
+std::string describe(const GroupedComparison& c) {
+  char head[64];
+  std::snprintf(head, sizeof(head), "worst expert %lld: ", static_cast<long long>(c.worst_expert));
+  return std::string(head) + (c.worst_expert >= 0 ? describe(c.worst) : std::string("no expert had rows"));
+}
+
+}  // namespace anvil::verify

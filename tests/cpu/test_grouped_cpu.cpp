@@ -1,0 +1,201 @@
+// The grouped GEMM's host side without a GPU: description checks, the host bounds check,
+// the error word's message, and the plan (tile rule, tile bounds, persistent grid).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "anvil/grouped.h"
+#include "host/grouped_launch.h"
+#include "plan/grouped_plan.h"
+#include "verify/grouped_fuzz.h"
+
+namespace {
+
+using anvil::Activation;
+using anvil::BiasMode;
+using anvil::DataType;
+using anvil::GroupedGemmDesc;
+using anvil::GroupedLayout;
+using anvil::Status;
+using anvil::detail::DeviceInfo;
+using anvil::detail::GroupedVariant;
+using anvil::detail::plan_grouped;
+
+GroupedGemmDesc contiguous(int64_t experts, int64_t n, int64_t k, int64_t rows) {
+  GroupedGemmDesc d;
+  d.experts = experts;
+  d.n = n;
+  d.k = k;
+  d.rows = rows;
+  return d;
+}
+
+Status check(const GroupedGemmDesc& d, std::string* message = nullptr) {
+  anvil::Diagnostic diag;
+  const Status s = anvil::detail::validate_grouped_desc(d, &diag);
+  if (message != nullptr) *message = diag.message;
+  return s;
+}
+
+TEST(GroupedDesc, AcceptsTheMoEShapes) {
+  EXPECT_EQ(check(contiguous(256, 4096, 7168, 4096 * 8)), Status::kSuccess);  // DeepSeek-V3 gate_up
+  EXPECT_EQ(check(contiguous(256, 7168, 2048, 4096 * 8)), Status::kSuccess);  // and down
+  GroupedGemmDesc masked = contiguous(128, 1536, 2048, 64);
+  masked.layout = GroupedLayout::kMasked;
+  EXPECT_EQ(check(masked), Status::kSuccess);
+  EXPECT_EQ(check(contiguous(4, 256, 128, 0)), Status::kSuccess) << "no tokens at all is a valid call";
+}
+
+TEST(GroupedDesc, RefusesWithAReason) {
+  std::string why;
+  EXPECT_EQ(check(contiguous(0, 256, 128, 10), &why), Status::kInvalidArgument);
+  EXPECT_NE(why.find("experts"), std::string::npos) << why;
+  EXPECT_EQ(check(contiguous(4, 256, 100, 10), &why), Status::kMisalignedOperand);
+  EXPECT_NE(why.find("multiple of 8"), std::string::npos) << why;
+  EXPECT_EQ(check(contiguous(4, 0, 128, 10), &why), Status::kInvalidArgument);
+  EXPECT_EQ(check(contiguous(4, 256, 128, -1), &why), Status::kInvalidArgument);
+  GroupedGemmDesc d = contiguous(4, 192, 128, 10);
+  d.epilogue.activation = Activation::kSwiGLU;
+  EXPECT_EQ(check(d, &why), Status::kNotSupported);
+  EXPECT_NE(why.find("SwiGLU"), std::string::npos) << why;
+  d = contiguous(4, 256, 128, 10);
+  d.epilogue.bias = BiasMode::kPerRow;
+  EXPECT_EQ(check(d, &why), Status::kNotSupported);
+  d = contiguous(4, 256, 128, 10);
+  d.input = DataType::kF32;
+  EXPECT_EQ(check(d, &why), Status::kNotSupported);
+  d = contiguous(4, 256, 128, 10);
+  d.layout = static_cast<GroupedLayout>(7);
+  EXPECT_EQ(check(d, &why), Status::kInvalidArgument);
+}
+
+TEST(GroupedArgs, RefusesMissingAndMisalignedPointers) {
+  const GroupedGemmDesc d = contiguous(4, 256, 128, 100);
+  anvil::GroupedGemmArgs a;
+  anvil::Diagnostic diag;
+  EXPECT_EQ(anvil::detail::validate_grouped_args(d, a, &diag), Status::kInvalidArgument);
+  alignas(16) static unsigned char buffer[1 << 20];
+  a.a = buffer;
+  a.w = buffer + 100 * 128 * 2;
+  a.d = buffer + 100 * 128 * 2 + 4 * 256 * 128 * 2;
+  a.bounds = buffer;  // (the host never reads it)
+  EXPECT_EQ(anvil::detail::validate_grouped_args(d, a, &diag), Status::kSuccess) << diag.message;
+  a.a = buffer + 8;
+  EXPECT_EQ(anvil::detail::validate_grouped_args(d, a, &diag), Status::kMisalignedOperand);
+  a.a = buffer;
+  a.d = buffer + 64;  // D over A
+  EXPECT_EQ(anvil::detail::validate_grouped_args(d, a, &diag), Status::kInvalidArgument);
+  EXPECT_NE(std::string(diag.message).find("overlaps"), std::string::npos) << diag.message;
+}
+
+TEST(GroupedBoundsHost, NamesTheFirstOffendingExpert) {
+  const GroupedGemmDesc d = contiguous(4, 256, 128, 200);
+  anvil::Diagnostic diag;
+  const std::vector<int64_t> sorted{0, 10, 10, 150, 200};
+  EXPECT_EQ(anvil::check_grouped_bounds(d, sorted.data(), &diag), Status::kSuccess);
+  const std::vector<int64_t> unsorted{0, 100, 60, 150, 200};
+  EXPECT_EQ(anvil::check_grouped_bounds(d, unsorted.data(), &diag), Status::kInvalidArgument);
+  EXPECT_NE(std::string(diag.message).find("decrease at expert 1"), std::string::npos) << diag.message;
+  const std::vector<int64_t> beyond{0, 10, 20, 30, 201};
+  EXPECT_EQ(anvil::check_grouped_bounds(d, beyond.data(), &diag), Status::kInvalidArgument);
+  GroupedGemmDesc m = d;
+  m.layout = GroupedLayout::kMasked;
+  m.rows = 64;
+  const std::vector<int64_t> counts{0, 64, 65, 1};
+  EXPECT_EQ(anvil::check_grouped_bounds(m, counts.data(), &diag), Status::kInvalidArgument);
+  EXPECT_NE(std::string(diag.message).find("counts[2]"), std::string::npos) << diag.message;
+}
+
+TEST(GroupedErrorWord, SaysWhatWasWrong) {
+  anvil::Diagnostic diag;
+  EXPECT_EQ(anvil::grouped_error_status(0, &diag), Status::kSuccess);
+  EXPECT_EQ(anvil::grouped_error_status(anvil::kGroupedOffsetsDecrease, &diag), Status::kInvalidArgument);
+  EXPECT_NE(std::string(diag.message).find("unsorted"), std::string::npos) << diag.message;
+  EXPECT_EQ(anvil::grouped_error_status(anvil::kGroupedCountOutOfRange, &diag), Status::kInvalidArgument);
+  EXPECT_NE(std::string(diag.message).find("count"), std::string::npos) << diag.message;
+}
+
+TEST(GroupedPlan, TileFollowsTheExpectedRowsPerExpert) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  // Decode: ~1 token per expert (16 tokens x top-8 over 128 experts): 64-row tiles.
+  EXPECT_EQ(plan_grouped(contiguous(128, 1536, 2048, 128), h200).variant, GroupedVariant::kShort);
+  // Prefill: 4096 tokens x top-8 over 256 experts, 128 rows each, 4096 wide: wide tiles fill the SMs.
+  EXPECT_EQ(plan_grouped(contiguous(256, 4096, 7168, 4096 * 8), h200).variant, GroupedVariant::kWide);
+  // 8 experts of 200 rows, 512 wide: 32 wide tiles would leave 100 SMs idle.
+  EXPECT_EQ(plan_grouped(contiguous(8, 512, 1024, 1600), h200).variant, GroupedVariant::kNarrow);
+  // The masked layout plans on max_rows unless told otherwise.
+  GroupedGemmDesc m = contiguous(32, 5760, 2880, 32);
+  m.layout = GroupedLayout::kMasked;
+  EXPECT_EQ(plan_grouped(m, h200).variant, GroupedVariant::kShort);
+  m.expected_rows_per_expert = 512;
+  EXPECT_EQ(plan_grouped(m, h200).variant, GroupedVariant::kWide);
+  EXPECT_EQ(plan_grouped(m, h200, static_cast<int>(GroupedVariant::kNarrow)).variant, GroupedVariant::kNarrow);
+}
+
+TEST(GroupedPlan, GridIsPersistentAndNeverExceedsTheTiles) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  const auto big = plan_grouped(contiguous(256, 4096, 7168, 4096 * 8), h200);
+  EXPECT_EQ(big.grid_ctas, h200.sm_count);
+  EXPECT_EQ(big.tiles_n, 16);
+  // One expert with 10 rows and one 128-wide column: a single tile, a single CTA.
+  const auto tiny = plan_grouped(contiguous(1, 128, 64, 10), h200);
+  EXPECT_EQ(tiny.max_tiles, 1);
+  EXPECT_EQ(tiny.grid_ctas, 1);
+  // No rows: still a valid grid of one CTA (grouped_gemm does not launch it).
+  EXPECT_EQ(plan_grouped(contiguous(4, 128, 64, 0), h200).grid_ctas, 1);
+}
+
+TEST(GroupedPlan, MaxTilesBoundsEveryRouting) {
+  // Contiguous: E experts whose segments each end in a partial tile.
+  const GroupedGemmDesc d = contiguous(8, 256, 64, 1000);
+  const int64_t bound = anvil::detail::grouped_max_tiles(d, 128, 256);
+  // Worst routing: 7 experts of 1 row and one of 993 rows: 7 + 8 row tiles.
+  EXPECT_GE(bound, 7 + (993 + 127) / 128);
+  // And never more than one tile per row.
+  EXPECT_LE(anvil::detail::grouped_max_tiles(contiguous(64, 256, 64, 10), 128, 256), 10);
+  GroupedGemmDesc m = d;
+  m.layout = GroupedLayout::kMasked;
+  m.rows = 130;
+  EXPECT_EQ(anvil::detail::grouped_max_tiles(m, 128, 128), 8 * 2 * 2);
+}
+
+// The grouped fuzzer draws valid problems only, the same ones for the same (seed, index),
+// and reaches every layout, tile configuration and the edge cases it promises.
+TEST(GroupedFuzzProblems, ValidDeterministicAndCovering) {
+  namespace verify = anvil::verify;
+  const DeviceInfo h200 = DeviceInfo::h200();
+  int layouts[2] = {}, variants[anvil::detail::kGroupedVariants] = {}, swiglu = 0;
+  int64_t empty = 0, one_row = 0, many_experts = 0, single_expert = 0;
+  for (bool small : {false, true}) {
+    for (int64_t i = 0; i < 1500; ++i) {
+      const verify::GroupedFuzzProblem p = verify::make_grouped_fuzz_problem(7, i, small);
+      std::string why;
+      ASSERT_EQ(check(p.desc, &why), Status::kSuccess) << verify::describe(p) << ": " << why;
+      const verify::GroupedFuzzProblem again = verify::make_grouped_fuzz_problem(7, i, small);
+      ASSERT_EQ(verify::describe(p), verify::describe(again));
+      ASSERT_EQ(p.rows, again.rows);
+      const std::vector<int64_t> bounds = verify::grouped_bounds(p);
+      anvil::Diagnostic diag;
+      ASSERT_EQ(anvil::check_grouped_bounds(p.desc, bounds.data(), &diag), Status::kSuccess)
+          << verify::describe(p) << ": " << diag.message;
+      ++layouts[static_cast<int>(p.desc.layout)];
+      ++variants[static_cast<int>(plan_grouped(p.desc, h200).variant)];
+      swiglu += p.desc.epilogue.activation == Activation::kSwiGLU;
+      for (int64_t r : p.rows) empty += r == 0, one_row += r == 1;
+      many_experts += p.desc.experts > 128;
+      single_expert += p.desc.experts == 1;
+    }
+  }
+  EXPECT_GT(layouts[0], 500);
+  EXPECT_GT(layouts[1], 500);
+  for (int v = 0; v < anvil::detail::kGroupedVariants; ++v) EXPECT_GT(variants[v], 50) << "variant " << v;
+  EXPECT_GT(swiglu, 50);
+  EXPECT_GT(empty, 1000);
+  EXPECT_GT(one_row, 1000);
+  EXPECT_GT(many_experts, 50);
+  EXPECT_GT(single_expert, 10);
+}
+
+}  // namespace
