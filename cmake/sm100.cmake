@@ -95,5 +95,9 @@ if(ANVIL_SM100 AND ANVIL_BUILD_TESTS AND TARGET anvil_lab)
                      $<TARGET_OBJECTS:anvil_sm100> $<TARGET_OBJECTS:anvil_sm100_lab>
              COMMAND_EXPAND_LISTS)
     set_tests_properties(sass_check_sm100 PROPERTIES LABELS cpu SKIP_RETURN_CODE 77 TIMEOUT 300)
+    # What the Blackwell kernel shares with the Hopper one, and that nothing else differs
+    # (scripts/diff_kernels.py): every definition of either kernel file is classified.
+    add_test(NAME kernel_parts COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/diff_kernels.py)
+    set_tests_properties(kernel_parts PROPERTIES LABELS cpu TIMEOUT 60)
   endif()
 endif()

@@ -83,6 +83,8 @@ const std::array kLabKernels = {
     &detail::kSm100Ladder3,
     &detail::kSm100Ladder4,
     &detail::kSm100Ladder5,
+    &detail::kSm100Ladder6,
+    &detail::kSm100Ladder7,
 #endif
 };
 

@@ -98,18 +98,27 @@ def failures_or_notes(name, body, failures, notes):
 
 
 SM100_KERNELS = re.compile(r"sm100_gemm_kernel")
-# The epilogue warps hold two 16-column TMEM loads (32 registers) plus addresses; well
-# past that means an unrolled loop or a copy of the accumulators, and spills follow.
-SM100_MAX_REGISTERS = 168
+# The epilogue warps hold 16 accumulator rows of 256 fp32 columns in the wgmma fragment
+# layout (128 registers), as a Hopper consumer warpgroup does, plus the staged epilogue's
+# addresses: the Hopper consumers' 232 is the limit; past it means a second copy of the
+# accumulators, and spills follow.
+SM100_MAX_REGISTERS = 232
 
 
 def sm100_traits(name):
-    """(pair, clc) of a Blackwell kernel, from the Sm100Config<kCtaGroup, kStages,
-    kSchedule, ...> template arguments in its mangled name (Sm100Schedule::kClc = 0)."""
-    m = re.search(r"Sm100ConfigILi(\d+)ELi\d+ELN\w*?Sm100ScheduleE(\d+)E", name)
+    """(pair, clc, swizzled) of a Blackwell kernel, from the Sm100Config<Sm100Spec{cta_group,
+    stages, schedule, accumulator_buffers, band, epilogue_per_activation, swizzle_128b}>
+    template argument in its mangled name (Sm100Schedule::kClc = 0)."""
+    m = re.search(r"Sm100Config\w*?Sm100SpecELi(\d+)ELi\d+ELN\w*?Sm100ScheduleE(\d+)ELi\d+ELi\d+ELb[01]ELb([01])E",
+                  name)
     if not m:
         return None
-    return m.group(1) == "2", m.group(2) == "0"
+    return m.group(1) == "2", m.group(2) == "0", m.group(3) == "1"
+
+
+# TMA loads of one operand per stage: one 64-element box with the 128-byte swizzle, eight
+# 8-element boxes (one per core-matrix column) without it.
+SM100_BOXES_PER_OPERAND = {True: 1, False: 8}
 
 
 def sm100_problems(name, body, registers, stack):
@@ -119,8 +128,13 @@ def sm100_problems(name, body, registers, stack):
     traits = sm100_traits(name)
     if traits is None:
         return [f"{short}: not an Sm100Config instance (cannot tell its form)"]
-    pair, clc = traits
+    pair, clc, swizzled = traits
     found = []
+    loads = len(re.findall(r"\bUTMALDG\.2D\b", text))
+    expected = 2 * SM100_BOXES_PER_OPERAND[swizzled]
+    if loads != expected:
+        found.append(f"{short}: {loads} 2-D TMA loads (UTMALDG.2D), expected {expected} "
+                     f"({'swizzled' if swizzled else 'unswizzled'} operands)")
     if not re.search(r"\bUTCHMMA\b", text):
         found.append(f"{short}: no tcgen05 MMA (UTCHMMA)")
     if pair and not re.search(r"\bUTCHMMA\.2CTA\b", text):
@@ -177,11 +191,12 @@ def check_sm100(path, cuobjdump, env):
         registers, stack = resources.get(name, (None, 0))
         problems = sm100_problems(name, body, registers, stack)
         failures.extend(problems)
-        pair, clc = sm100_traits(name) or (False, False)
+        pair, clc, swizzled = sm100_traits(name) or (False, False, True)
         counts = {k: len(re.findall(p, "\n".join(body))) for k, p in
-                  (("UTCHMMA", r"\bUTCHMMA\b"), ("LDTM", r"\bLDTM\."), ("UGETNEXTWORKID", r"\bUGETNEXTWORKID\b"))}
-        print(f"check_sass: {'pair' if pair else '1cta'} {'clc' if clc else 'static'} {registers} regs "
-              f"{counts} {'ok' if not problems else 'FAIL'}")
+                  (("UTCHMMA", r"\bUTCHMMA\b"), ("LDTM", r"\bLDTM\."), ("UGETNEXTWORKID", r"\bUGETNEXTWORKID\b"),
+                   ("UTMALDG.2D", r"\bUTMALDG\.2D\b"))}
+        print(f"check_sass: {'pair' if pair else '1cta'} {'clc' if clc else 'static'} "
+              f"{'sw128' if swizzled else 'unswizzled'} {registers} regs {counts} {'ok' if not problems else 'FAIL'}")
     if checked == 0:
         print("check_sass: no sm100_gemm_kernel found in", path)
         return 1
@@ -194,20 +209,28 @@ def check_sm100(path, cuobjdump, env):
 def self_test_sm100():
     """The sm_100a rules on hand-written listings (mnemonics as nvdisasm prints them for
     the kernels in src/kernels/sm100)."""
-    pair_clc = "_ZN5anvil6detail17sm100_gemm_kernelINS0_11Sm100ConfigILi2ELi7ELNS0_13Sm100ScheduleE0ELi2ELi8EEE"
-    one_static = "_ZN5anvil6detail17sm100_gemm_kernelINS0_11Sm100ConfigILi1ELi4ELNS0_13Sm100ScheduleE1ELi2ELi8EEE"
-    assert sm100_traits(pair_clc) == (True, True) and sm100_traits(one_static) == (False, False)
+    pair_clc = ("_ZN5anvil6detail17sm100_gemm_kernelINS0_11Sm100ConfigIXtlNS0_9Sm100SpecELi2ELi6ELNS0_13Sm100Schedule"
+                "E0ELi2ELi8ELb1ELb1EEEEELNS_5sm1008MmaInputE1EEEvNS0_11Sm100ParamsE")
+    one_static = ("_ZN5anvil6detail17sm100_gemm_kernelINS0_11Sm100ConfigIXtlNS0_9Sm100SpecELi1ELi4ELNS0_13Sm100Schedule"
+                  "E1ELi2ELi8ELb1ELb1EEEEELNS_5sm1008MmaInputE1EEEvNS0_11Sm100ParamsE")
+    one_unswizzled = one_static.replace("ELb1ELb1E", "ELb0ELb0E")
+    assert sm100_traits(pair_clc) == (True, True, True) and sm100_traits(one_static) == (False, False, True)
+    assert sm100_traits(one_unswizzled) == (False, False, False)
+    loads = ["UTMALDG.2D [UR8], [UR4] ;", "UTMALDG.2D [UR16], [UR4] ;"]
     good = ["UTCHMMA.2CTA gdesc[UR4], gdesc[UR6], tmem[UR8], tmem[UR10], idesc[UR11], UPT ;",
-            "UTCBAR.2CTA.MULTICAST [UR4], URZ, UR5 ;", "LDTM.x16 R4, tmem[UR4] ;",
-            "UGETNEXTWORKID.BROADCAST [UR4], [UR5] ;"]
+            "UTCBAR.2CTA.MULTICAST [UR4], URZ, UR5 ;", "LDTM.16dp256bit.x8 R4, tmem[UR4] ;",
+            "UGETNEXTWORKID.BROADCAST [UR4], [UR5] ;"] + loads
     assert sm100_problems(pair_clc, good, 100, 0) == [], sm100_problems(pair_clc, good, 100, 0)
-    single = ["UTCHMMA gdesc[UR4], gdesc[UR6], tmem[UR8], tmem[UR10], idesc[UR11], UPT ;", "LDTM.x16 R4, tmem[UR4] ;"]
+    single = ["UTCHMMA gdesc[UR4], gdesc[UR6], tmem[UR8], tmem[UR10], idesc[UR11], UPT ;",
+              "LDTM.16dp256bit.x8 R4, tmem[UR4] ;"] + loads
     assert sm100_problems(one_static, single, 100, 0) == []
+    assert any("TMA loads" in p for p in sm100_problems(one_unswizzled, single, 100, 0))
+    assert sm100_problems(one_unswizzled, single[:2] + loads * 8, 100, 0) == []
     assert any("2-CTA MMA" in p for p in sm100_problems(pair_clc, single + good[1:], 100, 0))
     assert any("UGETNEXTWORKID" in p for p in sm100_problems(pair_clc, good[:3], 100, 0))
     assert any("LDTM" in p for p in sm100_problems(one_static, single[:1], 100, 0))
     assert any("local-memory" in p for p in sm100_problems(pair_clc, good + ["STL [R1+0x10], R4 ;"], 100, 0))
-    assert any("registers" in p for p in sm100_problems(pair_clc, good, 200, 0))
+    assert any("registers" in p for p in sm100_problems(pair_clc, good, 240, 0))
     assert any("stack" in p for p in sm100_problems(pair_clc, good, 100, 16))
     listing = "Function _Zk1:\n  REG:94 STACK:0 SHARED:1024 LOCAL:0\n Function _Zk2:\n  REG:101 STACK:8 SHARED:0"
     assert resource_usage(listing) == {"_Zk1": (94, 0), "_Zk2": (101, 8)}, resource_usage(listing)

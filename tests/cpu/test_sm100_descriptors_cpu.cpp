@@ -102,6 +102,19 @@ TEST(Sm100SmemDescriptor, FieldsAndSwizzleCodes) {
             0x3FFFull | (0x3FFFull << 16) | (0x3FFFull << 32) | (uint64_t{1} << 46));
 }
 
+// The unswizzled K-major layout (ladder configurations), worked by hand from the PTX ISA's
+// canonical no-swizzle layout: core matrices of 8 rows x 16 bytes, 128 bytes apart along M
+// (SBO), one TMA box (rows x 16 bytes) apart along K (LBO).
+TEST(Sm100Descriptors, InterleavedKMajorTile) {
+  // A 128-row tile at 0x1000: start 0x1000 >> 4 = 0x100; LBO 128 x 16 = 2048 -> 0x80 at
+  // bit 16; SBO 128 -> 0x8 at bit 32; version bit 46; swizzle 0 (none) at bits 61-63.
+  EXPECT_EQ(make_kmajor_interleaved_desc(0x1000, 128, 0), 0x0000400800800100ull);
+  // K slice 1 (elements 16-31) starts two boxes (2 x 2048 bytes) further: 0x2000 >> 4.
+  EXPECT_EQ(make_kmajor_interleaved_desc(0x1000, 128, 1), 0x0000400800800200ull);
+  // The single CTA's B: 256 rows, LBO 4096 -> 0x100; slice 3 at 0x1000 + 6 x 4096.
+  EXPECT_EQ(make_kmajor_interleaved_desc(0x1000, 256, 3), 0x0000400801000000ull | ((0x1000 + 6 * 4096) >> 4));
+}
+
 // The sm_100 budget the planner reads (seed 003's arithmetic), and the pair GEMM's use of it.
 TEST(Sm100Budget, PairGemmFits) {
   using namespace anvil::sm100::budget;
@@ -126,11 +139,13 @@ namespace {
 
 using anvil::detail::Sm100Config;
 using anvil::detail::Sm100Schedule;
+using anvil::detail::Sm100Spec;
 
 // The pair configuration's bookkeeping: what each barrier must count.
 TEST(Sm100Config, PairBarrierCounts) {
-  using Pair = Sm100Config<2, anvil::sm100::budget::kPairGemmStages, Sm100Schedule::kClc>;
-  EXPECT_EQ(Pair::kTileM, 256);
+  using Pair = Sm100Config<Sm100Spec{.cta_group = 2, .stages = anvil::sm100::budget::kPairGemmStages,
+                                     .schedule = Sm100Schedule::kClc}>;
+  EXPECT_EQ(Pair::kBlockM, 256);
   EXPECT_EQ(Pair::kBRowsPerCta, 128);
   // Both CTAs' A (128 x 64) and B (128 x 64) halves land on the even CTA's full barrier.
   EXPECT_EQ(Pair::kStageTxBytes, 2 * (128 * 64 * 2 + 128 * 64 * 2));
@@ -139,19 +154,23 @@ TEST(Sm100Config, PairBarrierCounts) {
   EXPECT_EQ(Pair::kClcConsumers, 2 + 1 + 8);
   EXPECT_EQ(Pair::kTmemColumns, 512);
   EXPECT_EQ(Pair::kThreads, 192);
-  EXPECT_TRUE(valid_f16_shape(Pair::kCtaGroup, Pair::kTileM, Pair::kTileN));
+  EXPECT_TRUE(valid_f16_shape(Pair::kCtaGroup, Pair::kBlockM, Pair::kBlockN));
 }
 
 TEST(Sm100Config, SingleCtaBarrierCounts) {
-  using Single = Sm100Config<1, 4, Sm100Schedule::kClc>;
-  EXPECT_EQ(Single::kTileM, 128);
+  using Single = Sm100Config<Sm100Spec{.cta_group = 1, .stages = 4, .schedule = Sm100Schedule::kClc}>;
+  EXPECT_EQ(Single::kBlockM, 128);
   EXPECT_EQ(Single::kBRowsPerCta, 256);
   EXPECT_EQ(Single::kStageTxBytes, 128 * 64 * 2 + 256 * 64 * 2);
   EXPECT_EQ(Single::kClcConsumers, 1 + 1 + 4);
-  EXPECT_TRUE(valid_f16_shape(Single::kCtaGroup, Single::kTileM, Single::kTileN));
-  // Four 48 KiB stages fit one CTA; a fifth would not.
-  EXPECT_LE(4 * (Single::kStageBytesA + Single::kStageBytesB) + 2048, anvil::sm100::budget::kSmemPerBlockBytes);
-  EXPECT_GT(5 * (Single::kStageBytesA + Single::kStageBytesB) + 2048, anvil::sm100::budget::kSmemPerBlockBytes);
+  EXPECT_TRUE(valid_f16_shape(Single::kCtaGroup, Single::kBlockM, Single::kBlockN));
+  // Four 48 KiB stages fit one CTA next to the epilogue's staging; a fifth would not.
+  using anvil::sm100::budget::kEpilogueStagingBytes;
+  EXPECT_EQ(kEpilogueStagingBytes, Single::kEpilogueWarps * Single::kEpilogueChunkBytes);
+  EXPECT_LE(4 * (Single::kStageBytesA + Single::kStageBytesB) + kEpilogueStagingBytes + 2048,
+            anvil::sm100::budget::kSmemPerBlockBytes);
+  EXPECT_GT(5 * (Single::kStageBytesA + Single::kStageBytesB) + kEpilogueStagingBytes + 2048,
+            anvil::sm100::budget::kSmemPerBlockBytes);
 }
 
 }  // namespace

@@ -131,6 +131,8 @@ const Case kCases[] = {
      BiasMode::kNone, 1.0f, 0.0f, false},
     {"tails_fp16_300x520x1000", 300, 520, 1000, 1, DataType::kF16, DataType::kF16, Activation::kIdentity,
      BiasMode::kNone, 1.0f, 0.0f, false},
+    {"tails_bf16_300x520x1000", 300, 520, 1000, 1, DataType::kBF16, DataType::kBF16, Activation::kIdentity,
+     BiasMode::kNone, 1.0f, 0.0f, false},
     {"long_k_fp32_out_256x256x8192", 256, 256, 8192, 1, DataType::kBF16, DataType::kF32, Activation::kIdentity,
      BiasMode::kNone, 1.0f, 0.0f, false},
     {"many_tiles_4096x4096x512", 4096, 4096, 512, 1, DataType::kBF16, DataType::kBF16, Activation::kIdentity,
@@ -151,22 +153,24 @@ const Case kCases[] = {
 
 class Sm100Kernels : public ::testing::TestWithParam<int> {};
 
-// The production kernels, then the ladder configurations (bf16 inputs only).
+// The production kernels, then the ladder configurations (bf16 inputs and no activation
+// only: the cases they refuse are skipped for them).
 constexpr int kProductionKernels = 3;
-constexpr int kAllKernels = 8;
+constexpr int kAllKernels = 10;
 
 const anvil::detail::KernelInfo& kernel_of(int i) {
   using namespace anvil::detail;
-  static const KernelInfo* const kAll[kAllKernels] = {&kSm100Gemm,    &kSm100GemmStatic, &kSm100Gemm1Cta,
-                                                      &kSm100Ladder1, &kSm100Ladder2,    &kSm100Ladder3,
-                                                      &kSm100Ladder4, &kSm100Ladder5};
+  static const KernelInfo* const kAll[kAllKernels] = {
+      &kSm100Gemm,    &kSm100GemmStatic, &kSm100Gemm1Cta, &kSm100Ladder1, &kSm100Ladder2,
+      &kSm100Ladder3, &kSm100Ladder4,    &kSm100Ladder5,  &kSm100Ladder6, &kSm100Ladder7};
   return *kAll[i];
 }
 
 TEST_P(Sm100Kernels, MatchReference) {
   SKIP_WITHOUT_SM100();
   for (const Case& c : kCases) {
-    if (GetParam() >= kProductionKernels && c.input != DataType::kBF16) continue;
+    const bool ladder = GetParam() >= kProductionKernels;
+    if (ladder && (c.input != DataType::kBF16 || c.activation != Activation::kIdentity)) continue;
     SCOPED_TRACE(c.name);
     run_case(kernel_of(GetParam()), c);
   }

@@ -35,7 +35,8 @@ const char* kUsage =
     "  --kernels LIST       comma list of: anvil (the dispatcher's pick), cublas,\n"
     "                       anvil-plain (the dispatcher's pick without --epilogue),\n"
     "                       all-ladder (every ladder-* kernel), all-ladder-sm100 (the\n"
-    "                       Blackwell ladder: sm100-ladder-* and sm100-gemm), all (every anvil kernel),\n"
+    "                       Blackwell ladder: sm100-ladder-*, sm100-gemm-static, sm100-gemm),\n"
+    "                       all (every anvil kernel),\n"
     "                       or kernel names from --list   [anvil,cublas]\n"
     "  --epilogue NAME      what anvil's kernels fuse after the GEMM   [none]\n"
     "                         none       D = A W^T\n"
@@ -421,15 +422,19 @@ std::vector<KernelSpec> expand_kernels(const std::vector<std::string>& names) {
       add("cublas", KernelSpec::Kind::kCublas);
     } else if (name == "all-ladder" || name == "all-ladder-sm100" || name == "all") {
       bool ladder_only = name == "all-ladder";
-      // The Blackwell ladder: its steps, then sm100-gemm, the last one.
+      // The Blackwell ladder (docs/blackwell.md): its steps, then the two persistent
+      // production kernels that end it, static before CLC.
       bool sm100_ladder = name == "all-ladder-sm100";
       int added = 0;
       for (int i = 0; i < anvil::kernel_count(); ++i) {
         std::string kn = anvil::kernel_name(i);
         if (ladder_only && kn.rfind("ladder-", 0) != 0) continue;
-        if (sm100_ladder && kn.rfind("sm100-ladder-", 0) != 0 && kn != "sm100-gemm") continue;
+        if (sm100_ladder && kn.rfind("sm100-ladder-", 0) != 0) continue;
         add(kn, KernelSpec::Kind::kAnvilNamed);
         ++added;
+      }
+      if (sm100_ladder && added > 0) {
+        for (const char* last : {"sm100-gemm-static", "sm100-gemm"}) add(last, KernelSpec::Kind::kAnvilNamed);
       }
       if (added == 0) usage_error("'" + name + "' matches no kernel in this build");
     } else {

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/sm100/budget.h"
 #include "kernels/sm90/sm90_configs.h"
 #include "kernels/sm90/decode_plan.h"
 #include "kernels/sm90/plan.h"
@@ -229,8 +230,8 @@ void print_decode_candidates(const GemmDesc& d, const DeviceInfo& dev, const Lau
   }
 }
 
-// Blackwell (sm_100): the budget of 2-CTA 256xN tiles for the shape. anvil has no sm_100
-// kernels; this is the arithmetic a design starts from.
+// Blackwell (sm_100): the budget of 2-CTA 256xN tiles for the shape (the arithmetic a
+// design starts from), then what the built pair kernel takes of it (budget.h).
 void print_sm100_budget(const GemmDesc& d, int out_bytes) {
   const DeviceInfo b = DeviceInfo::b200();
   std::printf("B200 budget (sm_100): %d SMs, %d KiB shared memory per SM (%d per CTA), %d TMEM columns x 128 lanes per SM,\n"
@@ -257,6 +258,13 @@ void print_sm100_budget(const GemmDesc& d, int out_bytes) {
     std::printf("  %-9s %9.1f %9.1f %9.1f %7d %11d %7d %7.2f %5.0f%%\n", tile, a_bytes / 1024.0, b_bytes / 1024.0,
                 stage / 1024.0, stages, tile_n, accumulators, static_cast<double>(tiles) / pairs, 100 * eff);
   }
+  namespace budget = anvil::sm100::budget;
+  const int stage_bytes = budget::pair_stage_bytes_per_cta(budget::kPairTileM, budget::kPairTileN, budget::kTileK, 2);
+  std::printf("\nsm100-gemm (built; never run): 256x256 per pair, %d stages x %d KiB + %d KiB epilogue staging + 2 KiB "
+              "= %d KiB per CTA; %d accumulators x %d TMEM columns\n",
+              budget::kPairGemmStages, stage_bytes / 1024, budget::kEpilogueStagingBytes / 1024,
+              budget::pair_gemm_smem_bytes(budget::kPairGemmStages) / 1024, budget::kAccumulatorBuffers,
+              budget::kAccumulatorColumns);
 }
 
 int run(int argc, char** argv) {

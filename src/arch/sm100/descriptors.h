@@ -107,4 +107,15 @@ ANVIL_SM100_HD constexpr uint64_t advance_kmajor_sw128_desc(uint64_t desc, int k
   return desc + static_cast<uint64_t>(k_slice * kMmaK * 2 / 16);
 }
 
+// A K-major bf16/fp16 tile without swizzle, in the canonical layout of 8-row x 16-byte
+// core matrices (PTX ISA, "Shared memory matrix layout", K-major, no swizzle): TMA writes
+// it as one box 8 elements wide per 8 K, each box `rows` x 16 bytes. Core matrices next
+// to each other along M (N) are 128 bytes apart (SBO); along K, one box apart (LBO =
+// rows x 16 bytes). K slice s (16 elements) starts two boxes further per slice.
+ANVIL_SM100_HD constexpr uint64_t make_kmajor_interleaved_desc(uint32_t smem_address, int rows, int k_slice) {
+  const uint32_t box_bytes = static_cast<uint32_t>(rows) * 16;
+  return make_smem_desc(smem_address + static_cast<uint32_t>(k_slice) * 2 * box_bytes, box_bytes, 128,
+                        SmemSwizzle::kNone);
+}
+
 }  // namespace anvil::sm100

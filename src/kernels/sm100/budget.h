@@ -35,15 +35,20 @@ constexpr int pair_stage_bytes_per_cta(int tile_m, int tile_n, int tile_k, int i
   return ((tile_m / 2) * tile_k + tile_k * (tile_n / 2)) * input_bytes;
 }
 
-// What the kernel asks for: the stage ring, 1 KiB of alignment slack (swizzled tiles
-// start on 1024-byte boundaries) and 1 KiB for barriers, the CLC responses and the TMEM
-// address.
+// The epilogue's staging in shared memory: four warps, each parking 16 x 32 fp32 chunks
+// at a pitch of 40 floats (the Hopper kernel's staged epilogue, which this one shares).
+inline constexpr int kEpilogueStagingBytes = 4 * 16 * 40 * 4;
+
+// What the kernel asks for: the stage ring, the epilogue's staging, 1 KiB of alignment
+// slack (swizzled tiles start on 1024-byte boundaries) and 1 KiB for barriers, the CLC
+// responses and the TMEM address.
 constexpr int pair_gemm_smem_bytes(int stages) {
-  return stages * pair_stage_bytes_per_cta(kPairTileM, kPairTileN, kTileK, 2) + 2048;
+  return stages * pair_stage_bytes_per_cta(kPairTileM, kPairTileN, kTileK, 2) + kEpilogueStagingBytes + 2048;
 }
 
-// The deepest ring that fits one CTA's shared memory: 7 x 32 KiB + 2 KiB = 226 KiB.
-inline constexpr int kPairGemmStages = 7;
+// The deepest ring that fits one CTA's shared memory: 6 x 32 KiB + 10 KiB + 2 KiB = 204 KiB
+// (a seventh stage would need 236 KiB).
+inline constexpr int kPairGemmStages = 6;
 static_assert(pair_gemm_smem_bytes(kPairGemmStages) <= kSmemPerBlockBytes);
 static_assert(kAccumulatorBuffers * kAccumulatorColumns <= kTmemColumns);
 

@@ -1,19 +1,25 @@
 // The Blackwell GEMM (sm_100a), composed like the Hopper one (kernels/sm90/gemm_kernel.cuh)
-// from the shared tile scheduler (tile order and L2 raster bands), the common epilogue
-// functors and the same host layers; what is new is the MMA and the accumulator:
-//   warp 0      - one thread walks the tile sequence issuing TMA loads into the stage
-//                 ring; in a CTA pair each CTA loads its half of A's rows and its half of
-//                 B's columns, and both halves count on the even CTA's full barrier;
-//   warp 1      - owns TMEM (allocates 512 columns: two 256-column fp32 accumulators) and,
-//                 in the even CTA, one thread issues tcgen05.mma for the whole pair,
-//                 freeing each stage with tcgen05.commit (multicast to both CTAs) and
-//                 announcing each finished accumulator the same way;
-//   warps 2-5   - the epilogue: each warp reads its 32-lane quarter of the accumulator
-//                 with tcgen05.ld (one output row per thread), applies the fused epilogue
-//                 and stores; then hands the buffer back to the MMA thread, which by then
-//                 is already filling the other one;
-//   scheduling  - cluster launch control (clc.cuh) or the static persistent stride, the
-//                 same tile sequence for every role (TileStream below).
+// from its parts; only the MMA, the accumulator and the scheduling query are its own:
+//   warp 0      - one thread keeps the stage ring full: the Hopper producer's load_tile
+//                 and ring (kernels/sm90/producer.cuh, pipeline.cuh), with the CTA pair's
+//                 stage loads as its hook (CtaPairStageLoads): each CTA loads its half of
+//                 A's rows and its half of B's columns, and both halves count on the even
+//                 CTA's full barrier;
+//   warp 1      - [MMA] owns TMEM (allocates 512 columns: two 256-column fp32
+//                 accumulators) and, in the even CTA, one thread issues tcgen05.mma for the
+//                 whole pair, freeing each stage with tcgen05.commit (multicast to both
+//                 CTAs) and announcing each finished accumulator the same way;
+//   warps 2-5   - the epilogue: [accumulator] each warp reads its 32-lane quarter of the
+//                 accumulator with tcgen05.ld, 16 rows at a time in the wgmma fragment
+//                 layout, and hands them to the Hopper kernel's staged epilogue
+//                 (kernels/sm90/epilogue_store.cuh: the same chunks, the same fused
+//                 functors, the same stores); then gives the buffer back to the MMA
+//                 thread, which by then is already filling the other one;
+//   scheduling  - the shared tile scheduler and its L2 raster bands (tile_scheduler.cuh);
+//                 [scheduling query] the next tile comes from cluster launch control
+//                 (clc.cuh) or the static persistent stride (TileStream below).
+// scripts/diff_kernels.sh shows what this file shares with the Hopper kernel and what it
+// does not.
 #pragma once
 
 #include <cuda.h>
@@ -35,6 +41,9 @@
 #include "kernels/common/epilogue.cuh"
 #include "kernels/sm100/config.h"
 #include "kernels/sm100/params.h"
+#include "kernels/sm90/epilogue_store.cuh"
+#include "kernels/sm90/pipeline.cuh"
+#include "kernels/sm90/producer.cuh"
 #include "kernels/sm90/tile_scheduler.cuh"
 
 namespace anvil::detail {
@@ -75,27 +84,16 @@ template <class Config>
 struct Sm100Shared {
   alignas(1024) uint8_t a[Config::kStages][Config::kStageBytesA];
   alignas(1024) uint8_t b[Config::kStages][Config::kStageBytesB];
-  uint64_t full[Config::kStages];   // TMA -> MMA (the even CTA's counts for the pair)
-  uint64_t empty[Config::kStages];  // MMA -> TMA, in each CTA
+  // Each epilogue warp's staging chunk (kernels/sm90/epilogue_store.cuh).
+  alignas(16) uint8_t epilogue[Config::kEpilogueWarps][Config::kEpilogueChunkBytes];
+  // full: TMA -> MMA (the even CTA's counts for the pair); empty: MMA -> TMA, in each CTA.
+  StageBarriers<Config::kStages> barriers;
   uint64_t accumulator_full[Config::kAccumulatorBuffers];   // MMA -> epilogue, in each CTA
   uint64_t accumulator_empty[Config::kAccumulatorBuffers];  // epilogue -> MMA (even CTA's)
   uint64_t clc_full[Config::kClcStages];   // response arrived, in each CTA
   uint64_t clc_empty[Config::kClcStages];  // every consumer read it (even CTA's)
   sm100::ClcResponse clc[Config::kClcStages];
   uint32_t tmem_base;
-};
-
-// Ring position: stage index and the parity of its current phase.
-struct RingCursor {
-  int index = 0;
-  uint32_t phase = 0;
-  template <int kSize>
-  __device__ __forceinline__ void advance() {
-    if (++index == kSize) {
-      index = 0;
-      phase ^= 1u;
-    }
-  }
 };
 
 // The tile sequence one role walks. Turn 0 is the cluster's own tile (its launch index);
@@ -148,52 +146,83 @@ __device__ __forceinline__ void request_next_tile(Sm100Shared<Config>& shared, i
   }
 }
 
+// The producer's hook for the CTA pair (load_tile, kernels/sm90/producer.cuh): each CTA's
+// stage holds only its own half of A's rows and of B's columns, loaded with the
+// .cta_group::2 TMA form so that both halves count on the even CTA's full barrier, which
+// the even CTA's producer alone arms with the pair's bytes. One CTA: plain loads.
+// Unswizzled tiles (ladder configurations) arrive as kBlockK / 8 boxes of 8 elements (16
+// bytes) per row, box j at j x rows x 16 bytes: the no-swizzle layout's core matrices.
+template <class Config>
+struct CtaPairStageLoads {
+  static constexpr uint32_t kExpectedBytes = Config::kStageTxBytes;
+  __device__ static constexpr bool announces(uint32_t cta_rank) { return cta_rank == 0; }
+  static constexpr uint32_t kSliceBytesA = 0, kSliceBytesB = 0;
+  __device__ static __forceinline__ void wait_empty(uint64_t* bar, uint32_t parity) {
+    wait_barrier(bar, parity, WaitSite::kStageEmpty);
+  }
+  __device__ static __forceinline__ void load_box(uint8_t* dst, const CUtensorMap& map, uint64_t* full, int k,
+                                                  int row, bool batched, int batch) {
+    if constexpr (Config::kCtaGroup == 2) {
+      const uint32_t bar = sm100::peer_smem_addr(full, 0);
+      if (batched) {
+        sm100::tma_load_3d_pair(dst, &map, bar, k, row, batch);
+      } else {
+        sm100::tma_load_2d_pair(dst, &map, bar, k, row);
+      }
+    } else {
+      if (batched) {
+        sm90::tma_load_3d(dst, &map, full, k, row, batch);
+      } else {
+        sm90::tma_load_2d(dst, &map, full, k, row);
+      }
+    }
+  }
+  // kSliceRows: this CTA's rows of the operand tile (its half for the pair).
+  template <int kSlices, int kSliceRows>
+  __device__ static __forceinline__ void load(uint8_t* dst, const CUtensorMap& map, uint64_t* full, int k, int row,
+                                              bool batched, int batch) {
+    if constexpr (Config::kSwizzle128B) {
+      load_box(dst, map, full, k, row, batched, batch);
+    } else {
+#pragma unroll
+      for (int j = 0; j < Config::kBlockK / 8; ++j) {
+        load_box(dst + j * kSliceRows * 16, map, full, k + 8 * j, row, batched, batch);
+      }
+    }
+  }
+};
+
 template <class Config>
 __device__ __forceinline__ void run_sm100_producer(const Sm100Params& params, Sm100Shared<Config>& shared,
                                                    TileStream<Config> stream, uint32_t cta_rank) {
-  RingCursor ring;
-  const bool leader = cta_rank == 0;
+  StageRing<Config::kStages> ring;
   for (;;) {
     const int t = stream.turn;
     const int linear = stream.next(shared, true);
     if (linear < 0) break;
     if constexpr (Config::kClc) {
-      if (leader) request_next_tile<Config>(shared, t);
+      if (cta_rank == 0) request_next_tile<Config>(shared, t);
     }
-    const TileCoord tile = params.scheduler.tile(linear, 0);
-    const int a_row = tile.m_tile * Config::kTileM + static_cast<int>(cta_rank) * Config::kRowsPerCta;
-    const int b_row = tile.n_tile * Config::kTileN + static_cast<int>(cta_rank) * Config::kBRowsPerCta;
-    for (int kt = 0; kt < params.k_tiles; ++kt) {
-      wait_barrier(&shared.empty[ring.index], ring.phase ^ 1u, WaitSite::kStageEmpty);
-      if (leader) sm90::mbarrier_arrive_expect_tx(&shared.full[ring.index], Config::kStageTxBytes);
-      const int k = kt * Config::kBlockK;
-      if constexpr (Config::kCtaGroup == 2) {
-        const uint32_t bar = sm100::peer_smem_addr(&shared.full[ring.index], 0);
-        if (params.batched) {
-          sm100::tma_load_3d_pair(shared.a[ring.index], &params.map_a, bar, k, a_row, tile.batch);
-          sm100::tma_load_3d_pair(shared.b[ring.index], &params.map_b, bar, k, b_row, tile.batch);
-        } else {
-          sm100::tma_load_2d_pair(shared.a[ring.index], &params.map_a, bar, k, a_row);
-          sm100::tma_load_2d_pair(shared.b[ring.index], &params.map_b, bar, k, b_row);
-        }
-      } else {
-        uint64_t* bar = &shared.full[ring.index];
-        if (params.batched) {
-          sm90::tma_load_3d(shared.a[ring.index], &params.map_a, bar, k, a_row, tile.batch);
-          sm90::tma_load_3d(shared.b[ring.index], &params.map_b, bar, k, b_row, tile.batch);
-        } else {
-          sm90::tma_load_2d(shared.a[ring.index], &params.map_a, bar, k, a_row);
-          sm90::tma_load_2d(shared.b[ring.index], &params.map_b, bar, k, b_row);
-        }
-      }
-      ring.template advance<Config::kStages>();
-    }
+    load_tile<Config, CtaPairStageLoads<Config>>(params.map_a, params.map_b, params.batched,
+                                                 params.scheduler.tile(linear, 0), 0, params.k_tiles, cta_rank, ring,
+                                                 shared.a, shared.b, shared.barriers);
   }
   // The tail: wait until the MMA thread has released every stage, so that no
   // tcgen05.commit arrival is still on its way to this CTA's barriers when it exits.
   for (int s = 0; s < Config::kStages; ++s) {
-    wait_barrier(&shared.empty[ring.index], ring.phase ^ 1u, WaitSite::kStageEmptyTail);
-    ring.template advance<Config::kStages>();
+    wait_barrier(&shared.barriers.empty[ring.stage], ring.phase ^ 1u, WaitSite::kStageEmptyTail);
+    ring.advance();
+  }
+}
+
+// The shared-memory descriptor of K slice s (16 elements) of a stage's operand tile with
+// kRows rows in this CTA.
+template <class Config, int kRows>
+__device__ __forceinline__ uint64_t operand_desc(const uint8_t* tile, int s) {
+  if constexpr (Config::kSwizzle128B) {
+    return sm100::advance_kmajor_sw128_desc(sm100::make_kmajor_sw128_desc(sm90::smem_addr(tile)), s);
+  } else {
+    return sm100::make_kmajor_interleaved_desc(sm90::smem_addr(tile), kRows, s);
   }
 }
 
@@ -202,11 +231,11 @@ __device__ __forceinline__ void run_sm100_producer(const Sm100Params& params, Sm
 template <class Config, sm100::MmaInput kInput>
 __device__ __forceinline__ void run_sm100_mma(const Sm100Params& params, Sm100Shared<Config>& shared,
                                               TileStream<Config> stream, uint32_t tmem_base) {
-  constexpr uint32_t kIdesc = sm100::make_idesc_f16(kInput, kInput, sm100::MmaAccum::kF32, Config::kTileM,
-                                                    Config::kTileN);
-  static_assert(sm100::valid_f16_shape(Config::kCtaGroup, Config::kTileM, Config::kTileN));
+  constexpr uint32_t kIdesc = sm100::make_idesc_f16(kInput, kInput, sm100::MmaAccum::kF32, Config::kBlockM,
+                                                    Config::kBlockN);
+  static_assert(sm100::valid_f16_shape(Config::kCtaGroup, Config::kBlockM, Config::kBlockN));
   constexpr uint16_t kPairMask = 0x3;
-  RingCursor ring;
+  StageRing<Config::kStages> ring;
   for (;;) {
     const int t = stream.turn;
     if (stream.next(shared, true) < 0) break;
@@ -217,22 +246,21 @@ __device__ __forceinline__ void run_sm100_mma(const Sm100Params& params, Sm100Sh
     sm100::tcgen05_fence_after_thread_sync();
     const uint32_t tmem_d = tmem_base + static_cast<uint32_t>(buffer * Config::kAccumulatorColumns);
     for (int kt = 0; kt < params.k_tiles; ++kt) {
-      wait_barrier(&shared.full[ring.index], ring.phase, WaitSite::kStageFull);
+      wait_barrier(&shared.barriers.full[ring.stage], ring.phase, WaitSite::kStageFull);
       sm100::tcgen05_fence_after_thread_sync();
-      const uint64_t desc_a = sm100::make_kmajor_sw128_desc(sm90::smem_addr(shared.a[ring.index]));
-      const uint64_t desc_b = sm100::make_kmajor_sw128_desc(sm90::smem_addr(shared.b[ring.index]));
 #pragma unroll
       for (int s = 0; s < Config::kBlockK / sm100::kMmaK; ++s) {
-        sm100::mma_f16<Config::kCtaGroup>(tmem_d, sm100::advance_kmajor_sw128_desc(desc_a, s),
-                                          sm100::advance_kmajor_sw128_desc(desc_b, s), kIdesc, kt > 0 || s > 0);
+        sm100::mma_f16<Config::kCtaGroup>(tmem_d, operand_desc<Config, Config::kRowsPerCta>(shared.a[ring.stage], s),
+                                          operand_desc<Config, Config::kBRowsPerCta>(shared.b[ring.stage], s), kIdesc,
+                                          kt > 0 || s > 0);
       }
       // The stage is free once these MMAs have read it.
       if constexpr (Config::kCtaGroup == 2) {
-        sm100::tcgen05_commit_multicast_pair(&shared.empty[ring.index], kPairMask);
+        sm100::tcgen05_commit_multicast_pair(&shared.barriers.empty[ring.stage], kPairMask);
       } else {
-        sm100::tcgen05_commit(&shared.empty[ring.index]);
+        sm100::tcgen05_commit(&shared.barriers.empty[ring.stage]);
       }
-      ring.template advance<Config::kStages>();
+      ring.advance();
     }
     // The accumulator is complete once every MMA of the tile has finished.
     if constexpr (Config::kCtaGroup == 2) {
@@ -250,35 +278,21 @@ __device__ __forceinline__ void run_sm100_mma(const Sm100Params& params, Sm100Sh
   }
 }
 
-// Finishes 16 accumulators of one row (columns col..col+15 of the output, or, for
-// SwiGLU, 16 gate sums with their 16 up sums) through the common epilogue.
-template <Activation kAct>
-__device__ __forceinline__ void finish_sixteen(const EpilogueParams& p, int64_t gemm_columns, int64_t batch,
-                                               int64_t row, int64_t gemm_col, int64_t out_col,
-                                               const uint32_t (&first)[16], const uint32_t (&second)[16],
-                                               bool swiglu) {
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    const float4 a = make_float4(__uint_as_float(first[4 * q]), __uint_as_float(first[4 * q + 1]),
-                                 __uint_as_float(first[4 * q + 2]), __uint_as_float(first[4 * q + 3]));
-    const float4 b = make_float4(__uint_as_float(second[4 * q]), __uint_as_float(second[4 * q + 1]),
-                                 __uint_as_float(second[4 * q + 2]), __uint_as_float(second[4 * q + 3]));
-    if (out_col + 4 * q >= p.n_out) break;
-    const ColumnBias bias = load_column_bias(p, swiglu, gemm_col + 4 * q, gemm_columns);
-    finish_four<kAct>(p, batch, row, out_col + 4 * q, bias, a, b);
-  }
-}
-
-// The epilogue warps: one output row per thread (its TMEM lane), the tile's columns in
-// blocks of 128 - for SwiGLU exactly the fused weight's [64 gate | 64 up] blocks, whose
-// halves are read side by side; otherwise simply two runs of 64 columns.
+// The epilogue warps. Warp w reads TMEM lanes 32 (w % 4) .. + 32, its quarter of the CTA's
+// 128 accumulator rows, 16 rows at a time: a 16x256b load hands them out in the m64 wgmma
+// fragment's layout, so the Hopper kernel's staged epilogue finishes them unchanged
+// (store_rows_staged: parked in 16 x 32 chunks in this warp's shared memory, then fused
+// and stored four neighbouring columns per thread, a warp step covering whole row
+// segments). The buffer goes back to the MMA thread as soon as the last TMEM read has
+// completed, before the last rows are stored.
 template <class Config, Activation kAct>
 __device__ __forceinline__ void run_sm100_epilogue(const Sm100Params& params, Sm100Shared<Config>& shared,
                                                    TileStream<Config> stream, uint32_t tmem_base,
                                                    uint32_t cta_rank, int warp, int lane) {
+  static_assert(Config::kEpilogueChunkBytes == kStageChunkBytes, "the staged epilogue's chunk");
   const EpilogueParams& p = params.epilogue;
-  const bool swiglu = kAct == kRuntimeActivation ? p.activation == Activation::kSwiGLU : kAct == Activation::kSwiGLU;
   const int quarter = warp % 4;  // the TMEM lanes this warp may access
+  const uint32_t stage = sm90::smem_addr(shared.epilogue[warp - Config::kFirstEpilogueWarp]);
   for (;;) {
     const int t = stream.turn;
     const int linear = stream.next(shared, lane == 0);
@@ -289,39 +303,33 @@ __device__ __forceinline__ void run_sm100_epilogue(const Sm100Params& params, Sm
                  WaitSite::kAccumulatorFull);
     sm100::tcgen05_fence_after_thread_sync();
 
-    const int64_t row = static_cast<int64_t>(tile.m_tile) * Config::kTileM +
-                        static_cast<int64_t>(cta_rank) * Config::kRowsPerCta + quarter * 32 + lane;
-    const bool row_valid = row < p.m;
-    const uint32_t taddr = sm100::tmem_address(tmem_base, static_cast<uint32_t>(quarter * 32),
-                                               static_cast<uint32_t>(buffer * Config::kAccumulatorColumns));
-    const int64_t n0 = static_cast<int64_t>(tile.n_tile) * Config::kTileN;
+    const int64_t gemm_tile_col = int64_t{tile.n_tile} * Config::kBlockN;
+    const int64_t quarter_row0 =
+        int64_t{tile.m_tile} * Config::kBlockM + int64_t{cta_rank} * Config::kRowsPerCta + quarter * 32;
 #pragma unroll 1
-    for (int block = 0; block < Config::kTileN / 128; ++block) {
-#pragma unroll 1
-      for (int j = 0; j < 64; j += 16) {
-        uint32_t first[16], second[16];
-        // tcgen05.ld is warp-wide (.sync.aligned): every lane loads, valid row or not.
-        sm100::tmem_load_32x32b_x16(taddr + static_cast<uint32_t>(block * 128 + j), first);
-        sm100::tmem_load_32x32b_x16(taddr + static_cast<uint32_t>(block * 128 + 64 + j), second);
-        sm100::tmem_wait_load();
-        if (!row_valid) continue;
-        const int64_t gemm_col = n0 + block * 128 + j;
-        if (swiglu) {
-          // Block b of the fused weight is output columns [64 b, 64 b + 64).
-          const int64_t out_col = (n0 + block * 128) / 2 + j;
-          finish_sixteen<kAct>(p, params.gemm_columns, tile.batch, row, gemm_col, out_col, first, second, true);
-        } else {
-          finish_sixteen<kAct>(p, params.gemm_columns, tile.batch, row, gemm_col, gemm_col, first, first, false);
-          finish_sixteen<kAct>(p, params.gemm_columns, tile.batch, row, gemm_col + 64, gemm_col + 64, second, second,
-                               false);
-        }
+    for (int half = 0; half < 2; ++half) {
+      float acc[Config::kBlockN / 2];
+      const uint32_t taddr = sm100::tmem_address(tmem_base, static_cast<uint32_t>(quarter * 32 + half * 16),
+                                                 static_cast<uint32_t>(buffer * Config::kAccumulatorColumns));
+      // tcgen05.ld is warp-wide (.sync.aligned): every lane loads, valid row or not.
+      sm100::tmem_load_16x256b_x8<0>(taddr, acc);
+      sm100::tmem_load_16x256b_x8<32>(taddr + 64, acc);
+      sm100::tmem_load_16x256b_x8<64>(taddr + 128, acc);
+      sm100::tmem_load_16x256b_x8<96>(taddr + 192, acc);
+      sm100::tmem_wait_load();
+      if (half == 1) {
+        // Hand the buffer back: this warp's TMEM reads are complete before the MMA
+        // thread, on the other side of the barrier, overwrites it.
+        sm100::tcgen05_fence_before_thread_sync();
+        __syncwarp();
+        if (lane == 0) sm100::mbarrier_arrive_remote(sm100::peer_smem_addr(&shared.accumulator_empty[buffer], 0));
+      }
+      const int64_t row0 = quarter_row0 + half * 16;
+      if (row0 < p.m && gemm_tile_col < params.gemm_columns) {
+        store_rows_staged<Config::kBlockN, kAct>(p, stage, acc, tile.batch, row0, gemm_tile_col,
+                                                 params.gemm_columns, lane);
       }
     }
-    // Hand the buffer back: this warp's TMEM reads are complete before the MMA thread,
-    // on the other side of the barrier, overwrites it.
-    sm100::tcgen05_fence_before_thread_sync();
-    __syncwarp();
-    if (lane == 0) sm100::mbarrier_arrive_remote(sm100::peer_smem_addr(&shared.accumulator_empty[buffer], 0));
   }
 }
 
@@ -338,10 +346,8 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm100_gemm_kernel(const _
   if (threadIdx.x == 0) {
     sm90::tma_prefetch_descriptor(&params.map_a);
     sm90::tma_prefetch_descriptor(&params.map_b);
-    for (int s = 0; s < Config::kStages; ++s) {
-      sm90::mbarrier_init(&shared.full[s], 1);  // the even CTA's producer's expect_tx
-      sm90::mbarrier_init(&shared.empty[s], 1);  // one tcgen05.commit
-    }
+    // full: the even CTA's producer's expect_tx; empty: one tcgen05.commit.
+    shared.barriers.init(1);
     for (int b = 0; b < Config::kAccumulatorBuffers; ++b) {
       sm90::mbarrier_init(&shared.accumulator_full[b], 1);
       sm90::mbarrier_init(&shared.accumulator_empty[b], Config::kEpilogueWarps * Config::kCtaGroup);
@@ -383,7 +389,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm100_gemm_kernel(const _
         run_sm100_epilogue<Config, decltype(act)::value>(params, shared, stream, tmem_base, cta_rank, warp, lane);
       });
     } else {
-      run_sm100_epilogue<Config, kRuntimeActivation>(params, shared, stream, tmem_base, cta_rank, warp, lane);
+      run_sm100_epilogue<Config, Activation::kIdentity>(params, shared, stream, tmem_base, cta_rank, warp, lane);
     }
   }
 

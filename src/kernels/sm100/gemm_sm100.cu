@@ -35,10 +35,13 @@ int device_compute_capability() {
 namespace {
 
 // The pair's stage is 32 KiB per CTA (seed 003's arithmetic, budget.h): the deepest ring
-// that fits. The single CTA holds all 256 B columns, 48 KiB a stage: four.
-using PairClc = Sm100Config<2, sm100::budget::kPairGemmStages, Sm100Schedule::kClc>;
-using PairStatic = Sm100Config<2, sm100::budget::kPairGemmStages, Sm100Schedule::kStaticPersistent>;
-using SingleClc = Sm100Config<1, 4, Sm100Schedule::kClc>;
+// that fits next to the epilogue's staging. The single CTA holds all 256 B columns, 48 KiB
+// a stage: four.
+using PairClc = Sm100Config<Sm100Spec{.cta_group = 2, .stages = sm100::budget::kPairGemmStages,
+                                      .schedule = Sm100Schedule::kClc}>;
+using PairStatic = Sm100Config<Sm100Spec{.cta_group = 2, .stages = sm100::budget::kPairGemmStages,
+                                         .schedule = Sm100Schedule::kStaticPersistent}>;
+using SingleClc = Sm100Config<Sm100Spec{.cta_group = 1, .stages = 4, .schedule = Sm100Schedule::kClc}>;
 
 constexpr char kPairClcName[] = "sm100-gemm";
 constexpr char kPairStaticName[] = "sm100-gemm-static";

@@ -34,13 +34,37 @@ Status sm100_check(const char* name, const GemmDesc& desc, const GemmArgs* args,
   // SwiGLU needs the fused weight's 128-column blocks whole in a tile: 256 columns are two.
   const Status s = check_warp_specialized(name, desc, args, true, diag);
   if (s != Status::kSuccess) return s;
-  const int64_t tiles = ((desc.m + Config::kTileM - 1) / Config::kTileM) *
-                        ((desc.n + Config::kTileN - 1) / Config::kTileN) * desc.batch;
+  const int64_t tiles = ((desc.m + Config::kBlockM - 1) / Config::kBlockM) *
+                        ((desc.n + Config::kBlockN - 1) / Config::kBlockN) * desc.batch;
   // CLC launches one cluster per tile: the grid's x extent bounds the tile count.
   if (tiles * Config::kCtaGroup > (int64_t{1} << 31) - 1) {
     return fail(diag, Status::kNotSupported, "%s: too many tiles", name);
   }
   return Status::kSuccess;
+}
+
+// An operand's tensor map: 64-element boxes with the 128-byte swizzle, or (unswizzled
+// ladder configurations) 8-element boxes without it, one per 8 K (gemm_kernel.cuh,
+// CtaPairStageLoads).
+template <class Config>
+Status encode_sm100_operand(CUtensorMap* map, const void* base, const MatrixLayout& layout, int64_t k, int64_t rows,
+                            int box_rows, Diagnostic* diag, int64_t batches) {
+  if constexpr (Config::kSwizzle128B) {
+    return encode_kmajor_sw128(map, base, layout, k, rows, box_rows, diag, batches);
+  } else {
+    TensorMapRequest req;
+    req.base = base;
+    req.dtype = layout.dtype;
+    req.inner = static_cast<uint64_t>(k);
+    req.outer = static_cast<uint64_t>(rows);
+    req.line_stride = static_cast<uint64_t>(layout.ld);
+    req.box_inner = 8;
+    req.box_outer = static_cast<uint32_t>(box_rows);
+    req.swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+    req.batches = static_cast<uint64_t>(batches);
+    req.batch_stride = static_cast<uint64_t>(layout.batch_stride);
+    return encode_tensor_map(map, req, diag);
+  }
 }
 
 template <class Config>
@@ -50,13 +74,15 @@ Status build_sm100_params(const GemmDesc& desc, const GemmArgs& args, Sm100Param
   params.k_tiles = static_cast<int>((desc.k + Config::kBlockK - 1) / Config::kBlockK);
   params.batched = desc.batch > 1;
   params.gemm_columns = desc.n;
-  const int tiles_m = static_cast<int>((desc.m + Config::kTileM - 1) / Config::kTileM);
-  const int tiles_n = static_cast<int>((desc.n + Config::kTileN - 1) / Config::kTileN);
+  const int tiles_m = static_cast<int>((desc.m + Config::kBlockM - 1) / Config::kBlockM);
+  const int tiles_n = static_cast<int>((desc.n + Config::kBlockN - 1) / Config::kBlockN);
   params.scheduler = TileScheduler{tiles_m, tiles_n, static_cast<int>(desc.batch), 1, 1, Config::kBand};
   // Each CTA loads its own rows: 128 of A, and its share of the tile's N columns of B.
-  Status s = encode_kmajor_sw128(&params.map_a, args.a, desc.a, desc.k, desc.m, Config::kRowsPerCta, diag, desc.batch);
+  Status s = encode_sm100_operand<Config>(&params.map_a, args.a, desc.a, desc.k, desc.m, Config::kRowsPerCta, diag,
+                                          desc.batch);
   if (s != Status::kSuccess) return s;
-  s = encode_kmajor_sw128(&params.map_b, args.b, desc.b, desc.k, desc.n, Config::kBRowsPerCta, diag, desc.batch);
+  s = encode_sm100_operand<Config>(&params.map_b, args.b, desc.b, desc.k, desc.n, Config::kBRowsPerCta, diag,
+                                   desc.batch);
   if (s != Status::kSuccess) return s;
   *out = params;
   return Status::kSuccess;
@@ -120,6 +146,10 @@ struct Sm100Kernel {
   static Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
     if (kBf16Only && desc.a.dtype != DataType::kBF16) {
       return fail(diag, Status::kNotSupported, "%s: bf16 inputs only (a ladder configuration)", kName);
+    }
+    if (!Config::kEpiloguePerActivation && desc.epilogue.activation != Activation::kIdentity) {
+      return fail(diag, Status::kNotSupported, "%s: no activation (a ladder configuration, built for the plain GEMM)",
+                  kName);
     }
     return sm100_check<Config>(kName, desc, args, diag);
   }

@@ -15,7 +15,7 @@ struct Sm100Params {
   int k_tiles;
   bool batched;          // operand maps are 3-D (k, rows, batch)
   int64_t gemm_columns;  // N of the GEMM (twice the output's for SwiGLU)
-  TileScheduler scheduler;  // tiles of kTileM x kTileN; one "cluster tile" per pair
+  TileScheduler scheduler;  // tiles of kBlockM x kBlockN; one "cluster tile" per pair
   EpilogueParams epilogue;
 };
 

@@ -4,7 +4,7 @@
 // MERGE NOTE (coordinator): these are the hooks to wire into the planner / registry.
 //   - kSm100Gemm, kSm100GemmStatic, kSm100Gemm1Cta are KernelInfo entries for the
 //     registry table (src/host/registry.cpp) once the library is built with ANVIL_SM100;
-//     kSm100Ladder1-5 are lab entries (the ladder);
+//     kSm100Ladder1-7 are lab entries (the ladder);
 //   - sm100_supported / launch_sm100 are what dispatch calls on an sm_100 device
 //     (device_is_sm100), in place of the Hopper choice.
 #pragma once
@@ -18,7 +18,8 @@ extern const KernelInfo kSm100Gemm;        // CTA pair, 256 x 256 tiles, CLC sch
 extern const KernelInfo kSm100GemmStatic;  // the same with the static persistent schedule
 extern const KernelInfo kSm100Gemm1Cta;    // one CTA, 128 x 256 tiles, CLC scheduling
 // The seeds' steps as configurations (ladder_sm100.cu); sm100-gemm is the last step.
-extern const KernelInfo kSm100Ladder1, kSm100Ladder2, kSm100Ladder3, kSm100Ladder4, kSm100Ladder5;
+extern const KernelInfo kSm100Ladder1, kSm100Ladder2, kSm100Ladder3, kSm100Ladder4, kSm100Ladder5, kSm100Ladder6,
+    kSm100Ladder7;
 
 // Compute capability of the current device, e.g. 90 or 100; 0 when it cannot be read.
 int device_compute_capability();

@@ -316,11 +316,33 @@ __device__ __forceinline__ void finish_chunk(const EpilogueParams& p, uint32_t s
   }
 }
 
+// One warp's 16 accumulator rows in the fragment layout (fragment_epilogue.cuh): the m64
+// wgmma fragment's rows of this warp, or a Blackwell tcgen05.ld of shape 16x256b, which
+// hands out the same layout. Parked chunk by chunk in the warp's `stage` and finished from
+// there: rows from `row0`, GEMM columns from `gemm_tile_col`.
+template <int kBlockN, Activation kAct>
+__device__ __forceinline__ void store_rows_staged(const EpilogueParams& p, uint32_t stage,
+                                                  const float (&acc)[kBlockN / 2], int64_t batch, int64_t row0,
+                                                  int64_t gemm_tile_col, int64_t gemm_cols, int lane) {
+  constexpr bool kSwiGLU = kAct == Activation::kSwiGLU;
+  constexpr int kChunks = kSwiGLU ? kSwiGLUChunks<kBlockN> : kPlainChunks<kBlockN>;
+#pragma unroll 1
+  for (int chunk = 0; chunk < kChunks; ++chunk) {
+    __syncwarp();  // the previous chunk's reads are done before it is overwritten
+    park_chunk<kBlockN, kSwiGLU>(stage, acc, chunk, lane);
+    __syncwarp();
+    // Plain: columns 32 c ..; SwiGLU: gate columns 128 (c / 4) + 16 (c % 4) .., whose
+    // outputs are 64 (c / 4) + 16 (c % 4) ...
+    const int64_t gemm_col0 = gemm_tile_col + (kSwiGLU ? (chunk / 4) * 128 + (chunk % 4) * 16 : chunk * 32);
+    const int64_t out_col0 = kSwiGLU ? gemm_tile_col / 2 + (chunk / 4) * 64 + (chunk % 4) * 16 : gemm_col0;
+    finish_chunk<kAct>(p, stage, batch, row0, out_col0, gemm_col0, gemm_cols, lane);
+  }
+}
+
 template <class Config, Activation kAct>
 __device__ __forceinline__ void store_staged(const EpilogueParams& p, const TileCoord& tile, int consumer,
                                              float (&acc)[Config::kSlabs][Config::kBlockN / 2], uint8_t* epilogue_smem) {
   constexpr bool kSwiGLU = kAct == Activation::kSwiGLU;
-  constexpr int kChunks = kSwiGLU ? kSwiGLUChunks<Config::kBlockN> : kPlainChunks<Config::kBlockN>;
   static_assert(Config::kEpilogueBytes >= Config::kConsumers * 4 * kStageChunkBytes, "a chunk per consumer warp");
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   const uint32_t stage = sm90::smem_addr(epilogue_smem + (consumer * 4 + warp) * kStageChunkBytes);
@@ -332,17 +354,7 @@ __device__ __forceinline__ void store_staged(const EpilogueParams& p, const Tile
     const int64_t row0 =
         int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer) + slab * 64 + warp * 16;
     if (row0 >= p.m) continue;
-#pragma unroll 1
-    for (int chunk = 0; chunk < kChunks; ++chunk) {
-      __syncwarp();  // the previous chunk's reads are done before it is overwritten
-      park_chunk<Config::kBlockN, kSwiGLU>(stage, acc[slab], chunk, lane);
-      __syncwarp();
-      // Plain: columns 32 c ..; SwiGLU: gate columns 128 (c / 4) + 16 (c % 4) .., whose
-      // outputs are 64 (c / 4) + 16 (c % 4) ...
-      const int64_t gemm_col0 = gemm_tile_col + (kSwiGLU ? (chunk / 4) * 128 + (chunk % 4) * 16 : chunk * 32);
-      const int64_t out_col0 = kSwiGLU ? gemm_tile_col / 2 + (chunk / 4) * 64 + (chunk % 4) * 16 : gemm_col0;
-      finish_chunk<kAct>(p, stage, tile.batch, row0, out_col0, gemm_col0, gemm_cols, lane);
-    }
+    store_rows_staged<Config::kBlockN, kAct>(p, stage, acc[slab], tile.batch, row0, gemm_tile_col, gemm_cols, lane);
   }
 }
 

@@ -35,10 +35,41 @@ __device__ __forceinline__ void load_box(uint8_t* dst, const CUtensorMap& map, u
   }
 }
 
-// Loads K tiles [k_begin, k_end) of one output tile into the ring. The tile's A box starts
-// at row first_row_a + m_tile x kBlockM, its B box at row n_tile x kBlockN; each operand's
-// map is 3-D (batch coordinate tile.batch) where its batched flag says so.
+// How a stage's boxes travel, the part of the producer that depends on how the CTAs of a
+// cluster share a tile. Here the Hopper cluster's: every CTA's stage holds the whole
+// tile, each CTA loads its slice of the shared operand into all of them (multicast), and
+// each counts the whole stage's bytes on its own full barrier. The Blackwell CTA pair
+// (kernels/sm100/gemm_kernel.cuh) splits the operands instead: its own policy.
 template <class Config>
+struct MulticastStageLoads {
+  // Bytes that complete one stage's full barrier in this CTA, and whether this CTA (slice)
+  // announces them.
+  static constexpr uint32_t kExpectedBytes = Config::kStageBytesA + Config::kStageBytesB;
+  __device__ static constexpr bool announces(uint32_t) { return true; }
+  __device__ static __forceinline__ void wait_empty(uint64_t* bar, uint32_t parity) {
+    sm90::mbarrier_wait(bar, parity);
+  }
+  // Where slice s of the shared operand lies in the stage: s times this many bytes.
+  static constexpr uint32_t kSliceBytesA =
+      Config::kSlicesA > 1 ? Config::kBlockM / Config::kSlicesA * Config::kBlockK * 2 : 0;
+  static constexpr uint32_t kSliceBytesB =
+      Config::kSlicesB > 1 ? Config::kBlockN / Config::kSlicesB * Config::kBlockK * 2 : 0;
+  // One operand's box: kSlices CTAs share the operand tile, this CTA's slice of it has
+  // kSliceRows rows (one box here).
+  template <int kSlices, int kSliceRows>
+  __device__ static __forceinline__ void load(uint8_t* dst, const CUtensorMap& map, uint64_t* full, int k, int row,
+                                              bool batched, int batch) {
+    constexpr uint16_t kClusterMask = (1u << Config::kMulticastCtas) - 1;
+    load_box<kSlices, kClusterMask>(dst, map, full, k, row, batched, batch);
+  }
+};
+
+// Loads K tiles [k_begin, k_end) of one output tile into the ring. `slice` is this CTA's
+// share of the operand tiles its cluster shares (0 without sharing); rows of A and B are
+// the tile's, offset by the slice. The tile's A box starts at row first_row_a + m_tile x
+// kBlockM, its B box at row n_tile x kBlockN; each operand's map is 3-D (batch coordinate
+// tile.batch) where its batched flag says so.
+template <class Config, class Loads = MulticastStageLoads<Config>>
 __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUtensorMap& map_b, bool batched_a,
                                              bool batched_b, const TileCoord& tile, int first_row_a, int k_begin,
                                              int k_end, uint32_t slice, StageRing<Config::kStages>& ring,
@@ -47,34 +78,33 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
                                              StageBarriers<Config::kStages>& barriers) {
   constexpr int kSliceRowsA = Config::kBlockM / Config::kSlicesA;
   constexpr int kSliceRowsB = Config::kBlockN / Config::kSlicesB;
-  constexpr uint16_t kClusterMask = (1u << Config::kMulticastCtas) - 1;
   const int row_a = first_row_a + tile.m_tile * Config::kBlockM +
                     (Config::kSlicesA > 1 ? static_cast<int>(slice) * kSliceRowsA : 0);
   const int row_b = tile.n_tile * Config::kBlockN + (Config::kSlicesB > 1 ? static_cast<int>(slice) * kSliceRowsB : 0);
   for (int kt = k_begin; kt < k_end; ++kt) {
     // A fresh barrier counts as having completed the phase before phase 0, so the
     // first lap passes straight through.
-    sm90::mbarrier_wait(&barriers.empty[ring.stage], ring.phase ^ 1);
+    Loads::wait_empty(&barriers.empty[ring.stage], ring.phase ^ 1);
     uint64_t* full = &barriers.full[ring.stage];
-    sm90::mbarrier_arrive_expect_tx(full, Config::kStageBytesA + Config::kStageBytesB);
+    if (Loads::announces(slice)) sm90::mbarrier_arrive_expect_tx(full, Loads::kExpectedBytes);
     const int k = kt * Config::kBlockK;
-    uint8_t* slice_a = tiles_a[ring.stage] + (Config::kSlicesA > 1 ? slice * kSliceRowsA * Config::kBlockK * 2 : 0);
-    uint8_t* slice_b = tiles_b[ring.stage] + (Config::kSlicesB > 1 ? slice * kSliceRowsB * Config::kBlockK * 2 : 0);
-    load_box<Config::kSlicesA, kClusterMask>(slice_a, map_a, full, k, row_a, batched_a, tile.batch);
-    load_box<Config::kSlicesB, kClusterMask>(slice_b, map_b, full, k, row_b, batched_b, tile.batch);
+    uint8_t* slice_a = tiles_a[ring.stage] + (Config::kSlicesA > 1 ? slice * Loads::kSliceBytesA : 0);
+    uint8_t* slice_b = tiles_b[ring.stage] + (Config::kSlicesB > 1 ? slice * Loads::kSliceBytesB : 0);
+    Loads::template load<Config::kSlicesA, kSliceRowsA>(slice_a, map_a, full, k, row_a, batched_a, tile.batch);
+    Loads::template load<Config::kSlicesB, kSliceRowsB>(slice_b, map_b, full, k, row_b, batched_b, tile.batch);
     ring.advance();
   }
 }
 
 // The same for a (strided-batched) GEMM: both maps 3-D or both 2-D, A from row 0.
-template <class Config>
+template <class Config, class Loads = MulticastStageLoads<Config>>
 __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtensorMap& map_b, bool batched,
                                           const TileCoord& tile, int k_begin, int k_end, uint32_t slice,
                                           StageRing<Config::kStages>& ring, uint8_t (*tiles_a)[Config::kStageBytesA],
                                           uint8_t (*tiles_b)[Config::kStageBytesB],
                                           StageBarriers<Config::kStages>& barriers) {
-  load_tile_at<Config>(map_a, map_b, batched, batched, tile, 0, k_begin, k_end, slice, ring, tiles_a, tiles_b,
-                       barriers);
+  load_tile_at<Config, Loads>(map_a, map_b, batched, batched, tile, 0, k_begin, k_end, slice, ring, tiles_a, tiles_b,
+                              barriers);
 }
 
 template <class Config>
