@@ -81,7 +81,7 @@ struct DeviceInfo {
   static DeviceInfo h200();
   // The residency a query that cannot reach a GPU falls back to: one CTA per SM, whole clusters.
   static DeviceInfo fallback(int sm_count = 132);
-  // A B200 (sm_100): the budget anvil-plan --sm100 prints. anvil has no sm_100 kernels.
+  // A B200 (sm_100): the budget anvil-plan --sm100 prints for the Blackwell kernel.
   static DeviceInfo b200();
 };
 
