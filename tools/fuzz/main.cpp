@@ -39,6 +39,7 @@ const char* kUsage =
     "  --only I          run problem I alone (reproduces a failure)\n"
     "  --kernel NAME     a kernel by name (anvil-bench --list); refusals are counted   [auto]\n"
     "  --small           the GPU test tier's small sizes\n"
+    "  --fp8             FP8 problems (e4m3 / e5m2 pairs, every scale mode; docs/fp8.md)\n"
     "  --json FILE       write the summary and every failure as JSON\n"
     "  --verbose         print every problem and its outcome\n"
     "  --allow-no-gpu    without an sm_90 GPU, say so and exit 0 instead of 2\n"
@@ -51,6 +52,7 @@ struct Options {
   int64_t first = 0;
   std::string kernel = "auto";
   bool small = false;
+  bool fp8 = false;
   std::string json_path;
   bool verbose = false;
   bool allow_no_gpu = false;
@@ -96,6 +98,8 @@ Options parse(int argc, char** argv) {
       o.kernel = value();
     } else if (arg == "--small") {
       o.small = true;
+    } else if (arg == "--fp8") {
+      o.fp8 = true;
     } else if (arg == "--json") {
       o.json_path = value();
     } else if (arg == "--verbose") {
@@ -132,6 +136,7 @@ std::string rerun_command(const Options& o, int64_t index) {
   std::string cmd = "anvil-fuzz --seed " + std::to_string(o.seed) + " --only " + std::to_string(index);
   if (o.kernel != "auto") cmd += " --kernel " + o.kernel;
   if (o.small) cmd += " --small";
+  if (o.fp8) cmd += " --fp8";
   return cmd;
 }
 
@@ -231,7 +236,8 @@ void run_all(const Options& o, Summary& s) {
   {
     verify::FuzzRunner runner(stream);
     for (int64_t i = o.first; i < o.first + o.problems; ++i) {
-      const verify::FuzzProblem problem = verify::make_fuzz_problem(o.seed, i, limits);
+      const verify::FuzzProblem problem =
+          o.fp8 ? verify::make_fp8_fuzz_problem(o.seed, i, limits) : verify::make_fuzz_problem(o.seed, i, limits);
       const verify::FuzzOutcome outcome = runner.run(problem, o.kernel.c_str());
       ++s.run;
       s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

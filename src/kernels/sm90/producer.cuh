@@ -54,8 +54,8 @@ __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtens
     uint64_t* full = &barriers.full[ring.stage];
     sm90::mbarrier_arrive_expect_tx(full, Config::kStageBytesA + Config::kStageBytesB);
     const int k = kt * Config::kBlockK;
-    uint8_t* slice_a = tiles_a[ring.stage] + (Config::kSlicesA > 1 ? slice * kSliceRowsA * Config::kBlockK * 2 : 0);
-    uint8_t* slice_b = tiles_b[ring.stage] + (Config::kSlicesB > 1 ? slice * kSliceRowsB * Config::kBlockK * 2 : 0);
+    uint8_t* slice_a = tiles_a[ring.stage] + (Config::kSlicesA > 1 ? slice * kSliceRowsA * Config::kRowBytes : 0);
+    uint8_t* slice_b = tiles_b[ring.stage] + (Config::kSlicesB > 1 ? slice * kSliceRowsB * Config::kRowBytes : 0);
     load_box<Config::kSlicesA, kClusterMask>(slice_a, map_a, full, k, row_a, batched, tile.batch);
     load_box<Config::kSlicesB, kClusterMask>(slice_b, map_b, full, k, row_b, batched, tile.batch);
     ring.advance();
