@@ -313,6 +313,16 @@ void plan_sm90(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, co
   }
 }
 
+// The planner links without the library (anvil-plan): its own names for the scale modes.
+const char* scale_mode_name(ScaleMode s) {
+  switch (s) {
+    case ScaleMode::kTensor: return "tensor";
+    case ScaleMode::kRowColumn: return "row-column";
+    case ScaleMode::kBlock128: return "block128";
+    default: return "none";
+  }
+}
+
 bool fp8_inputs(const GemmDesc& desc) {
   const auto f8 = [](DataType t) { return t == DataType::kE4M3 || t == DataType::kE5M2; };
   return f8(desc.a.dtype) && f8(desc.b.dtype);
@@ -589,7 +599,7 @@ void print_plan(const LaunchPlan& p, const GemmDesc& desc, void* file) {
                  p.repack.b ? "copied" : "in place", p.workspace_bytes);
   } else if (p.family == KernelFamily::kSm90Fp8) {
     std::fprintf(f, "  tile:      %dx%d, cluster %dx%d, %d stages, scales %s - %s\n", p.tile.block_m, p.tile.block_n,
-                 p.cluster.m, p.cluster.n, p.stages, to_string(desc.scales), p.tile_reason);
+                 p.cluster.m, p.cluster.n, p.stages, scale_mode_name(desc.scales), p.tile_reason);
   } else if (p.family != KernelFamily::kNone && p.family != KernelFamily::kFallback) {
     std::fprintf(f, "  tile:      %s\n", p.tile_reason);
   }
