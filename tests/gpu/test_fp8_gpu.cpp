@@ -12,6 +12,7 @@
 
 #include "gpu/gpu_support.h"
 #include "plan/launch.h"
+#include "verify/fuzz_runner.h"
 
 namespace {
 
@@ -274,6 +275,25 @@ TEST(Fp8Promotion, LongKErrorWithAndWithout) {
     RecordProperty(std::string(data) + "_promoted_rel_frobenius", std::to_string(pro_rel));
     GemmDesc block = fp8_desc(128, 256, 16384, ScaleMode::kBlock128, DataType::kF32);
     EXPECT_LT(pro_rel, anvil::verify::tolerance_for(block).rel_frobenius) << data;
+  }
+}
+
+// The same problems as `anvil-fuzz --fp8 --small --seed 8 --problems 150`: random FP8
+// problems (every scale mode and pair, random epilogues, padded and offset operands),
+// through the dispatcher, D's padding checked for stray writes.
+TEST(Fp8Fuzz, FixedSeedSmallProblemsMatchTheReference) {
+  REQUIRE_SM90();
+  anvil_test::Stream stream;
+  CHECK_CUDA(stream.create());
+  anvil::verify::FuzzRunner runner(stream.handle);
+  const anvil::verify::FuzzLimits limits = anvil::verify::small_fuzz_limits();
+  for (int64_t i = 0; i < 150; ++i) {
+    const anvil::verify::FuzzProblem problem = anvil::verify::make_fp8_fuzz_problem(8, i, limits);
+    const anvil::verify::FuzzOutcome outcome = runner.run(problem, nullptr);
+    EXPECT_EQ(outcome.result, anvil::verify::FuzzResult::kPassed)
+        << anvil::verify::describe(problem) << ": " << outcome.kernel << ": " << outcome.message << " "
+        << anvil::verify::describe(outcome.comparison);
+    ASSERT_FALSE(outcome.context_lost) << "the CUDA context is unusable after " << anvil::verify::describe(problem);
   }
 }
 
