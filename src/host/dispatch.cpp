@@ -54,9 +54,9 @@ Status plan_problem(const GemmDesc& desc, const GemmArgs* args, const PlanOverri
   char name[PlanKey::kMaxKernelName] = "anvil-plan";
   if (overrides != nullptr) {
     const PlanOverrides& o = *overrides;
-    std::snprintf(name, sizeof(name), "anvil-plan/f%d/v%d/o%d%d%d/s%d/r%d/t%d", static_cast<int>(o.family),
+    std::snprintf(name, sizeof(name), "anvil-plan/f%d/v%d/o%d%d%d/s%d/r%d/t%d/k%d/8v%d", static_cast<int>(o.family),
                   o.sm90_variant, int(o.sm90_fit_only), int(o.fit_widths), int(o.allow_stream_k), o.decode_splits,
-                  static_cast<int>(o.row_split), int(o.trace));
+                  static_cast<int>(o.row_split), int(o.trace), o.split_k_slices, o.fp8_variant);
   }
   int device = 0;
   if (args == nullptr || cudaGetDevice(&device) != cudaSuccess) {
