@@ -37,6 +37,25 @@ GemmDesc fp8_desc(int64_t m, int64_t n, int64_t k, ScaleMode scales, DataType ou
   return d;
 }
 
+// The element the comparison found worst, as "D[batch][row][col] = got, reference want".
+std::string worst_element(const anvil_test::Operands& op, const anvil::verify::Comparison& cmp) {
+  if (cmp.worst_index < 0) return "no worst element";
+  const int64_t n_out = op.out_cols(), per_batch = op.desc.m * n_out;
+  const int64_t b = cmp.worst_index / per_batch, i = cmp.worst_index % per_batch / n_out, j = cmp.worst_index % n_out;
+  float want = 0;
+  std::vector<unsigned char> got(8, 0);
+  const size_t width = anvil::verify::dtype_bytes(op.desc.d.dtype);
+  const int64_t at = anvil_test::offset_of(op.desc.d, i, j, b);
+  if (cudaMemcpy(&want, op.ref.as_float() + cmp.worst_index, 4, cudaMemcpyDeviceToHost) != cudaSuccess ||
+      cudaMemcpy(got.data(), static_cast<unsigned char*>(op.d.get()) + at * int64_t(width), width,
+                 cudaMemcpyDeviceToHost) != cudaSuccess) {
+    return "worst element unreadable";
+  }
+  return "D[" + std::to_string(b) + "][" + std::to_string(i) + "][" + std::to_string(j) +
+         "] = " + std::to_string(anvil_test::load_element(got, op.desc.d.dtype, 0)) + ", reference " +
+         std::to_string(want);
+}
+
 // Runs desc (with the variant forced when >= 0), checks D against the reference and that
 // nothing outside the logical output was written.
 void run_and_check(const GemmDesc& desc, uint64_t seed, int variant = -1) {
@@ -59,7 +78,8 @@ void run_and_check(const GemmDesc& desc, uint64_t seed, int variant = -1) {
   CHECK_CUDA(cudaDeviceSynchronize());
   const auto tol = anvil::verify::tolerance_for(desc);
   const auto cmp = anvil::verify::compare(desc, op.d.get(), op.ref.as_float(), tol, nullptr);
-  EXPECT_TRUE(cmp.passed) << anvil_test::describe(cmp) << " (" << anvil::detail::fp8_variant_name(ran.fp8_variant)
+  EXPECT_TRUE(cmp.passed) << anvil_test::describe(cmp) << "; " << worst_element(op, cmp) << " ("
+                          << anvil::detail::fp8_variant_name(ran.fp8_variant)
                           << "; tolerance rel_frobenius " << tol.rel_frobenius << ", element " << tol.max_abs << " + "
                           << tol.max_rel << " |ref|)";
   anvil_test::expect_padding_untouched(op);
@@ -191,7 +211,7 @@ TEST(Fp8Scales, ReadAtRunTime) {
     CHECK_CUDA(anvil::verify::reference_gemm(desc, op.args, op.ref.as_float(), nullptr));
     const auto cmp =
         anvil::verify::compare(desc, op.d.get(), op.ref.as_float(), anvil::verify::tolerance_for(desc), nullptr);
-    EXPECT_TRUE(cmp.passed) << anvil_test::describe(cmp);
+    EXPECT_TRUE(cmp.passed) << anvil_test::describe(cmp) << "; " << worst_element(op, cmp);
   }
 }
 
@@ -457,7 +477,7 @@ TEST(Fp8Quantize, FeedsTheBlockScaledGemm) {
   // tolerance is set for |x| <= 1, so compare with the relative bound only.
   auto tol = anvil::verify::tolerance_for(desc);
   const auto cmp = anvil::verify::compare(desc, op.d.get(), op.ref.as_float(), tol, nullptr);
-  EXPECT_LT(cmp.rel_frobenius, tol.rel_frobenius) << anvil_test::describe(cmp);
+  EXPECT_LT(cmp.rel_frobenius, tol.rel_frobenius) << anvil_test::describe(cmp) << "; " << worst_element(op, cmp);
   EXPECT_EQ(cmp.nonfinite, 0);
 }
 
