@@ -77,7 +77,8 @@ def functions(sass):
 def problems_in(name, body):
     """The rule violations of one kernel's SASS."""
     text = "\n".join(body)
-    hgmma = len(re.findall(r"\bHGMMA\.", text))
+    # HGMMA for 16-bit inputs, QGMMA for 8-bit ones (e4m3/e5m2).
+    hgmma = len(re.findall(r"\b[HQ]GMMA\.", text))
     local = len(re.findall(r"\b(LDL|STL)(\.\S+)?\s", text))
     depbar = len(re.findall(r"WARPGROUP\.DEPBAR", text))
     short = name[:110]

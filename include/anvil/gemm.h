@@ -7,6 +7,9 @@
 // (X[M,K] row-major, W[N,K] row-major, Y = X W^T) is A row-major and B column-major
 // with ldb = K.
 //
+// FP8 (e4m3, e5m2) inputs: both K-major (the nn.Linear layout), with optional scales that
+// multiply the fp32 sums before the epilogue (ScaleMode; docs/fp8.md).
+//
 // No call allocates, synchronises or throws: gemm() only enqueues work on the given
 // stream, so it can be captured in a CUDA graph.
 #pragma once
@@ -30,7 +33,9 @@ enum class Status : int {
   kDriverUnavailable,  // no CUDA driver, one too old for anvil's runtime, or no GPU it can use
 };
 
-enum class DataType : int { kBF16 = 0, kF16, kF32 };
+// kE4M3 and kE5M2 are the OCP 8-bit floats (e4m3: finite, max 448; e5m2: max 57344),
+// input types only: C, D and the bias are bf16, fp16 or fp32.
+enum class DataType : int { kBF16 = 0, kF16, kF32, kE4M3, kE5M2 };
 enum class Order : int { kRowMajor = 0, kColMajor };
 
 enum class Activation : int {
@@ -43,6 +48,24 @@ enum class Activation : int {
 };
 
 enum class BiasMode : int { kNone = 0, kPerColumn /* length N, nn.Linear */, kPerRow /* length M */ };
+
+// How FP8 inputs are scaled. The sum over K is multiplied by the scales of the elements
+// it reads, in fp32, before alpha, bias and activation:
+//   z[i,j] = alpha * sum_k A[i,k] sa(i,k) B[k,j] sb(k,j)
+// All scales are fp32 arrays in device memory (GemmArgs::scale_a, scale_b), read by the
+// kernel, so a CUDA graph replays with whatever scales the quantization wrote.
+enum class ScaleMode : int {
+  kNone = 0,  // sa = sb = 1
+  kTensor,    // one scale per tensor: sa = scale_a[0], sb = scale_b[0]
+  kRowColumn, // per row of A (token) and per column of B (output channel): scale_a[M], scale_b[N]
+  // DeepSeek-V3 blocks. A: one scale per row and 128 values of K, stored M-major,
+  // sa(i,k) = scale_a[(k / 128) * M + i] (an fp32 [ceil(K/128), M] row-major array).
+  // B: one scale per 128 x 128 block of the N x K weight,
+  // sb(k,j) = scale_b[(j / 128) * ceil(K/128) + k / 128] (fp32 [ceil(N/128), ceil(K/128)]).
+  // The kernel sums each 128-wide K block on the tensor cores and adds it, scaled, to an
+  // fp32 total in registers.
+  kBlock128,
+};
 
 // One operand in memory. ld is in elements; batch_stride is the element distance
 // between consecutive matrices of a strided batch (ignored when batch == 1).
@@ -76,6 +99,9 @@ struct GemmDesc {
   // always go to the decode kernel with a K split fixed by (n, k, batch). Costs speed
   // where m is large; see docs/decode.md.
   bool batch_invariant = false;
+  // FP8 inputs only (kNone otherwise): how the sums are scaled, and which scale arrays
+  // GemmArgs::scale_a / scale_b point to.
+  ScaleMode scales = ScaleMode::kNone;
 };
 
 // Where the data is. c may equal d (in-place residual add: same pointer and layout) but
@@ -90,6 +116,9 @@ struct GemmArgs {
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   cudaStream_t stream = nullptr;
+  // fp32 scales in device memory, laid out as GemmDesc::scales says (null for kNone).
+  const float* scale_a = nullptr;
+  const float* scale_b = nullptr;
 };
 
 // Why a call was refused, in words.
@@ -100,6 +129,7 @@ struct Diagnostic {
 
 const char* to_string(Status status);
 const char* to_string(DataType dtype);
+const char* to_string(ScaleMode scales);
 
 // Answers before launch whether gemm(desc, args) would run. args may be null to check
 // the description alone (pointer alignment is then not checked).

@@ -7,6 +7,10 @@
 
 namespace anvil {
 
-constexpr size_t dtype_size(DataType dtype) { return dtype == DataType::kF32 ? 4 : 2; }
+constexpr size_t dtype_size(DataType dtype) {
+  return dtype == DataType::kF32 ? 4 : dtype == DataType::kE4M3 || dtype == DataType::kE5M2 ? 1 : 2;
+}
+
+constexpr bool is_fp8(DataType dtype) { return dtype == DataType::kE4M3 || dtype == DataType::kE5M2; }
 
 }  // namespace anvil

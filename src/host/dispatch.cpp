@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "anvil/gemm.h"
+#include "common/dtype.h"
 #include "host/plan_cache.h"
 #include "host/registry.h"
 #include "host/validate.h"
@@ -20,12 +21,16 @@ extern const KernelInfo kSm90DecodeLdg;
 extern const KernelInfo kSm90DecodeR64;
 extern const KernelInfo kSm90DecodeLdgR64;
 extern const KernelInfo kLadder01Naive;
+extern const KernelInfo kSm90Fp8;
 
 namespace {
 
 // Each family's registry entry, by KernelFamily: its checks (and the fallback's launch).
 const KernelInfo* const kFamilyKernels[kKernelFamilies] = {&kSm90Gemm,      &kSm90Decode,       &kSm90DecodeLdg,
-                                                            &kSm90DecodeR64, &kSm90DecodeLdgR64, &kLadder01Naive};
+                                                            &kSm90DecodeR64, &kSm90DecodeLdgR64, &kLadder01Naive,
+                                                            &kSm90Fp8};
+
+bool fp8_inputs(const GemmDesc& desc) { return is_fp8(desc.a.dtype) && is_fp8(desc.b.dtype); }
 
 bool wants_auto(const GemmDesc& desc) { return desc.kernel == nullptr || std::strcmp(desc.kernel, "auto") == 0; }
 
@@ -49,9 +54,9 @@ Status plan_problem(const GemmDesc& desc, const GemmArgs* args, const PlanOverri
   char name[PlanKey::kMaxKernelName] = "anvil-plan";
   if (overrides != nullptr) {
     const PlanOverrides& o = *overrides;
-    std::snprintf(name, sizeof(name), "anvil-plan/f%d/v%d/o%d%d%d/s%d/r%d/t%d", static_cast<int>(o.family),
+    std::snprintf(name, sizeof(name), "anvil-plan/f%d/v%d/o%d%d%d/s%d/r%d/t%d/k%d/8v%d", static_cast<int>(o.family),
                   o.sm90_variant, int(o.sm90_fit_only), int(o.fit_widths), int(o.allow_stream_k), o.decode_splits,
-                  static_cast<int>(o.row_split), int(o.trace));
+                  static_cast<int>(o.row_split), int(o.trace), o.split_k_slices, o.fp8_variant);
   }
   int device = 0;
   if (args == nullptr || cudaGetDevice(&device) != cudaSuccess) {
@@ -61,6 +66,11 @@ Status plan_problem(const GemmDesc& desc, const GemmArgs* args, const PlanOverri
     build(out);
   }
   if (out->family == KernelFamily::kNone) {
+    // FP8 has one kernel: its own check says why it refused.
+    if (fp8_inputs(desc)) {
+      const Status why = kSm90Fp8.check(desc, args, diag);
+      if (why != Status::kSuccess) return why;
+    }
     return fail(diag, Status::kNotSupported, "no kernel supports this problem (%s)", out->family_reason);
   }
   return Status::kSuccess;
@@ -94,6 +104,9 @@ Status resolve(const GemmDesc& desc, const GemmArgs* args, const PlanOverrides* 
     }
     out->named = find_kernel(desc.kernel);
     if (out->named == nullptr) return fail(diag, Status::kNotSupported, "unknown kernel '%s'", desc.kernel);
+    if (fp8_inputs(desc) && out->named != &kSm90Fp8) {
+      return fail(diag, Status::kNotSupported, "%s reads bf16/fp16 inputs; FP8 inputs run on sm90-fp8", desc.kernel);
+    }
     s = out->named->check(desc, args, diag);
     if (s != Status::kSuccess) return s;
     if (args != nullptr && out->named->workspace != nullptr) need = out->named->workspace(desc, args);
@@ -119,6 +132,9 @@ Status run(const GemmDesc& desc, const GemmArgs& args, const PlanOverrides* over
 #if defined(ANVIL_HAVE_SM100)
   // On Blackwell the tcgen05 GEMM takes what it supports; the Hopper plans cannot run there.
   if (device_is_sm100()) {
+    if (fp8_inputs(desc)) {
+      return fail(diag, Status::kNotSupported, "FP8 inputs run on sm_90 only (sm90-fp8); anvil has no sm_100 FP8 kernel");
+    }
     if (!sm100_supported(desc)) {
       return fail(diag, Status::kNotSupported, "on sm_100 anvil runs sm100-gemm only, which does not take this problem "
                                                "(K-major bf16/fp16 operands read in place; see docs/blackwell.md)");
@@ -141,11 +157,14 @@ Status launch_tma(const LaunchPlan& p, const GemmDesc& desc, const GemmArgs& arg
 Status launch_ldg(const LaunchPlan& p, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   return launch_decode_ldg_plan(p.decode, desc, args, diag);
 }
+Status launch_fp8(const LaunchPlan& p, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return launch_fp8_plan(p, desc, args, diag);
+}
 
 // The launchers by KernelFamily.
 using PlanLauncher = Status (*)(const LaunchPlan&, const GemmDesc&, const GemmArgs&, Diagnostic*);
-const PlanLauncher kLaunchers[kKernelFamilies] = {launch_sm90, launch_tma, launch_ldg,
-                                                  launch_tma,  launch_ldg, launch_fallback};
+const PlanLauncher kLaunchers[kKernelFamilies] = {launch_sm90, launch_tma, launch_ldg, launch_tma,
+                                                  launch_ldg,  launch_fallback, launch_fp8};
 
 }  // namespace
 
@@ -207,7 +226,8 @@ Status can_implement(const GemmDesc& desc, const GemmArgs* args, Diagnostic* dia
   if (detail::is_noop(desc)) return Status::kSuccess;
   s = detail::validate_device(diag);
 #if defined(ANVIL_HAVE_SM100)
-  if (s == Status::kSuccess && r.named == nullptr && detail::device_is_sm100() && !detail::sm100_supported(desc)) {
+  if (s == Status::kSuccess && r.named == nullptr && detail::device_is_sm100() &&
+      (detail::fp8_inputs(desc) || !detail::sm100_supported(desc))) {
     return detail::fail(diag, Status::kNotSupported, "on sm_100 anvil runs sm100-gemm only, which does not take this "
                                                      "problem (see docs/blackwell.md)");
   }

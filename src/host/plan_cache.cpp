@@ -69,6 +69,9 @@ PlanKey make_plan_key(int device, const char* kernel_name, const GemmDesc& desc,
   key.bias_address = address_of(args.bias);
   key.workspace_address = address_of(args.workspace);
   key.workspace_bytes = args.workspace_bytes;
+  key.scale_mode = static_cast<int32_t>(desc.scales);
+  key.scale_a_address = address_of(args.scale_a);
+  key.scale_b_address = address_of(args.scale_b);
   key.hash = hash_words(reinterpret_cast<const unsigned char*>(&key) + sizeof(key.hash), sizeof(key) - sizeof(key.hash));
   return key;
 }

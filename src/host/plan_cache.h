@@ -42,10 +42,11 @@ struct PlanKey {
   int32_t activation, bias_mode, bias_dtype;
   int32_t device;
   int32_t batch_invariant;
-  int32_t unused_zero;  // keeps the next field aligned without implicit padding
+  int32_t scale_mode;  // FP8 scales (also keeps the next field aligned without padding)
   uint64_t bias_address;
   uint64_t workspace_address;  // repacked operands live in the workspace
   uint64_t workspace_bytes;
+  uint64_t scale_a_address, scale_b_address;  // the FP8 kernel's parameters hold them
 
   bool operator==(const PlanKey& other) const { return std::memcmp(this, &other, sizeof(PlanKey)) == 0; }
 };

@@ -28,8 +28,20 @@ const char* to_string(DataType dtype) {
     case DataType::kBF16: return "bf16";
     case DataType::kF16: return "fp16";
     case DataType::kF32: return "fp32";
+    case DataType::kE4M3: return "e4m3";
+    case DataType::kE5M2: return "e5m2";
   }
   return "unknown dtype";
+}
+
+const char* to_string(ScaleMode scales) {
+  switch (scales) {
+    case ScaleMode::kNone: return "none";
+    case ScaleMode::kTensor: return "tensor";
+    case ScaleMode::kRowColumn: return "row-column";
+    case ScaleMode::kBlock128: return "block128";
+  }
+  return "unknown scale mode";
 }
 
 namespace detail {

@@ -34,6 +34,9 @@ CUtensorMapDataType to_cu(DataType dtype) {
     case DataType::kBF16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     case DataType::kF16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
     case DataType::kF32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    // TMA moves bytes: 8-bit floats travel as unsigned bytes.
+    case DataType::kE4M3:
+    case DataType::kE5M2: return CU_TENSOR_MAP_DATA_TYPE_UINT8;
   }
   return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
 }

@@ -102,6 +102,54 @@ bool overlaps(const Extent& x, const Extent& y) {
 
 bool is_half(DataType t) { return t == DataType::kBF16 || t == DataType::kF16; }
 bool is_known(DataType t) { return t == DataType::kBF16 || t == DataType::kF16 || t == DataType::kF32; }
+bool is_known_input(DataType t) { return is_known(t) || is_fp8(t); }
+
+// FP8 inputs (docs/fp8.md): what the sm90-fp8 kernel reads, refused here with the reason
+// so that every entry point says the same.
+Status validate_fp8(const GemmDesc& d, Diagnostic* diag) {
+  if (d.a.dtype == DataType::kE5M2 && d.b.dtype == DataType::kE5M2) {
+    return fail(diag, Status::kNotSupported,
+                "FP8 pairs are e4m3 x e4m3, e5m2 x e4m3 and e4m3 x e5m2; e5m2 x e5m2 is not built (no training "
+                "recipe multiplies two gradients)");
+  }
+  if (d.a.order != Order::kRowMajor || d.b.order != Order::kColMajor) {
+    return fail(diag, Status::kNotSupported,
+                "FP8 operands must both be K-major (A row-major, B column-major: nn.Linear's X and W); wgmma reads "
+                "8-bit operands K-major only and anvil does not transpose them");
+  }
+  if (d.k % 16 != 0) {
+    return fail(diag, Status::kNotSupported,
+                "FP8 needs K to be a multiple of 16 (got %lld): TMA reads rows in 16-byte units", static_cast<long long>(d.k));
+  }
+  if (d.a.ld % 16 != 0 || d.b.ld % 16 != 0) {
+    return fail(diag, Status::kMisalignedOperand,
+                "FP8 leading dimensions must be multiples of 16 elements (16 bytes, TMA's stride unit); lda=%lld ldb=%lld",
+                static_cast<long long>(d.a.ld), static_cast<long long>(d.b.ld));
+  }
+  if (d.batch > 1 && (d.a.batch_stride % 16 != 0 || d.b.batch_stride % 16 != 0 || d.a.batch_stride == 0 ||
+                      d.b.batch_stride == 0)) {
+    return fail(diag, Status::kNotSupported, "FP8 batch strides must be non-zero multiples of 16 elements");
+  }
+  const int mode = static_cast<int>(d.scales);
+  if (mode < 0 || mode > static_cast<int>(ScaleMode::kBlock128)) {
+    return fail(diag, Status::kInvalidArgument, "unknown scale mode %d", mode);
+  }
+  if (d.scales == ScaleMode::kBlock128 && (d.a.dtype != DataType::kE4M3 || d.b.dtype != DataType::kE4M3)) {
+    return fail(diag, Status::kNotSupported, "block128 scales are built for e4m3 x e4m3 (DeepSeek-V3's recipe), not %s x %s",
+                to_string(d.a.dtype), to_string(d.b.dtype));
+  }
+  if (d.batch > 1 && d.scales != ScaleMode::kNone && d.scales != ScaleMode::kTensor) {
+    return fail(diag, Status::kNotSupported, "%s scales take one matrix (batch 1); batched FP8 takes per-tensor scales",
+                to_string(d.scales));
+  }
+  if (d.batch_invariant) {
+    return fail(diag, Status::kNotSupported, "batch-invariant mode is built for bf16/fp16 inputs, not FP8");
+  }
+  if (d.m > (int64_t{1} << 30) || d.n > (int64_t{1} << 30) || d.k > (int64_t{1} << 30)) {
+    return fail(diag, Status::kNotSupported, "FP8: sizes beyond 2^30");
+  }
+  return Status::kSuccess;
+}
 
 }  // namespace
 
@@ -116,13 +164,24 @@ Status validate_desc(const GemmDesc& d, Diagnostic* diag) {
                 static_cast<long long>(d.m), static_cast<long long>(d.n), static_cast<long long>(d.k),
                 static_cast<long long>(d.batch));
   }
-  if (!is_known(d.a.dtype) || !is_known(d.b.dtype) || !is_known(d.c.dtype) || !is_known(d.d.dtype) ||
-      !is_known(d.epilogue.bias_dtype)) {
+  if (!is_known_input(d.a.dtype) || !is_known_input(d.b.dtype) || !is_known_input(d.c.dtype) ||
+      !is_known_input(d.d.dtype) || !is_known_input(d.epilogue.bias_dtype)) {
     return fail(diag, Status::kInvalidArgument, "unknown dtype value");
   }
-  if (!is_half(d.a.dtype) || d.a.dtype != d.b.dtype) {
-    return fail(diag, Status::kNotSupported, "inputs must both be bf16 or both fp16 (got A %s, B %s)",
+  if (is_fp8(d.c.dtype) || is_fp8(d.d.dtype) || is_fp8(d.epilogue.bias_dtype)) {
+    return fail(diag, Status::kNotSupported, "C, D and the bias are bf16, fp16 or fp32 (got C %s, D %s, bias %s); "
+                "8-bit floats are input types only", to_string(d.c.dtype), to_string(d.d.dtype),
+                to_string(d.epilogue.bias_dtype));
+  }
+  const bool fp8 = is_fp8(d.a.dtype) && is_fp8(d.b.dtype);
+  if (!fp8 && (!is_half(d.a.dtype) || d.a.dtype != d.b.dtype)) {
+    return fail(diag, Status::kNotSupported,
+                "inputs must both be bf16, both fp16, or both 8-bit floats (e4m3/e5m2) (got A %s, B %s)",
                 to_string(d.a.dtype), to_string(d.b.dtype));
+  }
+  if (!fp8 && d.scales != ScaleMode::kNone) {
+    return fail(diag, Status::kNotSupported, "scales (%s) apply to FP8 inputs only; A is %s",
+                to_string(d.scales), to_string(d.a.dtype));
   }
   const auto act = d.epilogue.activation;
   if (static_cast<int>(act) < 0 || static_cast<int>(act) > static_cast<int>(Activation::kSwiGLU)) {
@@ -142,6 +201,10 @@ Status validate_desc(const GemmDesc& d, Diagnostic* diag) {
                 to_string(d.d.dtype));
   }
   const int64_t n_out = output_cols(d);
+  if (fp8) {
+    const Status f = validate_fp8(d, diag);
+    if (f != Status::kSuccess) return f;
+  }
   Status s = check_operand("A", d.a, d.m, d.k, d.batch, false, diag);
   if (s != Status::kSuccess) return s;
   s = check_operand("B", d.b, d.k, d.n, d.batch, false, diag);
@@ -170,6 +233,15 @@ Status validate_args(const GemmDesc& d, const GemmArgs& args, Diagnostic* diag) 
   if (reads_c && args.c == nullptr) return fail(diag, Status::kInvalidArgument, "C is null but beta != 0");
   if (d.epilogue.bias != BiasMode::kNone && args.bias == nullptr) {
     return fail(diag, Status::kInvalidArgument, "bias is null but a bias mode is set");
+  }
+  if (d.scales != ScaleMode::kNone && reads_inputs) {
+    if (args.scale_a == nullptr || args.scale_b == nullptr) {
+      return fail(diag, Status::kInvalidArgument, "%s scales: scale_%s is null", to_string(d.scales),
+                  args.scale_a == nullptr ? "a" : "b");
+    }
+    if (reinterpret_cast<uintptr_t>(args.scale_a) % 4 != 0 || reinterpret_cast<uintptr_t>(args.scale_b) % 4 != 0) {
+      return fail(diag, Status::kMisalignedOperand, "scale_a and scale_b are fp32 arrays: 4-byte aligned");
+    }
   }
   // Every kernel reads and writes whole elements; TMA-specific 16-byte rules are the
   // kernels' own checks.

@@ -28,6 +28,8 @@ Status launch_decode_ldg_plan(const DecodePlan& plan, const GemmDesc& desc, cons
 // sm90-gemm's split-K, second launch: D from the k_splits fp32 partials at args.workspace
 // (gemm_split_k.cu).
 Status launch_split_k_sum(const GemmDesc& desc, const GemmArgs& args, int slices, Diagnostic* diag);
+// sm90-fp8 (gemm_sm90_fp8.cu): the planned configuration.
+Status launch_fp8_plan(const LaunchPlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag);
 // Any plan, by its family (a table of launchers, no lookup by name).
 Status launch_plan(const LaunchPlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag);
 

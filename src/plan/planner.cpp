@@ -341,6 +341,51 @@ void plan_sm90(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, co
   }
 }
 
+// The planner links without the library (anvil-plan): its own names for the scale modes.
+const char* scale_mode_name(ScaleMode s) {
+  switch (s) {
+    case ScaleMode::kTensor: return "tensor";
+    case ScaleMode::kRowColumn: return "row-column";
+    case ScaleMode::kBlock128: return "block128";
+    default: return "none";
+  }
+}
+
+bool fp8_inputs(const GemmDesc& desc) {
+  const auto f8 = [](DataType t) { return t == DataType::kE4M3 || t == DataType::kE5M2; };
+  return f8(desc.a.dtype) && f8(desc.b.dtype);
+}
+
+// sm90-fp8's plan: the configuration (fp8_plan.h), whole tiles, no workspace.
+void plan_fp8(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides& ov) {
+  const int sms = device.sm_count;
+  p.family = KernelFamily::kSm90Fp8;
+  const bool forced = ov.fp8_variant >= 0 && ov.fp8_variant < kFp8Variants &&
+                      fp8_variant_runs(static_cast<Fp8Variant>(ov.fp8_variant), desc.a.dtype, desc.b.dtype, desc.scales);
+  const Fp8Variant v = forced ? static_cast<Fp8Variant>(ov.fp8_variant)
+                              : choose_fp8_variant(desc.m, desc.n, desc.batch, sms, desc.a.dtype, desc.b.dtype, desc.scales);
+  p.fp8_variant = v;
+  p.tile = fp8_tile_shape(v);
+  p.cluster = ClusterShape{2, 1};
+  p.stages = fp8_stages(v);
+  p.schedule = GemmSchedule::kCooperative;
+  p.main_rows = desc.m;
+  p.k_splits = 1;
+  p.workspace_bytes = 0;
+  const WavePlan w = wave_plan(desc.m, desc.n, desc.batch, p.tile, sms, 2, 1);
+  if (forced) {
+    say(p.tile_reason, "%s forced: %lld tiles, %.2f waves", fp8_variant_name(v), static_cast<long long>(w.tiles), w.waves);
+  } else if (desc.scales == ScaleMode::kBlock128) {
+    say(p.tile_reason, "%s: block scales promote every 128-wide K block (%lld tiles, %.2f waves)", fp8_variant_name(v),
+        static_cast<long long>(w.tiles), w.waves);
+  } else {
+    say(p.tile_reason, "%s: fewest waves x area / speed (%lld tiles, %.2f waves)", fp8_variant_name(v),
+        static_cast<long long>(w.tiles), w.waves);
+  }
+  say(p.split_reason, "none: whole tiles");
+  say(p.row_split_reason, "none: one kernel takes every row");
+}
+
 void plan_decode_family(LaunchPlan& p, KernelFamily family, const GemmDesc& desc, const DeviceInfo& device,
                         const PlanOverrides& ov) {
   p.family = family;
@@ -375,6 +420,7 @@ const char* family_name(KernelFamily family) {
     case KernelFamily::kDecodeR64: return "sm90-decode-r64";
     case KernelFamily::kDecodeLdgR64: return "sm90-decode-ldg-r64";
     case KernelFamily::kFallback: return "ladder-01-naive";
+    case KernelFamily::kSm90Fp8: return "sm90-fp8";
     default: return "none";
   }
 }
@@ -469,6 +515,9 @@ size_t stream_k_workspace_bytes(int sm_count) {
 }
 
 bool decode_family_accepts(KernelFamily family, const GemmDesc& desc) {
+  // 8-bit inputs run on sm90-fp8 alone; it takes every FP8 problem validation lets through.
+  if (fp8_inputs(desc)) return family == KernelFamily::kSm90Fp8 && desc.k > 0;
+  if (family == KernelFamily::kSm90Fp8) return false;
   if (family == KernelFamily::kFallback) return true;
   if (family == KernelFamily::kSm90Gemm) return desc.k > 0;
   if (family == KernelFamily::kNone) return false;
@@ -499,6 +548,22 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
   p.batch_invariant = desc.batch_invariant;
   p.main_rows = desc.m;
   const auto ok = [&](KernelFamily f) { return f != KernelFamily::kNone && facts->accepts[index(f)]; };
+
+  if (fp8_inputs(desc)) {
+    // FP8: sm90-fp8 or nothing (no other kernel reads 8-bit inputs).
+    if (ov.family != KernelFamily::kNone && ov.family != KernelFamily::kSm90Fp8) {
+      say(p.family_reason, "%s forced, but FP8 inputs run on sm90-fp8 only", family_name(ov.family));
+      return p;
+    }
+    if (!ok(KernelFamily::kSm90Fp8)) {
+      say(p.family_reason, "sm90-fp8 does not take this problem (K = 0 has no tensor-core work)");
+      return p;
+    }
+    say(p.family_reason, "sm90-fp8: 8-bit inputs");
+    plan_fp8(p, desc, device, ov);
+    p.kernel_name = family_name(p.family);
+    return p;
+  }
 
   if (ov.family != KernelFamily::kNone) {
     if (!ok(ov.family)) {
@@ -561,6 +626,9 @@ void print_plan(const LaunchPlan& p, const GemmDesc& desc, void* file) {
                  p.tile_reason);
     std::fprintf(f, "  repack:    A %s, B %s (%zu workspace bytes in all)\n", p.repack.a ? "copied" : "in place",
                  p.repack.b ? "copied" : "in place", p.workspace_bytes);
+  } else if (p.family == KernelFamily::kSm90Fp8) {
+    std::fprintf(f, "  tile:      %dx%d, cluster %dx%d, %d stages, scales %s - %s\n", p.tile.block_m, p.tile.block_n,
+                 p.cluster.m, p.cluster.n, p.stages, scale_mode_name(desc.scales), p.tile_reason);
   } else if (p.family != KernelFamily::kNone && p.family != KernelFamily::kFallback) {
     std::fprintf(f, "  tile:      %s\n", p.tile_reason);
   }

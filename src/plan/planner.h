@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "anvil/gemm.h"
+#include "kernels/sm90/fp8_plan.h"
 #include "kernels/sm90/plan.h"
 
 namespace anvil::detail {
@@ -28,8 +29,9 @@ enum class KernelFamily : int {
   kDecodeR64,       // TMA-fed decode, 64 weight rows per CTA
   kDecodeLdgR64,    // load-path decode, 64 weight rows per CTA
   kFallback,        // the CUDA-core kernel that takes every valid problem (K = 0, any layout)
+  kSm90Fp8,         // sm90-gemm's kernel with 8-bit inputs and their scales (gemm_sm90_fp8.cu)
 };
-inline constexpr int kKernelFamilies = 6;
+inline constexpr int kKernelFamilies = 7;
 const char* family_name(KernelFamily family);  // the registry name ("sm90-gemm", ...)
 
 // The sm90-gemm schedule a variant runs.
@@ -98,6 +100,7 @@ struct PlanOverrides {
   // forces s slices (taken where K divides into s slices of whole 16-byte groups).
   int split_k_slices = 0;
   enum class RowSplit : int { kAuto = 0, kNever, kAlways } row_split = RowSplit::kAuto;
+  int fp8_variant = -1;                       // an Fp8Variant to run (where it runs the problem), or -1
   bool trace = false;                         // print each plan as it is built (stderr)
 };
 
@@ -110,7 +113,7 @@ struct CallFacts {
   size_t workspace_bytes = ~size_t{0};
   // Whether each family accepts the problem as described (its own checks, run by the
   // dispatcher); default: judged from the description alone.
-  bool accepts[kKernelFamilies] = {true, true, true, true, true, true};
+  bool accepts[kKernelFamilies] = {true, true, true, true, true, true, true};
 };
 
 // One decode launch: the configuration, its grid and its K split.
@@ -144,6 +147,7 @@ struct LaunchPlan {
   Sm90Variant variant = Sm90Variant::kWidePair;
   GemmSchedule schedule = GemmSchedule::kCooperative;
   TileShape tile{128, 256};
+  Fp8Variant fp8_variant = Fp8Variant::kWidePair;  // sm90-fp8
   ClusterShape cluster{1, 1};
   int stages = 0;
   RepackNeeds repack;

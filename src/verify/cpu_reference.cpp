@@ -2,6 +2,7 @@
 // tolerances and the host comparison. Nothing here touches the GPU, so the CPU-only test
 // tier exercises all of it.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -40,6 +41,36 @@ double decode_f16(uint16_t bits) {
   return negative ? -magnitude : magnitude;
 }
 
+}  // namespace
+
+double decode_e4m3(uint8_t bits) {
+  const bool negative = (bits & 0x80u) != 0;
+  const int exponent = (bits >> 3) & 0xF;
+  const int mantissa = bits & 0x7;
+  double magnitude;
+  if (exponent == 0xF && mantissa == 0x7) {
+    magnitude = std::numeric_limits<double>::quiet_NaN();  // e4m3 has no infinities
+  } else if (exponent == 0) {
+    magnitude = std::ldexp(double(mantissa), -9);  // subnormal: mantissa/8 * 2^-6
+  } else {
+    magnitude = std::ldexp(double(mantissa | 0x8), exponent - 10);  // 1.m * 2^(e - 7)
+  }
+  return negative ? -magnitude : magnitude;
+}
+
+double decode_e5m2(uint8_t bits) {
+  // e5m2 is the upper byte of an fp16.
+  return decode_f16(static_cast<uint16_t>(uint16_t(bits) << 8));
+}
+
+namespace {
+
+std::array<double, 256> decode_table(double (*decode)(uint8_t)) {
+  std::array<double, 256> table{};
+  for (int code = 0; code < 256; ++code) table[size_t(code)] = decode(uint8_t(code));
+  return table;
+}
+
 double load(const void* base, DataType dtype, int64_t index) {
   switch (dtype) {
     case DataType::kBF16: {
@@ -56,6 +87,15 @@ double load(const void* base, DataType dtype, int64_t index) {
       float value;
       std::memcpy(&value, static_cast<const unsigned char*>(base) + index * 4, sizeof(value));
       return value;
+    }
+    // 256 values each: decoded once (the reference reads every element K or N times).
+    case DataType::kE4M3: {
+      static const std::array<double, 256> table = decode_table(decode_e4m3);
+      return table[static_cast<const unsigned char*>(base)[index]];
+    }
+    case DataType::kE5M2: {
+      static const std::array<double, 256> table = decode_table(decode_e5m2);
+      return table[static_cast<const unsigned char*>(base)[index]];
     }
   }
   return 0.0;
@@ -89,6 +129,8 @@ double unit_roundoff(DataType dtype) {
     case DataType::kBF16: return 0x1p-8;
     case DataType::kF16: return 0x1p-11;
     case DataType::kF32: return 0x1p-24;
+    case DataType::kE4M3: return 0x1p-4;
+    case DataType::kE5M2: return 0x1p-3;
   }
   return 0x1p-8;
 }
@@ -104,8 +146,28 @@ size_t dtype_bytes(DataType dtype) {
     case DataType::kBF16:
     case DataType::kF16: return 2;
     case DataType::kF32: return 4;
+    case DataType::kE4M3:
+    case DataType::kE5M2: return 1;
   }
   return 0;
+}
+
+int64_t scale_elements_a(const GemmDesc& desc) {
+  switch (desc.scales) {
+    case ScaleMode::kTensor: return 1;
+    case ScaleMode::kRowColumn: return desc.m;
+    case ScaleMode::kBlock128: return (desc.k + 127) / 128 * desc.m;
+    default: return 0;
+  }
+}
+
+int64_t scale_elements_b(const GemmDesc& desc) {
+  switch (desc.scales) {
+    case ScaleMode::kTensor: return 1;
+    case ScaleMode::kRowColumn: return desc.n;
+    case ScaleMode::kBlock128: return (desc.n + 127) / 128 * ((desc.k + 127) / 128);
+    default: return 0;
+  }
 }
 
 int64_t storage_elements(const MatrixLayout& layout, int64_t rows, int64_t cols, int64_t batch) {
@@ -125,7 +187,7 @@ int64_t output_cols(const GemmDesc& desc) {
 }
 
 void cpu_reference(const GemmDesc& desc, const void* a, const void* b, const void* c,
-                   const void* bias, std::vector<double>& out) {
+                   const void* bias, std::vector<double>& out, const float* scale_a, const float* scale_b) {
   out.clear();
   const bool swiglu = desc.epilogue.activation == Activation::kSwiGLU;
   if (desc.m < 0 || desc.n < 0 || desc.k < 0 || desc.batch < 0) return;
@@ -137,6 +199,24 @@ void cpu_reference(const GemmDesc& desc, const void* a, const void* b, const voi
   if (work && desc.k > 0 && (a == nullptr || b == nullptr)) return;
   if (work && read_c && c == nullptr) return;
   if (work && desc.epilogue.bias != BiasMode::kNone && bias == nullptr) return;
+  if (work && desc.k > 0 && desc.scales != ScaleMode::kNone && (scale_a == nullptr || scale_b == nullptr)) return;
+  const int64_t k_blocks = (desc.k + 127) / 128;
+  const auto scale_of_a = [&](int64_t i, int64_t kk) -> double {
+    switch (desc.scales) {
+      case ScaleMode::kTensor: return scale_a[0];
+      case ScaleMode::kRowColumn: return scale_a[i];
+      case ScaleMode::kBlock128: return scale_a[(kk / 128) * desc.m + i];
+      default: return 1.0;
+    }
+  };
+  const auto scale_of_b = [&](int64_t kk, int64_t j) -> double {
+    switch (desc.scales) {
+      case ScaleMode::kTensor: return scale_b[0];
+      case ScaleMode::kRowColumn: return scale_b[j];
+      case ScaleMode::kBlock128: return scale_b[(j / 128) * k_blocks + kk / 128];
+      default: return 1.0;
+    }
+  };
 
   out.assign(size_t(desc.m * n_out * desc.batch), 0.0);
   if (!work) return;
@@ -144,8 +224,8 @@ void cpu_reference(const GemmDesc& desc, const void* a, const void* b, const voi
   auto pre_activation = [&](int64_t batch, int64_t i, int64_t gemm_col) {
     double dot = 0.0;
     for (int64_t kk = 0; kk < desc.k; ++kk) {
-      dot += load(a, desc.a.dtype, element_offset(desc.a, i, kk, batch)) *
-             load(b, desc.b.dtype, element_offset(desc.b, kk, gemm_col, batch));
+      dot += load(a, desc.a.dtype, element_offset(desc.a, i, kk, batch)) * scale_of_a(i, kk) *
+             load(b, desc.b.dtype, element_offset(desc.b, kk, gemm_col, batch)) * scale_of_b(kk, gemm_col);
     }
     double z = double(desc.alpha) * dot;
     if (desc.epilogue.bias == BiasMode::kPerColumn) z += load(bias, desc.epilogue.bias_dtype, gemm_col);
@@ -198,10 +278,23 @@ Tolerance tolerance_for(const GemmDesc& desc) {
   // A gate/up product sees the accumulation error of both factors, each weighted by the
   // other's magnitude (up to about four typical magnitudes in the tails).
   const double propagation = swiglu ? 4.0 : 1.0;
-  const double eps_acc = 0x1p-24 * (k + 64.0) * propagation;
+  double eps_acc = 0x1p-24 * (k + 64.0) * propagation;
   const double eps_fn = transcendental ? 0x1p-20 * propagation : 0.0;
+  // FP8 inputs (docs/fp8.md): the tensor cores add each k32 step's products into an
+  // accumulator that keeps about 14 significant bits, truncating (2^-14 of its magnitude
+  // per step, biased). Summed over a whole K in that accumulator (tensor, row/column or no
+  // scales) the bound grows with the K/32 steps: 2^-12 of the typical magnitude per step,
+  // four times the worst case; promoted to fp32 every 128-wide K block (block scales) it
+  // stays at a few steps' worth whatever K is.
+  const bool fp8 = desc.a.dtype == DataType::kE4M3 || desc.a.dtype == DataType::kE5M2;
+  if (fp8) {
+    eps_acc += desc.scales == ScaleMode::kBlock128 ? 0x1p-10 * propagation
+                                                   : 0x1p-12 * (k / 32.0 + 8.0) * propagation;
+  }
+  // The test scales (fill_scales) lie in [0.5, 1.5]: a product of two up to 2.25.
+  const double scale_product = fp8 && desc.scales != ScaleMode::kNone ? 2.25 : 1.0;
 
-  const double z_scale = std::fabs(double(desc.alpha)) * std::sqrt(k) / 3.0 +
+  const double z_scale = std::fabs(double(desc.alpha)) * scale_product * std::sqrt(k) / 3.0 +
                          (desc.epilogue.bias != BiasMode::kNone ? 1.0 : 0.0);
   const double typical = (swiglu ? z_scale * z_scale : z_scale) + std::fabs(double(desc.beta));
 

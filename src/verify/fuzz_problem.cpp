@@ -196,6 +196,39 @@ FuzzProblem make_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits& li
   return p;
 }
 
+FuzzProblem make_fp8_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits& limits) {
+  FuzzProblem p = make_fuzz_problem(seed, index, limits);
+  // A stream of its own, so the 16-bit draw above stays what it is for this (seed, index).
+  Random rng(Random(p.data_seed ^ 0xF8F8F8F8F8F8F8F8ull).next());
+  GemmDesc& d = p.desc;
+  const int64_t pair = rng.below(10);
+  const DataType a = pair == 8 ? DataType::kE5M2 : DataType::kE4M3;
+  const DataType b = pair == 9 ? DataType::kE5M2 : DataType::kE4M3;
+  d.k = std::max<int64_t>(16, (d.k + 15) / 16 * 16);
+  const auto kmajor = [&](DataType t, Order order, int64_t rows) {
+    MatrixLayout l;
+    l.dtype = t;
+    l.order = order;
+    l.ld = d.k + 16 * (rng.percent(70) ? 0 : rng.between(1, 8));
+    if (d.batch > 1) l.batch_stride = rows * l.ld + 16 * (rng.percent(60) ? 0 : rng.between(1, 4));
+    return l;
+  };
+  d.a = kmajor(a, Order::kRowMajor, d.m);
+  d.b = kmajor(b, Order::kColMajor, d.n);
+  const bool mixed = a != DataType::kE4M3 || b != DataType::kE4M3;
+  if (d.batch > 1) {
+    d.scales = rng.percent(30) ? ScaleMode::kNone : ScaleMode::kTensor;
+  } else {
+    d.scales = mixed ? rng.pick({ScaleMode::kNone, ScaleMode::kTensor, ScaleMode::kRowColumn})
+                     : rng.pick({ScaleMode::kNone, ScaleMode::kTensor, ScaleMode::kRowColumn, ScaleMode::kBlock128,
+                                 ScaleMode::kBlock128});
+  }
+  d.batch_invariant = false;
+  p.a_offset = 16 * (rng.percent(70) ? 0 : rng.between(1, 4));
+  p.b_offset = 16 * (rng.percent(70) ? 0 : rng.between(1, 4));
+  return p;
+}
+
 namespace {
 
 const char* order_name(Order o) { return o == Order::kRowMajor ? "row" : "col"; }
@@ -240,11 +273,12 @@ std::string describe(const FuzzProblem& p) {
                              : p.unread_c       ? operand_text("C (NaN, must not be read)", d.c, p.c_offset)
                              : d.beta != 0.0f ? operand_text("C", d.c, p.c_offset)
                                               : std::string("C none");
-  char tail[200];
-  std::snprintf(tail, sizeof(tail), "alpha=%g beta=%g | act=%s bias=%s/%s off=%lld%s", static_cast<double>(d.alpha),
+  char tail[240];
+  std::snprintf(tail, sizeof(tail), "alpha=%g beta=%g | act=%s bias=%s/%s off=%lld%s%s%s", static_cast<double>(d.alpha),
                 static_cast<double>(d.beta), activation_name(d.epilogue.activation), bias_name(d.epilogue.bias),
                 to_string(d.epilogue.bias_dtype), static_cast<long long>(p.bias_offset),
-                d.batch_invariant ? " | batch-invariant" : "");
+                d.batch_invariant ? " | batch-invariant" : "", d.scales != ScaleMode::kNone ? " | scales " : "",
+                d.scales != ScaleMode::kNone ? to_string(d.scales) : "");
   return std::string(head) + " | " + operand_text("A", d.a, p.a_offset) + " | " + operand_text("B", d.b, p.b_offset) +
          " | " + operand_text("D", d.d, p.d_offset) + " | " + c_text + " | " + tail;
 }

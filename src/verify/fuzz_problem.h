@@ -43,6 +43,13 @@ struct FuzzProblem {
 
 FuzzProblem make_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits& limits);
 
+// The same draw made an FP8 problem that sm90-fp8 must take (docs/fp8.md): e4m3 x e4m3
+// mostly, sometimes an e5m2 pair; K-major operands; K, leading dimensions, batch strides
+// and base offsets in whole 16-byte units; a scale mode (block scales on e4m3 pairs and
+// one matrix, row/column scales on one matrix); never batch-invariant. The epilogue, D,
+// C and alpha/beta are the 16-bit draw's.
+FuzzProblem make_fp8_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits& limits);
+
 // One line with everything needed to rebuild the problem by hand.
 std::string describe(const FuzzProblem& problem);
 

@@ -98,6 +98,7 @@ class FuzzRunner {
   std::string kernel_name_;
   std::string kernel_label_;
   Buffer a_, b_, c_, d_, bias_, ref_, workspace_;
+  Buffer scale_a_, scale_b_;  // FP8 scales (desc.scales)
   // For D allocations past the host-checked size: the padding between its lines and
   // batches (d_gap_bytes_ of it) as the GEMM found it and as it left it, on the device.
   Buffer gaps_before_, gaps_after_;

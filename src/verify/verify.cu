@@ -3,6 +3,7 @@
 // comparison, sizes) live in cpu_reference.cpp.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -27,6 +28,8 @@ __device__ __forceinline__ float load_as_float(const void* base, DataType dtype,
     case DataType::kBF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[index]);
     case DataType::kF16: return __half2float(static_cast<const __half*>(base)[index]);
     case DataType::kF32: return static_cast<const float*>(base)[index];
+    case DataType::kE4M3: return float(static_cast<const __nv_fp8_e4m3*>(base)[index]);
+    case DataType::kE5M2: return float(static_cast<const __nv_fp8_e5m2*>(base)[index]);
   }
   return 0.0f;
 }
@@ -50,11 +53,14 @@ __device__ __forceinline__ uint64_t splitmix64(uint64_t x) {
 }
 
 // The two fills' distributions, from one 64-bit hash per element.
-enum class Fill { kUniform, kNormal };
+enum class Fill { kUniform, kNormal, kScale };
 
 template <Fill kFill>
 __device__ __forceinline__ float fill_value(uint64_t h) {
-  if constexpr (kFill == Fill::kUniform) {
+  if constexpr (kFill == Fill::kScale) {
+    // FP8 scales: 1 + uniform (-0.5, 0.5), never zero or negative.
+    return 1.0f + 0.5f * (float(int64_t((h >> 40) * 2 + 1) - (int64_t(1) << 24)) * 0x1p-24f);
+  } else if constexpr (kFill == Fill::kUniform) {
     // Odd numerators over 2^24 are symmetric about zero and never exactly zero, so a
     // kernel that forgets to read an operand cannot pass by multiplying zeros.
     return float(int64_t((h >> 40) * 2 + 1) - (int64_t(1) << 24)) * 0x1p-24f;
@@ -78,6 +84,10 @@ __global__ void fill_kernel(void* ptr, DataType dtype, int64_t count, uint64_t s
       case DataType::kBF16: static_cast<__nv_bfloat16*>(ptr)[i] = __float2bfloat16_rn(value); break;
       case DataType::kF16: static_cast<__half*>(ptr)[i] = __float2half_rn(value); break;
       case DataType::kF32: static_cast<float*>(ptr)[i] = value; break;
+      // The CUDA conversions round to nearest (even) and saturate to the largest finite
+      // value (e4m3: 448, e5m2: 57344).
+      case DataType::kE4M3: static_cast<__nv_fp8_e4m3*>(ptr)[i] = __nv_fp8_e4m3(value); break;
+      case DataType::kE5M2: static_cast<__nv_fp8_e5m2*>(ptr)[i] = __nv_fp8_e5m2(value); break;
     }
   }
 }
@@ -91,6 +101,9 @@ unsigned elementwise_blocks(int64_t count, int threads) {
 
 bool is_valid_dtype(DataType dtype) {
   return dtype == DataType::kBF16 || dtype == DataType::kF16 || dtype == DataType::kF32;
+}
+bool is_valid_input(DataType dtype) {
+  return is_valid_dtype(dtype) || dtype == DataType::kE4M3 || dtype == DataType::kE5M2;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -113,7 +126,30 @@ struct ReferenceParams {
   BiasMode bias_mode;
   DataType bias_dtype;
   bool read_c;
+  // FP8 scales (anvil::ScaleMode): each operand element is dequantized, x * scale, before
+  // the fp32 dot product.
+  ScaleMode scales;
+  const float* scale_a;
+  const float* scale_b;
 };
+
+__device__ __forceinline__ float scale_of_a(const ReferenceParams& p, int64_t i, int64_t k) {
+  switch (p.scales) {
+    case ScaleMode::kTensor: return p.scale_a[0];
+    case ScaleMode::kRowColumn: return p.scale_a[i];
+    case ScaleMode::kBlock128: return p.scale_a[(k / 128) * p.m + i];
+    default: return 1.0f;
+  }
+}
+
+__device__ __forceinline__ float scale_of_b(const ReferenceParams& p, int64_t k, int64_t j) {
+  switch (p.scales) {
+    case ScaleMode::kTensor: return p.scale_b[0];
+    case ScaleMode::kRowColumn: return p.scale_b[j];
+    case ScaleMode::kBlock128: return p.scale_b[(j / 128) * ((p.k + 127) / 128) + k / 128];
+    default: return 1.0f;
+  }
+}
 
 __device__ __forceinline__ float activate(Activation act, float z) {
   switch (act) {
@@ -160,7 +196,8 @@ __global__ void reference_kernel(ReferenceParams p) {
           const int64_t gi = row_tile * kRefTile + r;
           const int64_t gk = k0 + q;
           a_tile[r][q] = (gi < p.m && gk < p.k)
-                             ? load_as_float(p.a, p.la.dtype, element_offset(p.la, gi, gk, batch))
+                             ? load_as_float(p.a, p.la.dtype, element_offset(p.la, gi, gk, batch)) *
+                                   scale_of_a(p, gi, gk)
                              : 0.0f;
         }
         for (int w = 0; w < (swiglu ? 2 : 1); ++w) {
@@ -173,7 +210,8 @@ __global__ void reference_kernel(ReferenceParams p) {
               swiglu ? (w == 0 ? swiglu_gate_column(out_col) : swiglu_up_column(out_col)) : out_col;
           b_tile[w][q][c] =
               (out_col < p.n_out && gk < p.k)
-                  ? load_as_float(p.b, p.lb.dtype, element_offset(p.lb, gk, gemm_col, batch))
+                  ? load_as_float(p.b, p.lb.dtype, element_offset(p.lb, gk, gemm_col, batch)) *
+                        scale_of_b(p, gk, gemm_col)
                   : 0.0f;
         }
         __syncthreads();
@@ -307,7 +345,7 @@ Comparison failed_comparison() {
 // scale: the uniform fill's half-width, or the normal fill's standard deviation.
 template <Fill kFill>
 cudaError_t launch_fill(void* ptr, DataType dtype, int64_t count, uint64_t seed, float scale, cudaStream_t stream) {
-  if (count < 0 || !is_valid_dtype(dtype) || !(scale > 0.0f) || !std::isfinite(scale)) {
+  if (count < 0 || !is_valid_input(dtype) || !(scale > 0.0f) || !std::isfinite(scale)) {
     return cudaErrorInvalidValue;
   }
   if (count == 0) return cudaSuccess;
@@ -333,12 +371,16 @@ cudaError_t fill_random_normal(void* ptr, DataType dtype, int64_t count, uint64_
   return launch_fill<Fill::kNormal>(ptr, dtype, count, seed, stddev, stream);
 }
 
+cudaError_t fill_scales(float* ptr, int64_t count, uint64_t seed, cudaStream_t stream) {
+  return launch_fill<Fill::kScale>(ptr, DataType::kF32, count, seed, 1.0f, stream);
+}
+
 cudaError_t poison(void* ptr, DataType dtype, int64_t count, cudaStream_t stream) {
-  if (count < 0 || !is_valid_dtype(dtype)) return cudaErrorInvalidValue;
+  if (count < 0 || !is_valid_input(dtype)) return cudaErrorInvalidValue;
   if (count == 0) return cudaSuccess;
   if (ptr == nullptr) return cudaErrorInvalidValue;
   // All-ones bytes are a NaN in every supported dtype (0xFFFF in bf16 and fp16,
-  // 0xFFFFFFFF in fp32), so one memset covers them all.
+  // 0xFFFFFFFF in fp32, 0xFF in e4m3 and e5m2), so one memset covers them all.
   return cudaMemsetAsync(ptr, 0xFF, size_t(count) * dtype_bytes(dtype), stream);
 }
 
@@ -355,8 +397,11 @@ cudaError_t reference_gemm(const GemmDesc& desc, const GemmArgs& args, float* re
   if (desc.k > 0 && (args.a == nullptr || args.b == nullptr)) return cudaErrorInvalidValue;
   if (read_c && args.c == nullptr) return cudaErrorInvalidValue;
   if (desc.epilogue.bias != BiasMode::kNone && args.bias == nullptr) return cudaErrorInvalidValue;
-  if (!is_valid_dtype(desc.a.dtype) || !is_valid_dtype(desc.b.dtype) ||
+  if (!is_valid_input(desc.a.dtype) || !is_valid_input(desc.b.dtype) ||
       !is_valid_dtype(desc.c.dtype) || !is_valid_dtype(desc.epilogue.bias_dtype)) {
+    return cudaErrorInvalidValue;
+  }
+  if (desc.scales != ScaleMode::kNone && desc.k > 0 && (args.scale_a == nullptr || args.scale_b == nullptr)) {
     return cudaErrorInvalidValue;
   }
 
@@ -380,6 +425,9 @@ cudaError_t reference_gemm(const GemmDesc& desc, const GemmArgs& args, float* re
   p.bias_mode = desc.epilogue.bias;
   p.bias_dtype = desc.epilogue.bias_dtype;
   p.read_c = read_c;
+  p.scales = desc.scales;
+  p.scale_a = args.scale_a;
+  p.scale_b = args.scale_b;
 
   const int64_t col_tiles = (n_out + kRefTile - 1) / kRefTile;
   const int64_t row_tiles = (desc.m + kRefTile - 1) / kRefTile;

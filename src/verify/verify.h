@@ -30,18 +30,33 @@ cudaError_t fill_random(void* ptr, DataType dtype, int64_t count, uint64_t seed,
 // variance, so the same tolerances apply (tolerance_for).
 cudaError_t fill_random_normal(void* ptr, DataType dtype, int64_t count, uint64_t seed, float stddev,
                                cudaStream_t stream);
+// FP8 scales: uniform random fp32 values in [0.5, 1.5], deterministic per seed.
+cudaError_t fill_scales(float* ptr, int64_t count, uint64_t seed, cudaStream_t stream);
+// How many fp32 scales GemmArgs::scale_a and scale_b hold for desc.scales (anvil/gemm.h):
+// 0 for kNone; 1 each for kTensor; M and N for kRowColumn; ceil(K/128) x M and
+// ceil(N/128) x ceil(K/128) for kBlock128.
+int64_t scale_elements_a(const GemmDesc& desc);
+int64_t scale_elements_b(const GemmDesc& desc);
 // Writes a NaN pattern so that any element a kernel fails to write is caught.
 cudaError_t poison(void* ptr, DataType dtype, int64_t count, cudaStream_t stream);
 
-// GPU reference: one thread per output, fp32 accumulation in k order. Writes the
+// GPU reference: one thread per output, fp32 accumulation in k order. FP8 operands are
+// dequantized first (each element times its scale, args.scale_a / scale_b as desc.scales
+// lays them out), so the reference is the fp32 product of the dequantized operands. Writes the
 // logical M x N_out result of every batch into ref (row-major, fp32, batch-major).
 cudaError_t reference_gemm(const GemmDesc& desc, const GemmArgs& args, float* ref,
                            cudaStream_t stream);
 
 // CPU fp64 reference over host copies (same storage as on the device), for small problems.
 // Inputs are raw bytes in the desc's dtypes; output is M x N_out x batch row-major double.
+// FP8 operands are dequantized with the host copies of the scales (null for kNone).
 void cpu_reference(const GemmDesc& desc, const void* a, const void* b, const void* c,
-                   const void* bias, std::vector<double>& out);
+                   const void* bias, std::vector<double>& out, const float* scale_a = nullptr,
+                   const float* scale_b = nullptr);
+
+// Host decoders of the 8-bit floats (OCP e4m3 without infinities, e5m2 with them).
+double decode_e4m3(uint8_t bits);
+double decode_e5m2(uint8_t bits);
 
 struct Tolerance {
   double rel_frobenius;  // ||D - ref||_F / ||ref||_F must be below this

@@ -78,13 +78,13 @@ TEST(StatusStrings, EveryStatusHasItsOwnName) {
 
 TEST(StatusStrings, EveryDataTypeHasItsOwnName) {
   std::set<std::string> names;
-  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32}) {
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32, DataType::kE4M3, DataType::kE5M2}) {
     const char* name = anvil::to_string(t);
     ASSERT_NE(name, nullptr);
     EXPECT_GT(std::strlen(name), 0u);
     names.insert(name);
   }
-  EXPECT_EQ(names.size(), 3u);
+  EXPECT_EQ(names.size(), 5u);
   EXPECT_NE(anvil::to_string(static_cast<DataType>(77)), nullptr);
 }
 
@@ -343,7 +343,7 @@ TEST(Validation, NullInputsAreLegalWhenKIsZero) {
 TEST(Validation, UnknownEnumValuesAreRefused) {
   const GemmArgs args = full_args();
   std::string message;
-  for (int bad : {-1, 3, 77}) {
+  for (int bad : {-1, int(DataType::kE5M2) + 1, 77}) {
     const DataType t = static_cast<DataType>(bad);
     for (int which = 0; which < 5; ++which) {
       GemmDesc desc = base_desc();

@@ -20,6 +20,7 @@ using anvil::DataType;
 using anvil::GemmArgs;
 using anvil::GemmDesc;
 using anvil::Order;
+using anvil::ScaleMode;
 using anvil::Status;
 namespace verify = anvil::verify;
 
@@ -182,3 +183,41 @@ TEST(FuzzProblem, ReachesEveryCornerItPromises) {
 }
 
 }  // namespace
+
+// FP8 problems: what sm90-fp8 takes, every scale mode and pair drawn, the 16-bit draw of
+// the same index untouched.
+TEST(FuzzProblem, Fp8ProblemsAreWhatTheFp8KernelTakes) {
+  const verify::FuzzLimits limits = verify::default_fuzz_limits();
+  int modes[4] = {0, 0, 0, 0}, mixed = 0;
+  for (int64_t i = 0; i < kProblems; ++i) {
+    const verify::FuzzProblem p = verify::make_fp8_fuzz_problem(kSeed, i, limits);
+    const GemmDesc& d = p.desc;
+    SCOPED_TRACE(verify::describe(p));
+    EXPECT_TRUE(d.a.dtype == DataType::kE4M3 || d.a.dtype == DataType::kE5M2);
+    EXPECT_FALSE(d.a.dtype == DataType::kE5M2 && d.b.dtype == DataType::kE5M2);
+    EXPECT_EQ(d.a.order, Order::kRowMajor);
+    EXPECT_EQ(d.b.order, Order::kColMajor);
+    EXPECT_EQ(d.k % 16, 0);
+    EXPECT_EQ(d.a.ld % 16, 0);
+    EXPECT_EQ(d.b.ld % 16, 0);
+    EXPECT_EQ(p.a_offset % 16, 0);
+    EXPECT_FALSE(d.batch_invariant);
+    if (d.batch > 1) {
+      EXPECT_TRUE(d.scales == ScaleMode::kNone || d.scales == ScaleMode::kTensor);
+    }
+    if (d.scales == ScaleMode::kBlock128) {
+      EXPECT_TRUE(d.a.dtype == DataType::kE4M3 && d.b.dtype == DataType::kE4M3);
+    }
+    ++modes[static_cast<int>(d.scales)];
+    mixed += d.a.dtype != d.b.dtype ? 1 : 0;
+    anvil::Diagnostic diag;
+    const anvil::Status s = anvil::can_implement(d, nullptr, &diag);
+    EXPECT_TRUE(s == anvil::Status::kSuccess || s == anvil::Status::kDriverUnavailable ||
+                s == anvil::Status::kArchMismatch)
+        << diag.message;
+    EXPECT_NE(verify::make_fuzz_problem(kSeed, i, limits).desc.a.dtype, DataType::kE4M3)
+        << "the 16-bit draw of the same index stays 16-bit";
+  }
+  for (int m = 0; m < 4; ++m) EXPECT_GT(modes[m], 0) << "scale mode " << m << " never drawn";
+  EXPECT_GT(mixed, 0);
+}

@@ -147,6 +147,9 @@ TEST(PlanKey, EveryInputChangesTheKey) {
   with_args("bias pointer", [](GemmArgs& a) { a.bias = fake(4112); });
   with_args("workspace", [](GemmArgs& a) { a.workspace = fake(6144); });
   with_args("workspace bytes", [](GemmArgs& a) { a.workspace_bytes = 2048; });
+  with_desc("scale mode", [](GemmDesc& d) { d.scales = ScaleMode::kTensor; });
+  with_args("scale_a", [](GemmArgs& a) { a.scale_a = reinterpret_cast<const float*>(0x5000); });
+  with_args("scale_b", [](GemmArgs& a) { a.scale_b = reinterpret_cast<const float*>(0x6000); });
   for (const auto& [what, key] : variants) {
     EXPECT_FALSE(key == base) << what;
     EXPECT_NE(key.hash, base.hash) << what;

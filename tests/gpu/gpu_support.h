@@ -93,6 +93,7 @@ struct Operands {
   anvil::GemmDesc desc;
   bool c_is_d = false;
   DeviceBuffer a, b, c, d, bias, ref, workspace;
+  DeviceBuffer scale_a, scale_b;  // FP8 scales (desc.scales), random in [0.5, 1.5]
   anvil::GemmArgs args;
 
   int64_t out_cols() const { return anvil::verify::output_cols(desc); }
@@ -137,6 +138,15 @@ inline void make_operands(Operands& op, const anvil::GemmDesc& desc, uint64_t se
     CHECK_CUDA(verify::fill_random(op.bias.get(), desc.epilogue.bias_dtype, len, seed * 8 + 3, 1.0f, nullptr));
     op.args.bias = op.bias.get();
   }
+  if (desc.scales != anvil::ScaleMode::kNone) {
+    const int64_t na = verify::scale_elements_a(desc), nb = verify::scale_elements_b(desc);
+    CHECK_CUDA(op.scale_a.allocate(size_t(na) * sizeof(float)));
+    CHECK_CUDA(op.scale_b.allocate(size_t(nb) * sizeof(float)));
+    CHECK_CUDA(verify::fill_scales(op.scale_a.as_float(), na, seed * 8 + 4, nullptr));
+    CHECK_CUDA(verify::fill_scales(op.scale_b.as_float(), nb, seed * 8 + 5, nullptr));
+    op.args.scale_a = op.scale_a.as_float();
+    op.args.scale_b = op.scale_b.as_float();
+  }
   const size_t ws = anvil::workspace_size(desc);
   if (ws > 0) {
     CHECK_CUDA(op.workspace.allocate(ws));
@@ -153,7 +163,10 @@ inline std::string describe(const anvil::GemmDesc& d) {
          std::to_string(d.a.ld) + ", B " + order(d.b.order) + " ld " + std::to_string(d.b.ld) + ", D " +
          anvil::to_string(d.d.dtype) + " " + order(d.d.order) + " ld " + std::to_string(d.d.ld) + ", act " +
          std::to_string(int(d.epilogue.activation)) + ", bias " + std::to_string(int(d.epilogue.bias)) +
-         ", alpha " + std::to_string(d.alpha) + ", beta " + std::to_string(d.beta);
+         ", alpha " + std::to_string(d.alpha) + ", beta " + std::to_string(d.beta) +
+         (d.scales != anvil::ScaleMode::kNone ? std::string(", B ") + anvil::to_string(d.b.dtype) + ", scales " +
+                                                    anvil::to_string(d.scales)
+                                              : std::string());
 }
 
 inline std::string describe(const anvil::verify::Comparison& c) { return anvil::verify::describe(c); }

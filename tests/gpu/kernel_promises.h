@@ -19,6 +19,8 @@
 //   ... no SwiGLU     sm90-gemm-fit (160-, 192- and 224-column tiles)
 //   split-K           sm90-gemm-splitk4 (K-major operands read in place, one matrix, K a
 //                     multiple of 32, not batch-invariant)
+//   FP8               sm90-fp8: e4m3/e5m2 inputs only (validate.cpp's FP8 rules: K-major,
+//                     K and leading dimensions multiples of 16), none of the 16-bit cases
 // Size limits (grids, 2^30 extents) are far from every test case and are not modelled.
 #pragma once
 
@@ -39,6 +41,7 @@ enum class KernelFamily {
   kProduction,
   kProductionNoSwiGLU,
   kSplitK,
+  kFp8,
   kUnknown,
 };
 
@@ -58,6 +61,7 @@ inline KernelFamily kernel_family(const char* name) {
   }
   if (n == "sm90-gemm-fit") return KernelFamily::kProductionNoSwiGLU;
   if (n == "sm90-gemm-splitk4") return KernelFamily::kSplitK;
+  if (n == "sm90-fp8") return KernelFamily::kFp8;
   if (n == "sm90-gemm" || n == "sm90-gemm-pingpong" || n == "sm90-gemm-streamk" || n == "sm90-gemm-pow2" ||
       n == "sm90-gemm-pair-n") {
     return KernelFamily::kProduction;
@@ -77,6 +81,10 @@ inline bool kernel_promises(const char* kernel, const anvil::GemmDesc& d, std::s
     *why = reason;
     return false;
   };
+  const auto fp8 = [](anvil::DataType t) { return t == anvil::DataType::kE4M3 || t == anvil::DataType::kE5M2; };
+  if (kernel_family(kernel) != KernelFamily::kFp8 && (fp8(d.a.dtype) || fp8(d.b.dtype))) {
+    return no("bf16/fp16 inputs only");
+  }
   switch (kernel_family(kernel)) {
     case KernelFamily::kEveryCase: return true;
     case KernelFamily::kNoSwiGLU: return swiglu ? no("no SwiGLU") : true;
@@ -104,6 +112,13 @@ inline bool kernel_promises(const char* kernel, const anvil::GemmDesc& d, std::s
       if (d.batch != 1) return no("batched");
       if (d.batch_invariant) return no("batch-invariant");
       return d.k % 32 == 0 && d.k > 0 ? true : no("K not a multiple of 32");
+    case KernelFamily::kFp8: {
+      if (!fp8(d.a.dtype) || !fp8(d.b.dtype)) return no("FP8 inputs only");
+      if (d.k == 0) return no("K = 0");
+      if (!k_major) return no("operands not K-major");
+      if (d.k % 16 != 0 || d.a.ld % 16 != 0 || d.b.ld % 16 != 0) return no("K or leading dimensions not multiples of 16");
+      return true;
+    }
     case KernelFamily::kUnknown: return no("not in tests/gpu/kernel_promises.h");
   }
   return no("unreachable");

@@ -422,6 +422,16 @@ TEST(KernelRepeatCoverage, CasesReachEveryPathTheDispatcherTakes) {
 TEST(KernelPromises, EachKernelTakesExactlyTheCasesItPromises) {
   std::vector<Case> cases = sweep_cases();
   for (const Case& c : repeat_cases()) cases.push_back(c);
+  // FP8 problems (test_fp8_gpu.cpp runs them): sm90-fp8's alone.
+  for (const anvil::ScaleMode scales : {anvil::ScaleMode::kNone, anvil::ScaleMode::kTensor,
+                                        anvil::ScaleMode::kRowColumn, anvil::ScaleMode::kBlock128}) {
+    Case c;
+    c.name = std::string("fp8-") + anvil::to_string(scales);
+    c.desc = anvil::linear_desc(200, 300, 272, DataType::kBF16, DataType::kBF16);
+    c.desc.a.dtype = c.desc.b.dtype = DataType::kE4M3;
+    c.desc.scales = scales;
+    cases.push_back(c);
+  }
   for (int index = 0; index < anvil::kernel_count(); ++index) {
     if (!hopper_kernel(index)) continue;
     const char* kernel = anvil::kernel_name(index);
@@ -440,6 +450,8 @@ TEST(KernelPromises, EachKernelTakesExactlyTheCasesItPromises) {
       args.c = c.c_is_d ? args.d : desc.beta != 0.0f ? fake(3) : nullptr;
       args.bias = desc.epilogue.bias != BiasMode::kNone ? fake(5) : nullptr;
       args.workspace = fake(6);
+      args.scale_a = desc.scales != anvil::ScaleMode::kNone ? static_cast<const float*>(fake(7)) : nullptr;
+      args.scale_b = desc.scales != anvil::ScaleMode::kNone ? static_cast<const float*>(fake(8)) : nullptr;
       args.workspace_bytes = anvil::workspace_size(desc, args);
       Diagnostic diag;
       const Status s = anvil::can_implement(desc, &args, &diag);

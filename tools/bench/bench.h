@@ -45,7 +45,8 @@ struct Options {
   std::vector<int64_t> ms, ns, ks;
   std::vector<std::string> only;  // keep just these shape names
   anvil::DataType dtype = anvil::DataType::kBF16;
-  std::optional<anvil::DataType> out_dtype;  // default: same as dtype
+  std::optional<anvil::DataType> out_dtype;  // default: same as dtype (bf16 for e4m3)
+  anvil::ScaleMode scales = anvil::ScaleMode::kTensor;  // e4m3 inputs only
   std::vector<std::string> kernels = {"anvil", "cublas"};
   Epilogue epilogue = Epilogue::kNone;
   int repeats = 7;
@@ -68,6 +69,11 @@ struct Options {
   // times within 1.5% of each other (docs/notes/cublas-anchor-gap.md).
   InputDistribution inputs = InputDistribution::kUniform;
 };
+
+// D's dtype: --out-dtype, else the input dtype (bf16 for 8-bit inputs, an input type only).
+inline anvil::DataType output_dtype(const Options& o) {
+  return o.out_dtype.value_or(o.dtype == anvil::DataType::kE4M3 ? anvil::DataType::kBF16 : o.dtype);
+}
 
 // Exits with a message and status 1 on a bad command line; prints help and exits 0 on -h.
 Options parse_options(int argc, char** argv);
@@ -96,7 +102,7 @@ void apply_overrides(const Options& opt, std::vector<KernelSpec>& specs);
 // on unknown ones.
 std::vector<KernelSpec> expand_kernels(const std::vector<std::string>& names);
 
-const char* dtype_name(anvil::DataType t);  // "bf16", "fp16", "f32"
+const char* dtype_name(anvil::DataType t);  // "bf16", "fp16", "f32", "e4m3"
 std::optional<anvil::DataType> parse_dtype(const std::string& s);
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -142,6 +148,7 @@ struct RunInfo {
   double sm_clock_mhz_before = kNaN, sm_clock_mhz_after = kNaN;
   std::string commit, date;
   std::string dtype, out_dtype;
+  std::string scales = "none";    // --scales, for e4m3 inputs
   std::string epilogue = "none";  // --epilogue
   bool batch_invariant = false;   // --batch-invariant
   std::string inputs = "uniform";  // --inputs

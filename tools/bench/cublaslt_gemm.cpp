@@ -50,6 +50,10 @@ cudaDataType_t to_cuda(anvil::DataType t) {
       return CUDA_R_16F;
     case anvil::DataType::kF32:
       return CUDA_R_32F;
+    case anvil::DataType::kE4M3:
+      return CUDA_R_8F_E4M3;
+    case anvil::DataType::kE5M2:
+      return CUDA_R_8F_E5M2;
   }
   return CUDA_R_32F;
 }
@@ -78,8 +82,9 @@ void CublasLtGemm::release_descriptors() {
 }
 
 bool CublasLtGemm::prepare(int64_t m, int64_t n, int64_t k, anvil::DataType in, anvil::DataType out,
-                           std::string& why) {
+                           anvil::ScaleMode scales, std::string& why) {
   release_descriptors();
+  scales_ = in == anvil::DataType::kE4M3 ? scales : anvil::ScaleMode::kNone;
   // cuBLASLt is column-major. Row-major D[M,N] is column-major D^T[N,M], and
   // D^T = W[N,K] A[M,K]^T; row-major W[N,K] read column-major is W^T (K x N, ld K), so
   // op(W) = T, and row-major A[M,K] read column-major is already A^T (K x M, ld K).
@@ -89,6 +94,33 @@ bool CublasLtGemm::prepare(int64_t m, int64_t n, int64_t k, anvil::DataType in, 
       cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &trans_w, sizeof(trans_w)));
   BENCH_CUBLAS(
       cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &trans_a, sizeof(trans_a)));
+  if (scales_ != anvil::ScaleMode::kNone) {
+    // cuBLASLt's A is W and its B is X (the swap above): W's scales go to A, X's to B.
+    int32_t mode_w = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, mode_x = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+    if (scales_ == anvil::ScaleMode::kRowColumn) {
+      mode_w = mode_x = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    } else if (scales_ == anvil::ScaleMode::kBlock128) {
+      mode_w = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+      mode_x = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    }
+    if (cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode_w, sizeof(mode_w)) !=
+            CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode_x, sizeof(mode_x)) !=
+            CUBLAS_STATUS_SUCCESS) {
+      why = "this cuBLASLt has no scale mode for these scales";
+      return false;
+    }
+    // Per tensor and per row/column, anvil keeps the whole K in the tensor cores'
+    // accumulator; cuBLASLt's fast-accumulation mode is the same arithmetic.
+    const int8_t fast = scales_ == anvil::ScaleMode::kBlock128 ? 0 : 1;
+    BENCH_CUBLAS(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
+    // The heuristic must see scale pointers of the right kind; run() sets the real ones.
+    const void* placeholder = workspace_;
+    BENCH_CUBLAS(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &placeholder,
+                                                sizeof(placeholder)));
+    BENCH_CUBLAS(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &placeholder,
+                                                sizeof(placeholder)));
+  }
   BENCH_CUBLAS(cublasLtMatrixLayoutCreate(&w_layout_, to_cuda(in), static_cast<uint64_t>(k),
                                           static_cast<uint64_t>(n), k));
   BENCH_CUBLAS(cublasLtMatrixLayoutCreate(&a_layout_, to_cuda(in), static_cast<uint64_t>(k),
@@ -132,8 +164,17 @@ bool CublasLtGemm::prepare(int64_t m, int64_t n, int64_t k, anvil::DataType in, 
   return true;
 }
 
-cublasStatus_t CublasLtGemm::run(const void* a, const void* w, void* d, cudaStream_t stream) const {
+cublasStatus_t CublasLtGemm::run(const void* a, const void* w, void* d, cudaStream_t stream, const float* scale_a,
+                                 const float* scale_b) const {
   const float alpha = 1.0f, beta = 0.0f;
+  if (scales_ != anvil::ScaleMode::kNone) {
+    cublasStatus_t st = cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_b,
+                                                       sizeof(scale_b));
+    if (st == CUBLAS_STATUS_SUCCESS) {
+      st = cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_a, sizeof(scale_a));
+    }
+    if (st != CUBLAS_STATUS_SUCCESS) return st;
+  }
   return cublasLtMatmul(handle_, op_, &alpha, w, w_layout_, a, a_layout_, &beta, d, d_layout_, d,
                         d_layout_, &algo_, workspace_, kWorkspaceBytes, stream);
 }

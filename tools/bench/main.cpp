@@ -187,6 +187,9 @@ struct ProblemContext {
   void* bias = nullptr;  // one per problem, shared by all sets; null without a bias epilogue
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  // FP8 scales, one set per problem shared by all input sets (null without them).
+  const float* scale_a = nullptr;
+  const float* scale_b = nullptr;
 };
 
 // The arguments of an anvil launch of c on input set s; C and bias only where c's
@@ -201,6 +204,8 @@ anvil::GemmArgs anvil_args(const Candidate& c, const ProblemContext& ctx, int s)
   args.workspace = ctx.workspace;
   args.workspace_bytes = ctx.workspace_bytes;
   args.stream = ctx.dev->stream;
+  args.scale_a = ctx.scale_a;
+  args.scale_b = ctx.scale_b;
   return args;
 }
 
@@ -209,7 +214,7 @@ anvil::GemmArgs anvil_args(const Candidate& c, const ProblemContext& ctx, int s)
 bool launch(const Candidate& c, const ProblemContext& ctx, int s, std::string& err) {
   if (c.spec->kind == KernelSpec::Kind::kCublas) {
     cublasStatus_t st =
-        ctx.dev->cublas->run(ctx.sets.a(s), ctx.sets.w(s), ctx.sets.d(s), ctx.dev->stream);
+        ctx.dev->cublas->run(ctx.sets.a(s), ctx.sets.w(s), ctx.sets.d(s), ctx.dev->stream, ctx.scale_a, ctx.scale_b);
     if (st != CUBLAS_STATUS_SUCCESS) {
       err = std::string("cublasLtMatmul: ") + cublas_status_text(st);
       return false;
@@ -358,12 +363,15 @@ void mark_all(Results& res, const std::vector<Candidate>& cands, const char* sta
 void run_problem(const Problem& p, int index, int total, const Options& opt,
                  const std::vector<KernelSpec>& specs, Device& dev, Results& res) {
   const anvil::DataType in = opt.dtype;
-  const anvil::DataType out = opt.out_dtype.value_or(opt.dtype);
+  const anvil::DataType out = output_dtype(opt);
+  const bool fp8 = in == anvil::DataType::kE4M3;
+  const anvil::ScaleMode scales = fp8 ? opt.scales : anvil::ScaleMode::kNone;
   namespace verify = anvil::verify;
   // plain: what cuBLAS (and anvil-plain) compute; fused: what the anvil rows compute. The
   // two are the same description without --epilogue.
   anvil::GemmDesc plain = anvil::linear_desc(p.m, p.n, p.k, in, out);
   plain.batch_invariant = opt.batch_invariant;  // cuBLAS reads only the sizes and dtypes
+  plain.scales = scales;  // cuBLAS gets the same scales (CublasLtGemm::prepare)
   const anvil::GemmDesc fused = with_epilogue(plain, opt.epilogue);
   const bool has_epilogue = opt.epilogue != Epilogue::kNone;
   const bool fused_reads_c = fused.beta != 0.0f;
@@ -436,7 +444,7 @@ void run_problem(const Problem& p, int index, int total, const Options& opt,
       row.message = shape_unsupported;
     } else if (spec.kind == KernelSpec::Kind::kCublas) {
       std::string why;
-      if (!dev.cublas->prepare(p.m, p.n, p.k, in, out, why)) {
+      if (!dev.cublas->prepare(p.m, p.n, p.k, in, out, scales, why)) {
         row.status = "unsupported";
         row.message = why;
       } else {
@@ -533,9 +541,11 @@ void run_problem(const Problem& p, int index, int total, const Options& opt,
   const int sets = static_cast<int>(r);
   ctx.sets.count = sets;
 
-  DeviceAlloc set_mem, ref_mem, bias_mem, ws_mem;
+  DeviceAlloc set_mem, ref_mem, bias_mem, ws_mem, scale_mem;
+  const int64_t scales_a = verify::scale_elements_a(plain), scales_b = verify::scale_elements_b(plain);
+  const size_t scale_bytes = align_up(size_t(scales_a) * 4) + align_up(size_t(scales_b) * 4);
   if (!set_mem.allocate(size_t(sets) * set_bytes) || (ref_bytes && !ref_mem.allocate(ref_bytes)) ||
-      (bias_alloc && !bias_mem.allocate(bias_alloc)) ||
+      (bias_alloc && !bias_mem.allocate(bias_alloc)) || (scale_bytes && !scale_mem.allocate(scale_bytes)) ||
       (workspace_needed && !ws_mem.allocate(align_up(workspace_needed)))) {
     mark_all(res, cands, "error", "cudaMalloc: out of device memory");
     std::fprintf(stderr, "    skipped: out of device memory\n");
@@ -545,6 +555,14 @@ void run_problem(const Problem& p, int index, int total, const Options& opt,
   ctx.bias = bias_mem.get();
   ctx.workspace = ws_mem.get();
   ctx.workspace_bytes = workspace_needed ? align_up(workspace_needed) : 0;
+  if (scale_bytes > 0) {
+    float* scale_a = reinterpret_cast<float*>(scale_mem.get());
+    float* scale_b = reinterpret_cast<float*>(scale_mem.get() + align_up(size_t(scales_a) * 4));
+    BENCH_CUDA(verify::fill_scales(scale_a, scales_a, opt.seed + 0x30000, dev.stream));
+    BENCH_CUDA(verify::fill_scales(scale_b, scales_b, opt.seed + 0x30001, dev.stream));
+    ctx.scale_a = scale_a;
+    ctx.scale_b = scale_b;
+  }
   float* ref_fused = reinterpret_cast<float*>(ref_mem.get());
   float* ref_plain = reinterpret_cast<float*>(ref_mem.get() + ref_fused_bytes);
   auto ref_for = [&](const Candidate& c) { return c.plain ? ref_plain : ref_fused; };
@@ -597,12 +615,16 @@ void run_problem(const Problem& p, int index, int total, const Options& opt,
       args.b = ctx.sets.w(0);
       if (fused_reads_c) args.c = ctx.sets.c(0);
       if (fused_reads_bias) args.bias = ctx.bias;
+      args.scale_a = ctx.scale_a;
+      args.scale_b = ctx.scale_b;
       BENCH_CUDA(verify::reference_gemm(fused, args, ref_fused, dev.stream));
     }
     if (need_plain) {
       anvil::GemmArgs args;
       args.a = ctx.sets.a(0);
       args.b = ctx.sets.w(0);
+      args.scale_a = ctx.scale_a;
+      args.scale_b = ctx.scale_b;
       BENCH_CUDA(verify::reference_gemm(plain, args, ref_plain, dev.stream));
     }
     BENCH_CUDA(cudaEventRecord(dev.stop, dev.stream));
@@ -625,7 +647,7 @@ void run_problem(const Problem& p, int index, int total, const Options& opt,
       // Descriptors are per problem and the kernel list has at most one cuBLAS entry, but
       // preparing again keeps this independent of the row loop above.
       std::string why;
-      if (!dev.cublas->prepare(p.m, p.n, p.k, in, out, why)) fatal("cuBLASLt: %s", why.c_str());
+      if (!dev.cublas->prepare(p.m, p.n, p.k, in, out, scales, why)) fatal("cuBLASLt: %s", why.c_str());
     }
     std::string err;
     auto fail_row = [&](const std::string& msg) {
@@ -834,7 +856,8 @@ int run(int argc, char** argv) {
   info.commit = commit_id();
   info.date = utc_now_iso8601();
   info.dtype = dtype_name(opt.dtype);
-  info.out_dtype = dtype_name(opt.out_dtype.value_or(opt.dtype));
+  info.out_dtype = dtype_name(output_dtype(opt));
+  info.scales = opt.dtype == anvil::DataType::kE4M3 ? anvil::to_string(opt.scales) : "none";
   info.epilogue = epilogue_name(opt.epilogue);
   info.batch_invariant = opt.batch_invariant;
   info.inputs = input_distribution_name(opt.inputs);

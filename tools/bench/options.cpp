@@ -49,8 +49,11 @@ const char* kUsage =
     "                         residual   + C (beta = 1, C a separate input shaped like D)\n"
     "                       cublas and anvil-plain stay the plain GEMM of the same shape, so\n"
     "                       'vs cuBLAS' includes the fused epilogue's cost\n"
-    "  --dtype bf16|fp16    input dtype   [bf16]\n"
-    "  --out-dtype bf16|fp16|f32   output dtype   [same as --dtype]\n"
+    "  --dtype bf16|fp16|e4m3   input dtype   [bf16]\n"
+    "  --out-dtype bf16|fp16|f32   output dtype   [same as --dtype; bf16 for e4m3]\n"
+    "  --scales none|tensor|rowcol|block   e4m3 only: the scale mode (docs/fp8.md); cuBLASLt\n"
+    "                       gets the same scales (per tensor, outer vectors, or 1x128 / 128x128\n"
+    "                       blocks where it offers them)   [tensor]\n"
     "  --list               print anvil's kernels and exit\n"
     "\n"
     "measuring:\n"
@@ -154,6 +157,10 @@ const char* dtype_name(anvil::DataType t) {
       return "fp16";
     case anvil::DataType::kF32:
       return "f32";
+    case anvil::DataType::kE4M3:
+      return "e4m3";
+    case anvil::DataType::kE5M2:
+      return "e5m2";
   }
   return "?";
 }
@@ -162,6 +169,15 @@ std::optional<anvil::DataType> parse_dtype(const std::string& s) {
   if (s == "bf16" || s == "bfloat16") return anvil::DataType::kBF16;
   if (s == "fp16" || s == "f16" || s == "float16" || s == "half") return anvil::DataType::kF16;
   if (s == "f32" || s == "fp32" || s == "float32") return anvil::DataType::kF32;
+  if (s == "e4m3" || s == "fp8" || s == "float8_e4m3fn") return anvil::DataType::kE4M3;
+  return std::nullopt;
+}
+
+std::optional<anvil::ScaleMode> parse_scales(const std::string& s) {
+  if (s == "none") return anvil::ScaleMode::kNone;
+  if (s == "tensor") return anvil::ScaleMode::kTensor;
+  if (s == "rowcol" || s == "row-column") return anvil::ScaleMode::kRowColumn;
+  if (s == "block" || s == "block128") return anvil::ScaleMode::kBlock128;
   return std::nullopt;
 }
 
@@ -274,8 +290,13 @@ Options parse_options(int argc, char** argv) {
       std::string v = value();
       auto t = parse_dtype(v);
       if (!t || *t == anvil::DataType::kF32)
-        usage_error("--dtype must be bf16 or fp16, not '" + v + "'");
+        usage_error("--dtype must be bf16, fp16 or e4m3, not '" + v + "'");
       opt.dtype = *t;
+    } else if (a == "--scales") {
+      std::string v = value();
+      auto m = parse_scales(v);
+      if (!m) usage_error("--scales must be none, tensor, rowcol or block, not '" + v + "'");
+      opt.scales = *m;
     } else if (a == "--out-dtype") {
       std::string v = value();
       auto t = parse_dtype(v);

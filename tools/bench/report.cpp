@@ -149,6 +149,8 @@ std::string to_json(const Results& res) {
   w.value(info.dtype);
   w.key("out_dtype");
   w.value(info.out_dtype);
+  w.key("scales");
+  w.value(info.scales);
   w.key("epilogue");
   w.value(info.epilogue);
   w.key("batch_invariant");

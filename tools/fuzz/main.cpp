@@ -43,6 +43,7 @@ const char* kUsage =
     "  --grouped         grouped (mixture-of-experts) GEMMs through anvil::grouped_gemm instead:\n"
     "                    both layouts, 1-300 experts, empty and one-row experts, unaligned\n"
     "                    segments, every epilogue; rows no expert owns must stay poisoned\n"
+    "  --fp8             FP8 problems (e4m3 / e5m2 pairs, every scale mode; docs/fp8.md)\n"
     "  --json FILE       write the summary and every failure as JSON\n"
     "  --verbose         print every problem and its outcome\n"
     "  --allow-no-gpu    without an sm_90 GPU, say so and exit 0 instead of 2\n"
@@ -56,6 +57,7 @@ struct Options {
   std::string kernel = "auto";
   bool small = false;
   bool grouped = false;
+  bool fp8 = false;
   std::string json_path;
   bool verbose = false;
   bool allow_no_gpu = false;
@@ -103,6 +105,8 @@ Options parse(int argc, char** argv) {
       o.small = true;
     } else if (arg == "--grouped") {
       o.grouped = true;
+    } else if (arg == "--fp8") {
+      o.fp8 = true;
     } else if (arg == "--json") {
       o.json_path = value();
     } else if (arg == "--verbose") {
@@ -142,6 +146,7 @@ std::string rerun_command(const Options& o, int64_t index) {
   if (o.kernel != "auto") cmd += " --kernel " + o.kernel;
   if (o.small) cmd += " --small";
   if (o.grouped) cmd += " --grouped";
+  if (o.fp8) cmd += " --fp8";
   return cmd;
 }
 
@@ -250,7 +255,8 @@ void run_all(const Options& o, Summary& s) {
         problem = verify::describe(g);
         outcome = verify::run_grouped_fuzz_problem(g, stream);
       } else {
-        const verify::FuzzProblem p = verify::make_fuzz_problem(o.seed, i, limits);
+        const verify::FuzzProblem p =
+            o.fp8 ? verify::make_fp8_fuzz_problem(o.seed, i, limits) : verify::make_fuzz_problem(o.seed, i, limits);
         problem = verify::describe(p);
         outcome = runner.run(p, o.kernel.c_str());
       }

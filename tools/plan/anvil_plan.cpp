@@ -1,7 +1,8 @@
 // anvil-plan: the resource budget of one GEMM shape, candidate by candidate, and what the
 // planner picks and why. Host arithmetic only: it needs no GPU.
 //
-//   anvil-plan M N K [--dtype bf16|fp16] [--out-dtype bf16|fp16|fp32] [--batch B]
+//   anvil-plan M N K [--dtype bf16|fp16|e4m3] [--scales none|tensor|rowcol|block]
+//              [--out-dtype bf16|fp16|fp32] [--batch B]
 //              [--epilogue none|bias|relu|gelu|silu|bias-gelu|swiglu] [--batch-invariant] [--sm100]
 //
 // For each sm90-gemm configuration: shared memory per stage and in total, the stages that
@@ -31,12 +32,14 @@ struct Options {
   std::string epilogue = "none";
   bool batch_invariant = false;
   bool sm100 = false;
+  ScaleMode scales = ScaleMode::kTensor;  // e4m3 inputs only
 };
 
 [[noreturn]] void usage(const char* why) {
   if (why != nullptr) std::fprintf(stderr, "anvil-plan: %s\n", why);
   std::fprintf(stderr,
-               "usage: anvil-plan M N K [--dtype bf16|fp16] [--out-dtype bf16|fp16|fp32] [--batch B]\n"
+               "usage: anvil-plan M N K [--dtype bf16|fp16|e4m3] [--scales none|tensor|rowcol|block]\n"
+               "                  [--out-dtype bf16|fp16|fp32] [--batch B]\n"
                "                  [--epilogue none|bias|relu|gelu|silu|bias-gelu|swiglu] [--batch-invariant] [--sm100]\n");
   std::exit(2);
 }
@@ -55,6 +58,7 @@ DataType parse_dtype(const char* text) {
   if (std::strcmp(text, "bf16") == 0) return DataType::kBF16;
   if (std::strcmp(text, "fp16") == 0 || std::strcmp(text, "f16") == 0) return DataType::kF16;
   if (std::strcmp(text, "fp32") == 0 || std::strcmp(text, "f32") == 0) return DataType::kF32;
+  if (std::strcmp(text, "e4m3") == 0) return DataType::kE4M3;
   usage("unknown dtype");
 }
 
@@ -69,10 +73,16 @@ Options parse(int argc, char** argv) {
     };
     if (std::strcmp(a, "--dtype") == 0) {
       o.in = parse_dtype(value());
-      if (o.in == DataType::kF32) usage("inputs are bf16 or fp16");
-      if (o.out != DataType::kF32) o.out = o.in;
+      if (o.in == DataType::kF32) usage("inputs are bf16, fp16 or e4m3");
+      if (o.out != DataType::kF32) o.out = o.in == DataType::kE4M3 ? DataType::kBF16 : o.in;
+    } else if (std::strcmp(a, "--scales") == 0) {
+      const std::string v = value();
+      o.scales = v == "tensor" ? ScaleMode::kTensor : v == "rowcol" ? ScaleMode::kRowColumn
+                 : v == "block" ? ScaleMode::kBlock128 : v == "none" ? ScaleMode::kNone : ScaleMode(-1);
+      if (o.scales == ScaleMode(-1)) usage("unknown scale mode");
     } else if (std::strcmp(a, "--out-dtype") == 0) {
       o.out = parse_dtype(value());
+      if (o.out == DataType::kE4M3) usage("e4m3 is an input type only");
     } else if (std::strcmp(a, "--batch") == 0) {
       o.batch = parse_size(value(), "--batch");
     } else if (std::strcmp(a, "--epilogue") == 0) {
@@ -105,6 +115,7 @@ GemmDesc describe(const Options& o) {
   d.c = MatrixLayout{o.out, Order::kRowMajor, o.n, o.m * o.n};
   d.d = d.c;
   d.batch_invariant = o.batch_invariant;
+  if (o.in == DataType::kE4M3) d.scales = o.scales;
   const std::string& e = o.epilogue;
   if (e == "bias" || e == "bias-gelu") d.epilogue.bias = BiasMode::kPerColumn;
   if (e == "relu") d.epilogue.activation = Activation::kReLU;
@@ -273,7 +284,8 @@ int run(int argc, char** argv) {
   const int out_bytes = o.out == DataType::kF32 ? 4 : 2;
   std::printf("anvil-plan %lld x %lld x %lld, batch %lld, %s in, %s out, epilogue %s%s\n", static_cast<long long>(o.m),
               static_cast<long long>(o.n), static_cast<long long>(o.k), static_cast<long long>(o.batch),
-              o.in == DataType::kBF16 ? "bf16" : "fp16", out_bytes == 4 ? "fp32" : o.out == DataType::kBF16 ? "bf16" : "fp16",
+              o.in == DataType::kBF16 ? "bf16" : o.in == DataType::kE4M3 ? "e4m3" : "fp16",
+              out_bytes == 4 ? "fp32" : o.out == DataType::kBF16 ? "bf16" : "fp16",
               o.epilogue.c_str(), o.batch_invariant ? ", batch-invariant" : "");
   if (o.sm100) {
     print_sm100_budget(d, out_bytes);
@@ -282,8 +294,14 @@ int run(int argc, char** argv) {
   const DeviceInfo dev = DeviceInfo::h200();
   std::printf("H200 (sm_90a): %d SMs, %d KiB shared memory per CTA, %d registers per SM, %.0f MiB L2\n", dev.sm_count,
               dev.smem_per_block_bytes / 1024, dev.registers_per_sm, static_cast<double>(dev.l2_bytes) / (1 << 20));
-  print_roofline(d, dev, out_bytes);
   const LaunchPlan chosen = plan(d, dev);
+  if (o.in == DataType::kE4M3) {
+    // sm90-fp8 (docs/fp8.md): the 16-bit candidates' budgets below do not apply.
+    std::printf("\n");
+    print_plan(chosen, d, stdout);
+    return chosen.family == KernelFamily::kNone ? 1 : 0;
+  }
+  print_roofline(d, dev, out_bytes);
   print_gemm_candidates(d, dev, chosen);
   if (o.m <= 256) {
     print_decode_candidates(d, dev, chosen);

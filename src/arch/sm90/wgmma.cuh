@@ -6,7 +6,11 @@
 
 namespace anvil::sm90 {
 
-enum class Input { kBF16, kF16 };
+// The operand types of one wgmma: bf16 or fp16 on both sides, or 8-bit floats (A's type,
+// then B's where they differ: e5m2 gradients against e4m3 weights or activations).
+enum class Input { kBF16, kF16, kE4M3, kE5M2xE4M3, kE4M3xE5M2 };
+
+constexpr bool is_fp8_input(Input input) { return input != Input::kBF16 && input != Input::kF16; }
 
 // How the operand tile is laid out in shared memory (the descriptor's layout field).
 enum class SmemSwizzle : uint64_t { kNone = 0, k128B = 1, k64B = 2, k32B = 3 };
@@ -35,10 +39,13 @@ __device__ __forceinline__ uint64_t make_kmajor_sw128_desc(const void* smem_ptr)
   return make_smem_desc(smem_ptr, 16, 1024, SmemSwizzle::k128B);
 }
 
+// Specialised in wgmma_ops.inc for bf16/fp16 and N in {8,16,32,64,96,128,160,192,224,256}
+// (k16), and in wgmma_fp8_ops.inc for the 8-bit pairs and N in {64,128,256} (k32).
 template <int N, Input kInput>
-struct WgmmaSS;  // specialised in wgmma_ops.inc for N in {8,16,32,64,96,128,160,192,224,256}
+struct WgmmaSS;
 
 #include "wgmma_ops.inc"
+#include "wgmma_fp8_ops.inc"
 
 // Orders this thread's register and shared-memory accesses before the warpgroup's
 // following wgmma instructions read them.

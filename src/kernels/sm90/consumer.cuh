@@ -7,9 +7,22 @@
 #include "arch/sm90/mbarrier.cuh"
 #include "arch/sm90/wgmma.cuh"
 #include "kernels/sm90/kernel_config.h"
+#include "kernels/sm90/params.h"
 #include "kernels/sm90/pipeline.cuh"
+#include "kernels/sm90/tile_scheduler.cuh"
 
 namespace anvil::detail {
+
+// Bytes per input element of a configuration: KernelConfig says (2 or 1); the decode
+// kernels' configurations, which read bf16/fp16 only, do not.
+template <class Config>
+constexpr int input_bytes() {
+  if constexpr (requires { Config::kElementBytes; }) {
+    return Config::kElementBytes;
+  } else {
+    return 2;
+  }
+}
 
 template <class Config>
 __device__ __forceinline__ void release_stage(StageBarriers<Config::kStages>& barriers, int stage) {
@@ -38,15 +51,16 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
     sm90::wgmma_fence();
     const uint8_t* a = tiles_a[ring.stage] + consumer_row_offset<Config>(consumer) * 128;
     const uint8_t* b = tiles_b[ring.stage];
-    // A stage wider than 64 along K holds one 128-byte-swizzled box per 64 K (a box is
-    // 64 bf16 wide), box after box: kBlockM (A) or kBlockN (B) rows each.
+    // A stage wider than one swizzle row along K holds one 128-byte-swizzled box per row
+    // width (64 bf16 or 128 fp8 values), box after box: kBlockM (A) or kBlockN (B) rows each.
     constexpr int kBoxBytesA = Config::kBlockM * 128, kBoxBytesB = Config::kBlockN * 128;
 #pragma unroll
-    for (int kk = 0; kk < Config::kBlockK / 16; ++kk) {
+    for (int kk = 0; kk < Config::kBlockK * input_bytes<Config>() / 32; ++kk) {
       const int box = kk / 4, step = kk % 4;
 #pragma unroll
       for (int slab = 0; slab < Config::kSlabs; ++slab) {
-        // 64 rows x 128 bytes per slab; a k16 step is 32 bytes along each swizzled row.
+        // 64 rows x 128 bytes per slab; a K step (k16 of 16-bit or k32 of 8-bit values) is
+        // 32 bytes along each swizzled row.
         Mma::template mma<0, 0>(
             acc[slab], sm90::make_kmajor_sw128_desc(a + box * kBoxBytesA + slab * 64 * 128 + step * 32),
             sm90::make_kmajor_sw128_desc(b + box * kBoxBytesB + step * 32), kt > 0 || kk > 0);
@@ -63,6 +77,59 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
 #pragma unroll
   for (int slab = 0; slab < Config::kSlabs; ++slab) sm90::wgmma_fence_operands(acc[slab]);
   release_stage<Config>(barriers, previous_stage);
+}
+
+// The mainloop with DeepSeek-V3 block scales (ScaleMode::kBlock128): every stage is one
+// 128-wide K block, which wgmma sums into `part` from zero; once it has retired, the
+// warpgroup adds part * sa(row, kb) * sb(n block, kb) to the fp32 total in acc. The tensor
+// cores' FP8 accumulation keeps fewer mantissa bits than fp32 (docs/fp8.md measures the
+// difference), so the running total never stays in it for more than one K block.
+// The stage is freed as soon as its wgmma group retires: the promotion needs only
+// registers. The scale loads are issued before the stage is awaited, so their latency
+// hides behind the wait; rows past M get scale 0 (they are never stored).
+template <class Config, sm90::Input kInput>
+__device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::kSlabs][Config::kBlockN / 2],
+                                                          int consumer, int k_tiles, const Fp8Scales& scales,
+                                                          const TileCoord& tile, StageRing<Config::kStages>& ring,
+                                                          uint8_t (*tiles_a)[Config::kStageBytesA],
+                                                          uint8_t (*tiles_b)[Config::kStageBytesB],
+                                                          StageBarriers<Config::kStages>& barriers) {
+  static_assert(Config::kBlockScales && Config::kBlockK == 128, "one 128-wide scale block of K per stage");
+  using Mma = sm90::WgmmaSS<Config::kBlockN, kInput>;
+  constexpr int kAcc = Config::kBlockN / 2;
+  float part[kAcc];
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) acc[0][i] = 0.0f;
+  const int t = threadIdx.x % 128;
+  // The two rows this thread's fragment holds (fragment_epilogue.cuh): l / 4 and l / 4 + 8
+  // of its warp's 16.
+  const int64_t row0 = int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer) + (t / 32) * 16 +
+                       (t % 32) / 4;
+  const int64_t row1 = row0 + 8;
+  const bool has_row0 = row0 < scales.rows, has_row1 = row1 < scales.rows;
+  const float* scale_b = scales.b + int64_t{tile.n_tile} * k_tiles;
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    const float sb = __ldg(scale_b + kt);
+    const float sa0 = has_row0 ? __ldg(scales.a + int64_t{kt} * scales.rows + row0) : 0.0f;
+    const float sa1 = has_row1 ? __ldg(scales.a + int64_t{kt} * scales.rows + row1) : 0.0f;
+    sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
+    sm90::wgmma_fence();
+    const uint8_t* a = tiles_a[ring.stage] + consumer_row_offset<Config>(consumer) * 128;
+    const uint8_t* b = tiles_b[ring.stage];
+#pragma unroll
+    for (int kk = 0; kk < Config::kRowBytes / 32; ++kk) {
+      Mma::template mma<0, 0>(part, sm90::make_kmajor_sw128_desc(a + kk * 32), sm90::make_kmajor_sw128_desc(b + kk * 32),
+                              kk > 0);
+    }
+    sm90::wgmma_commit_group();
+    sm90::wgmma_wait_group<0>();
+    sm90::wgmma_fence_operands(part);
+    release_stage<Config>(barriers, ring.stage);
+    ring.advance();
+    const float f0 = sa0 * sb, f1 = sa1 * sb;
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[0][i] = fmaf(part[i], (i & 2) ? f1 : f0, acc[0][i]);
+  }
 }
 
 }  // namespace anvil::detail

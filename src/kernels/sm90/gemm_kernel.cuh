@@ -9,7 +9,9 @@
 //                         for stream-K configurations, the same work units: whole tiles,
 //                         then pieces of tiles cut along K (stream_k.h), whose partial
 //                         sums meet in the workspace (stream_k_fixup.cuh).
-// Ladder steps 6-10 and the production kernel are configurations of this one template.
+// Ladder steps 6-10, the production kernel and the FP8 kernel (8-bit inputs, with their
+// scales applied to the accumulators before the epilogue, or per K block in the mainloop
+// for block scales) are configurations of this one template.
 #pragma once
 
 #include <cuda.h>
@@ -21,6 +23,7 @@
 #include "arch/sm90/swizzle_alignment.cuh"
 #include "kernels/sm90/consumer.cuh"
 #include "kernels/sm90/epilogue_store.cuh"
+#include "kernels/sm90/fp8_scales.cuh"
 #include "kernels/sm90/kernel_config.h"
 #include "kernels/sm90/params.h"
 #include "kernels/sm90/pipeline.cuh"
@@ -136,8 +139,16 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
           done = &shared.mainloop_done[consumer];
         }
         const TileCoord tile = params.scheduler.tile(linear, cta_rank);
-        run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b, shared.barriers,
-                                              done);
+        if constexpr (Config::kBlockScales) {
+          run_block_scaled_mainloop<Config, kInput>(acc, consumer, params.k_tiles, params.scales, tile, ring, shared.a,
+                                                    shared.b, shared.barriers);
+        } else {
+          run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b,
+                                                shared.barriers, done);
+        }
+        if constexpr (Config::kElementBytes == 1 && !Config::kBlockScales) {
+          apply_output_scales<Config>(params, tile, consumer, acc);
+        }
         store_tile<Config>(params, tile, consumer, acc, shared.epilogue);
       }
     }

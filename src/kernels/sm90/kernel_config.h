@@ -38,11 +38,23 @@ struct KernelSpec {
   bool stream_k = false;   // stream-K work units (stream_k.h) instead of whole tiles
   int store_rounds = 1;    // rounds the TMA-store epilogue writes a warpgroup's output in
   ClusterAxis cluster_axis = ClusterAxis::kM;
+  int element_bytes = 2;   // of A and B: 2 (bf16/fp16) or 1 (e4m3/e5m2)
+  // FP8 with DeepSeek-V3 block scales: each 128-wide K block is summed on its own and
+  // added, scaled, to an fp32 total in registers (consumer.cuh, run_block_scaled_mainloop).
+  bool block_scales = false;
+  // 8-bit configurations: also instantiate the e5m2 x e4m3 and e4m3 x e5m2 kernels.
+  bool mixed_fp8 = false;
 };
 
 template <KernelSpec kSpec>
 struct KernelConfig {
-  static constexpr int kBlockK = 64;  // one 128-byte swizzle row of bf16/fp16
+  // K per stage: one 128-byte swizzle row, 64 bf16/fp16 or 128 fp8 values. Every K step of
+  // wgmma reads 32 bytes of each row (k16 for 16-bit inputs, k32 for 8-bit ones).
+  static constexpr int kElementBytes = kSpec.element_bytes;
+  static constexpr int kBlockK = 128 / kElementBytes;
+  static constexpr int kRowBytes = kBlockK * kElementBytes;
+  static constexpr bool kBlockScales = kSpec.block_scales;
+  static constexpr bool kMixedFp8 = kSpec.mixed_fp8;
   static constexpr int kBlockN = kSpec.block_n;
   static constexpr int kConsumers = kSpec.consumers;
   static constexpr int kSlabs = kSpec.slabs_per_consumer;
@@ -67,8 +79,8 @@ struct KernelConfig {
   static constexpr bool kStreamK = kSpec.stream_k;
 
   static constexpr int kThreads = 128 * (1 + kConsumers);
-  static constexpr int kStageBytesA = kBlockM * kBlockK * 2;
-  static constexpr int kStageBytesB = kBlockN * kBlockK * 2;
+  static constexpr int kStageBytesA = kBlockM * kRowBytes;
+  static constexpr int kStageBytesB = kBlockN * kRowBytes;
   // The TMA-store buffer (the whole tile in bf16/fp16), or the staged epilogue's chunk of
   // 16 x 40 floats per consumer warp (epilogue_store.cuh); the larger of the two.
   static constexpr int kStagedEpilogueBytes = kConsumers * 4 * 16 * 40 * 4;
@@ -96,6 +108,13 @@ struct KernelConfig {
                 "multicast slices are whole 8-row groups (1024-byte swizzle atoms)");
   static_assert(!kClusterAlongN || kSpec.cluster_b == ClusterB::kMulticast, "the ablations' local loads pair along M only");
   static_assert(!kStreamK || (kClusterCtas == 1 && !kPingPong), "stream-K units are per CTA, both warpgroups on one tile");
+  static_assert(kElementBytes == 2 || kElementBytes == 1, "16-bit or 8-bit inputs");
+  // The FP8 scales are applied where whole tiles are finished, not to stream-K's pieces.
+  static_assert(kElementBytes == 2 || !kStreamK, "8-bit inputs run whole tiles");
+  // Block scales: a B scale covers 128 columns, so a tile is one B block wide; the K-block
+  // partial sums double the accumulator registers, which one 64 x 128 slab leaves room for.
+  static_assert(!kBlockScales || (kElementBytes == 1 && kBlockN == 128 && kSlabs == 1 && !kPingPong && !kStreamK),
+                "block scales: 8-bit inputs, 128-wide cooperative tiles of one slab per consumer");
   static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumers <= 65536, "register file");
 };
 

@@ -53,7 +53,7 @@ Status build_sm90_params(LaunchPolicy policy, const GemmDesc& desc, const GemmAr
   params.scheduler =
       TileScheduler{tiles_m, tiles_n, static_cast<int>(desc.batch), Config::kClusterM, Config::kClusterN, policy.band};
 
-  static_assert(Config::kBlockK == 64, "one 128-byte swizzle row of K per box");
+  static_assert(Config::kRowBytes == 128, "one 128-byte swizzle row of K per box");
   // With multicast each CTA of the cluster fetches its slice of the shared tile's rows.
   Status s = encode_kmajor_sw128(&params.map_a, args.a, desc.a, desc.k, desc.m, Config::kBlockM / Config::kSlicesA,
                                  diag, desc.batch);
@@ -67,6 +67,11 @@ Status build_sm90_params(LaunchPolicy policy, const GemmDesc& desc, const GemmAr
   const bool half_row_major = plain_epilogue(desc) && desc.d.dtype != DataType::kF32 && desc.d.order == Order::kRowMajor;
   params.pair_store = half_row_major && desc.d.ld % 2 == 0 && (desc.batch == 1 || desc.d.batch_stride % 2 == 0) &&
                       reinterpret_cast<uintptr_t>(args.d) % 4 == 0;
+  params.scales.a = args.scale_a;
+  params.scales.b = args.scale_b;
+  params.scales.mode = desc.scales;
+  params.scales.rows = desc.m;
+  params.scales.cols = desc.n;
   params.tma_store = Config::kTmaStore && plain_epilogue(desc) && d_layout_tma_storable(desc) && aligned16(args.d);
   if (params.tma_store) {
     TensorMapRequest store;
@@ -93,10 +98,20 @@ struct Sm90Launch {
   int grid_ctas = 0;
 };
 
+// The kernel for the inputs' types. 8-bit configurations carry e4m3 x e4m3, and the mixed
+// e5m2 pairs only where Config::kMixedFp8 says so (each pair is a kernel of its own).
 template <class Config>
-auto sm90_kernel_for(DataType input) {
-  return input == DataType::kBF16 ? sm90_gemm_kernel<Config, sm90::Input::kBF16>
-                                  : sm90_gemm_kernel<Config, sm90::Input::kF16>;
+auto sm90_kernel_for(const GemmDesc& desc) {
+  if constexpr (Config::kElementBytes == 1) {
+    if constexpr (Config::kMixedFp8) {
+      if (desc.a.dtype == DataType::kE5M2) return sm90_gemm_kernel<Config, sm90::Input::kE5M2xE4M3>;
+      if (desc.b.dtype == DataType::kE5M2) return sm90_gemm_kernel<Config, sm90::Input::kE4M3xE5M2>;
+    }
+    return sm90_gemm_kernel<Config, sm90::Input::kE4M3>;
+  } else {
+    return desc.a.dtype == DataType::kBF16 ? sm90_gemm_kernel<Config, sm90::Input::kBF16>
+                                           : sm90_gemm_kernel<Config, sm90::Input::kF16>;
+  }
 }
 
 // Stream-K configurations: the grid is every resident CTA (the point is to keep SMs busy
@@ -133,7 +148,7 @@ Status build_sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& 
                          Sm90Launch* out, Diagnostic* diag) {
   Status s = build_sm90_params<Config>(policy, desc, args, &out->params, diag);
   if (s != Status::kSuccess) return s;
-  auto kernel = sm90_kernel_for<Config>(desc.a.dtype);
+  auto kernel = sm90_kernel_for<Config>(desc);
   s = set_dynamic_smem(kernel, sm90_smem_bytes<Config>(), name, diag);
   if (s != Status::kSuccess) return s;
   int clusters = out->params.scheduler.total_cluster_tiles();
@@ -160,10 +175,11 @@ Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, 
   thread_local PlanName plan_name;
   if (plan_name.name != name || plan_name.policy.persistent != policy.persistent ||
       plan_name.policy.band != policy.band) {
-    std::snprintf(plan_name.text, sizeof(plan_name.text), "%s/%dx%dx%d/c%dx%d/s%d/p%d/%s", name, Config::kBlockM,
+    std::snprintf(plan_name.text, sizeof(plan_name.text), "%s/%dx%dx%d/c%dx%d/s%d/p%d/%s%s", name, Config::kBlockM,
                   Config::kBlockN, Config::kStages, Config::kClusterM, Config::kClusterN,
                   int(Config::kTmaStore) * Config::kStoreRounds, int(policy.persistent) * policy.band,
-                  Config::kStreamK ? "sk" : Config::kPingPong ? "pp" : "coop");
+                  Config::kStreamK ? "sk" : Config::kPingPong ? "pp" : "coop",
+                  Config::kBlockScales ? "/fp8-block" : Config::kElementBytes == 1 ? "/fp8" : "");
     plan_name.name = name;
     plan_name.policy = policy;
   }
@@ -183,7 +199,7 @@ Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, 
   const cudaLaunchConfig_t config = cluster_launch_config(&attribute, dim3(static_cast<unsigned>(launch.grid_ctas)),
                                                           Config::kThreads, sm90_smem_bytes<Config>(),
                                                           Config::kClusterCtas, args.stream);
-  const cudaError_t e = cudaLaunchKernelEx(&config, sm90_kernel_for<Config>(desc.a.dtype), launch.params);
+  const cudaError_t e = cudaLaunchKernelEx(&config, sm90_kernel_for<Config>(desc), launch.params);
   if (e != cudaSuccess) {
     return fail(diag, Status::kCudaError, "%s: launch failed: %s", name, cudaGetErrorName(e));
   }

@@ -11,6 +11,15 @@
 
 namespace anvil::detail {
 
+// FP8 scales (anvil::ScaleMode): fp32 arrays in device memory. rows = M (also the stride
+// of A's M-major block scales), cols = N (the GEMM width).
+struct Fp8Scales {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  ScaleMode mode = ScaleMode::kNone;
+  int64_t rows = 0, cols = 0;
+};
+
 struct Sm90Params {
   CUtensorMap map_a, map_b, map_d;
   int k_tiles;
@@ -22,6 +31,8 @@ struct Sm90Params {
   // Stream-K configurations only (Config::kStreamK).
   StreamKPlan stream_k;
   StreamKWorkspace stream_k_workspace;
+  // 8-bit configurations only (Config::kElementBytes == 1).
+  Fp8Scales scales;
 };
 
 }  // namespace anvil::detail

@@ -51,9 +51,9 @@ struct MulticastStageLoads {
   }
   // Where slice s of the shared operand lies in the stage: s times this many bytes.
   static constexpr uint32_t kSliceBytesA =
-      Config::kSlicesA > 1 ? Config::kBlockM / Config::kSlicesA * Config::kBlockK * 2 : 0;
+      Config::kSlicesA > 1 ? Config::kBlockM / Config::kSlicesA * Config::kRowBytes : 0;
   static constexpr uint32_t kSliceBytesB =
-      Config::kSlicesB > 1 ? Config::kBlockN / Config::kSlicesB * Config::kBlockK * 2 : 0;
+      Config::kSlicesB > 1 ? Config::kBlockN / Config::kSlicesB * Config::kRowBytes : 0;
   // One operand's box: kSlices CTAs share the operand tile, this CTA's slice of it has
   // kSliceRows rows (one box here).
   template <int kSlices, int kSliceRows>

@@ -3,6 +3,7 @@
 // arithmetic, so the calculator and the kernels cannot disagree. Host-includable.
 #pragma once
 
+#include "kernels/sm90/fp8_plan.h"
 #include "kernels/sm90/kernel_config.h"
 #include "kernels/sm90/plan.h"
 
@@ -88,6 +89,35 @@ using FitSingle160 = FitConfig<160, 5, 1>;
 using FitSingle192 = FitConfig<192, 5, 1>;
 using FitSingle224 = FitConfig<224, 4, 1>;
 
+// sm90-fp8's configurations, one per Fp8Variant (fp8_plan.h): sm90-gemm's tiles with 8-bit
+// inputs, whose stages hold 128 values of K per row.
+using Fp8WidePair = KernelConfig<KernelSpec{.block_n = 256,
+                                            .consumers = 2,
+                                            .slabs_per_consumer = 1,
+                                            .stages = 4,
+                                            .cluster_ctas = 2,
+                                            .tma_store = true,
+                                            .store_rounds = 2,
+                                            .element_bytes = 1}>;
+using Fp8NarrowPair = KernelConfig<KernelSpec{.block_n = 128,
+                                              .consumers = 2,
+                                              .slabs_per_consumer = 1,
+                                              .stages = 6,
+                                              .cluster_ctas = 2,
+                                              .tma_store = true,
+                                              .store_rounds = 2,
+                                              .element_bytes = 1,
+                                              .mixed_fp8 = true}>;
+using Fp8BlockPair = KernelConfig<KernelSpec{.block_n = 128,
+                                             .consumers = 2,
+                                             .slabs_per_consumer = 1,
+                                             .stages = 6,
+                                             .cluster_ctas = 2,
+                                             .tma_store = true,
+                                             .store_rounds = 2,
+                                             .element_bytes = 1,
+                                             .block_scales = true}>;
+
 // Calls f with a value of the configuration type that runs `variant`.
 template <class F>
 constexpr auto with_variant_config(Sm90Variant variant, F&& f) {
@@ -106,6 +136,16 @@ constexpr auto with_variant_config(Sm90Variant variant, F&& f) {
     case Sm90Variant::kFitSingle224: return f(FitSingle224{});
   }
   return f(WidePair{});
+}
+
+template <class F>
+constexpr auto with_fp8_variant_config(Fp8Variant variant, F&& f) {
+  switch (variant) {
+    case Fp8Variant::kWidePair: return f(Fp8WidePair{});
+    case Fp8Variant::kNarrowPair: return f(Fp8NarrowPair{});
+    case Fp8Variant::kBlockPair: return f(Fp8BlockPair{});
+  }
+  return f(Fp8WidePair{});
 }
 
 }  // namespace anvil::detail

@@ -6,6 +6,7 @@
 #include <cuda.h>
 
 #include "anvil/gemm.h"
+#include "common/dtype.h"
 #include "host/registry.h"
 #include "host/tensor_map.h"
 
@@ -75,8 +76,8 @@ inline bool d_layout_tma_storable(const GemmDesc& desc) {
 }
 
 // A K-major operand (rows x k, `layout.ld` elements between rows; `batches` matrices
-// `layout.batch_stride` apart) as 64-wide boxes of box_rows rows with the 128-byte
-// swizzle: 64 bf16/fp16 values fill exactly one swizzle row.
+// `layout.batch_stride` apart) as boxes of box_rows rows, one 128-byte swizzle row wide:
+// 64 bf16/fp16 or 128 fp8 values.
 inline Status encode_kmajor_sw128(CUtensorMap* map, const void* base, const MatrixLayout& layout, int64_t k,
                                   int64_t rows, int box_rows, Diagnostic* diag, int64_t batches = 1) {
   TensorMapRequest req;
@@ -85,7 +86,7 @@ inline Status encode_kmajor_sw128(CUtensorMap* map, const void* base, const Matr
   req.inner = static_cast<uint64_t>(k);
   req.outer = static_cast<uint64_t>(rows);
   req.line_stride = static_cast<uint64_t>(layout.ld);
-  req.box_inner = 64;
+  req.box_inner = static_cast<uint32_t>(128 / dtype_size(layout.dtype));
   req.box_outer = static_cast<uint32_t>(box_rows);
   req.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
   req.batches = static_cast<uint64_t>(batches);

@@ -1,0 +1,62 @@
+// sm90-fp8: the production Hopper GEMM's kernel (gemm_kernel.cuh) with 8-bit float inputs
+// (e4m3, and the mixed e5m2 pairs) and their scales. The planner chooses the configuration
+// (fp8_plan.h); only the configurations it can return are instantiated. Operands are read
+// in place, K-major, through TMA: there is no repack for 8-bit inputs (validate.cpp says
+// what is refused).
+#include <cuda_runtime.h>
+
+#include "common/dtype.h"
+#include "host/registry.h"
+#include "kernels/sm90/launch.cuh"
+#include "kernels/sm90/sm90_configs.h"
+#include "plan/launch.h"
+
+namespace anvil::detail {
+namespace {
+
+constexpr const char* kName = "sm90-fp8";
+
+Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
+  if (!is_fp8(desc.a.dtype) || !is_fp8(desc.b.dtype)) {
+    return fail(diag, Status::kNotSupported, "%s: takes e4m3/e5m2 inputs (got A %s, B %s); sm90-gemm takes bf16/fp16",
+                kName, to_string(desc.a.dtype), to_string(desc.b.dtype));
+  }
+  if (desc.k == 0) return fail(diag, Status::kNotSupported, "%s: K = 0 has no tensor-core work", kName);
+  if (args != nullptr && (reinterpret_cast<uintptr_t>(args->a) % 16 != 0 || reinterpret_cast<uintptr_t>(args->b) % 16 != 0)) {
+    return fail(diag, Status::kMisalignedOperand, "%s: TMA reads FP8 operands from 16-byte aligned A and B (A %p, B %p)",
+                kName, args->a, args->b);
+  }
+  // Every configuration's tiles are 128 or 256 wide: SwiGLU's 128-column pairs fit both.
+  return sm90_check<Fp8NarrowPair>(kName, desc, args, diag);
+}
+
+}  // namespace
+
+Status launch_fp8_plan(const LaunchPlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  if (!fp8_variant_runs(plan.fp8_variant, desc.a.dtype, desc.b.dtype, desc.scales)) {
+    return fail(diag, Status::kInternalError, "%s: %s does not run %s x %s with %s scales", kName,
+                fp8_variant_name(plan.fp8_variant), to_string(desc.a.dtype), to_string(desc.b.dtype),
+                to_string(desc.scales));
+  }
+  return with_fp8_variant_config(plan.fp8_variant, [&](auto config) {
+    using Config = decltype(config);
+    return sm90_launch<Config>(kName, kSm90GemmPolicy, desc, args, diag);
+  });
+}
+
+namespace {
+
+Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return launch_with_family(KernelFamily::kSm90Fp8, desc, args, diag);
+}
+
+}  // namespace
+
+extern const KernelInfo kSm90Fp8{kName,
+                                 "FP8 (e4m3 x e4m3, e5m2 x e4m3, e4m3 x e5m2), fp32 accumulation: sm90-gemm's kernel "
+                                 "with 128-wide K stages; per-tensor, per-row/column or DeepSeek-V3 block scales "
+                                 "(1x128 activations, 128x128 weights, promoted to fp32 every K block); "
+                                 "K-major operands read in place",
+                                 check, launch, nullptr};
+
+}  // namespace anvil::detail

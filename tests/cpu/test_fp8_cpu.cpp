@@ -1,0 +1,299 @@
+// FP8 on the CPU: what can_implement accepts and refuses (with the reason), the planner's
+// sm90-fp8 plans, the scale counts and the host decoders of the 8-bit floats.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "anvil/anvil.h"
+#include "plan/planner.h"
+#include "verify/verify.h"
+
+namespace anvil::detail {
+namespace {
+
+GemmDesc fp8_linear(int64_t m, int64_t n, int64_t k, ScaleMode scales = ScaleMode::kTensor) {
+  GemmDesc d = anvil::linear_desc(m, n, k, DataType::kBF16, DataType::kBF16);
+  d.a.dtype = DataType::kE4M3;
+  d.b.dtype = DataType::kE4M3;
+  d.scales = scales;
+  return d;
+}
+
+const float* fake_scale(uintptr_t at) { return reinterpret_cast<const float*>(at); }
+
+GemmArgs fp8_args() {
+  GemmArgs args;
+  args.a = reinterpret_cast<const void*>(uintptr_t{1} << 32);
+  args.b = reinterpret_cast<const void*>(uintptr_t{2} << 32);
+  args.d = reinterpret_cast<void*>(uintptr_t{3} << 32);
+  args.scale_a = fake_scale(uintptr_t{4} << 32);
+  args.scale_b = fake_scale(uintptr_t{5} << 32);
+  return args;
+}
+
+// What a valid problem gets without a GPU: success, or the device check's refusal.
+bool accepted(Status s) {
+  return s == Status::kSuccess || s == Status::kDriverUnavailable || s == Status::kArchMismatch;
+}
+
+Status check(const GemmDesc& desc, const GemmArgs* args, std::string* message) {
+  Diagnostic diag;
+  const Status s = anvil::can_implement(desc, args, &diag);
+  *message = diag.message;
+  if (s != Status::kSuccess) {
+    EXPECT_EQ(diag.status, s);
+    EXPECT_GT(std::strlen(diag.message), 0u) << "a refusal must say why";
+  }
+  return s;
+}
+
+// Every scale mode, output dtype and input pair the kernel builds is accepted.
+TEST(Fp8Api, SupportedCombinationsAreAccepted) {
+  const GemmArgs args = fp8_args();
+  std::string message;
+  for (ScaleMode scales : {ScaleMode::kNone, ScaleMode::kTensor, ScaleMode::kRowColumn, ScaleMode::kBlock128}) {
+    for (DataType out : {DataType::kBF16, DataType::kF16, DataType::kF32}) {
+      GemmDesc d = fp8_linear(200, 300, 272, scales);
+      d.d.dtype = out;
+      EXPECT_TRUE(accepted(check(d, &args, &message))) << to_string(scales) << " -> " << to_string(out) << ": " << message;
+      EXPECT_TRUE(accepted(check(d, nullptr, &message))) << "description only: " << message;
+    }
+  }
+  for (auto [a, b] : {std::pair{DataType::kE5M2, DataType::kE4M3}, std::pair{DataType::kE4M3, DataType::kE5M2}}) {
+    GemmDesc d = fp8_linear(64, 128, 128);
+    d.a.dtype = a, d.b.dtype = b;
+    EXPECT_TRUE(accepted(check(d, &args, &message))) << message;
+    d.scales = ScaleMode::kBlock128;
+    EXPECT_EQ(check(d, &args, &message), Status::kNotSupported) << "block scales are e4m3 x e4m3";
+  }
+  GemmDesc swiglu = fp8_linear(64, 256, 128, ScaleMode::kBlock128);
+  swiglu.epilogue.activation = Activation::kSwiGLU;
+  swiglu.d.ld = 128;
+  EXPECT_TRUE(accepted(check(swiglu, &args, &message))) << message;
+  GemmDesc batched = fp8_linear(64, 256, 128);
+  batched.batch = 2;
+  batched.a.batch_stride = 64 * 128, batched.b.batch_stride = 256 * 128, batched.d.batch_stride = 64 * 256;
+  EXPECT_TRUE(accepted(check(batched, &args, &message))) << message;
+}
+
+// Each refusal, with words that point at the cause.
+TEST(Fp8Api, RefusalsSayWhy) {
+  const GemmArgs args = fp8_args();
+  std::string message;
+  const auto refused = [&](GemmDesc d, Status status, const char* words, const GemmArgs* a = nullptr) {
+    EXPECT_EQ(check(d, a != nullptr ? a : &args, &message), status) << words << ": " << message;
+    EXPECT_NE(message.find(words), std::string::npos) << "message '" << message << "' lacks '" << words << "'";
+  };
+  GemmDesc d = fp8_linear(64, 128, 128);
+  d.a.dtype = DataType::kE5M2, d.b.dtype = DataType::kE5M2;
+  refused(d, Status::kNotSupported, "e5m2 x e5m2");
+
+  d = fp8_linear(64, 128, 128);
+  d.b.dtype = DataType::kBF16;
+  refused(d, Status::kNotSupported, "8-bit floats");
+
+  d = fp8_linear(64, 128, 128);
+  d.b.order = Order::kRowMajor;
+  d.b.ld = 128;
+  refused(d, Status::kNotSupported, "K-major");
+
+  d = fp8_linear(64, 128, 136);  // K a multiple of 8, not 16
+  refused(d, Status::kNotSupported, "multiple of 16");
+
+  d = fp8_linear(64, 128, 128);
+  d.a.ld = 136;
+  refused(d, Status::kMisalignedOperand, "multiples of 16 elements");
+
+  d = fp8_linear(64, 128, 128);
+  d.d.dtype = DataType::kE4M3;
+  refused(d, Status::kNotSupported, "input types only");
+
+  GemmDesc bf16 = anvil::linear_desc(64, 128, 128, DataType::kBF16, DataType::kBF16);
+  bf16.scales = ScaleMode::kTensor;
+  refused(bf16, Status::kNotSupported, "FP8 inputs only");
+
+  d = fp8_linear(64, 128, 128, ScaleMode::kBlock128);
+  d.batch = 2;
+  d.a.batch_stride = 64 * 128, d.b.batch_stride = 128 * 128, d.d.batch_stride = 64 * 128;
+  refused(d, Status::kNotSupported, "batch 1");
+
+  d = fp8_linear(64, 128, 128);
+  d.batch_invariant = true;
+  refused(d, Status::kNotSupported, "batch-invariant");
+
+  d = fp8_linear(64, 128, 128);
+  d.scales = static_cast<ScaleMode>(9);
+  refused(d, Status::kInvalidArgument, "scale mode");
+
+  GemmArgs no_scale = fp8_args();
+  no_scale.scale_b = nullptr;
+  refused(fp8_linear(64, 128, 128), Status::kInvalidArgument, "scale_b is null", &no_scale);
+
+  GemmArgs odd_scale = fp8_args();
+  odd_scale.scale_a = fake_scale((uintptr_t{4} << 32) + 2);
+  refused(fp8_linear(64, 128, 128), Status::kMisalignedOperand, "4-byte aligned", &odd_scale);
+
+  GemmArgs odd_a = fp8_args();
+  odd_a.a = reinterpret_cast<const void*>((uintptr_t{1} << 32) + 8);
+  refused(fp8_linear(64, 128, 128), Status::kMisalignedOperand, "16-byte aligned", &odd_a);
+
+  d = fp8_linear(64, 128, 128);
+  d.kernel = "sm90-gemm";
+  refused(d, Status::kNotSupported, "sm90-fp8");
+
+  GemmDesc named = anvil::linear_desc(64, 128, 128, DataType::kBF16, DataType::kBF16);
+  named.kernel = "sm90-fp8";
+  refused(named, Status::kNotSupported, "e4m3/e5m2 inputs", nullptr);
+}
+
+TEST(Fp8Api, NamesOfTheNewEnums) {
+  EXPECT_STREQ(anvil::to_string(DataType::kE4M3), "e4m3");
+  EXPECT_STREQ(anvil::to_string(DataType::kE5M2), "e5m2");
+  EXPECT_STREQ(anvil::to_string(ScaleMode::kBlock128), "block128");
+  EXPECT_STREQ(anvil::to_string(ScaleMode::kRowColumn), "row-column");
+}
+
+// ---- the planner ----
+
+TEST(Fp8Planner, FP8GoesToSm90Fp8Only) {
+  const DeviceInfo device = DeviceInfo::h200();
+  for (int64_t m : {1, 16, 64, 128, 4096}) {
+    for (ScaleMode scales : {ScaleMode::kNone, ScaleMode::kTensor, ScaleMode::kRowColumn, ScaleMode::kBlock128}) {
+      const LaunchPlan p = plan(fp8_linear(m, 7168, 2048, scales), device);
+      EXPECT_EQ(p.family, KernelFamily::kSm90Fp8) << m << " " << p.family_reason;
+      EXPECT_STREQ(p.kernel_name, "sm90-fp8");
+      EXPECT_GT(std::strlen(p.tile_reason), 0u);
+      EXPECT_EQ(p.workspace_bytes, 0u);
+      EXPECT_EQ(p.k_splits, 1);
+      if (scales == ScaleMode::kBlock128) EXPECT_EQ(p.fp8_variant, Fp8Variant::kBlockPair);
+      else EXPECT_NE(p.fp8_variant, Fp8Variant::kBlockPair);
+    }
+  }
+  // No other family takes FP8, forced or not; sm90-fp8 takes nothing else.
+  PlanOverrides forced;
+  forced.family = KernelFamily::kSm90Gemm;
+  EXPECT_EQ(plan(fp8_linear(256, 256, 256), device, &forced).family, KernelFamily::kNone);
+  forced.family = KernelFamily::kSm90Fp8;
+  GemmDesc bf16 = anvil::linear_desc(256, 256, 256, DataType::kBF16, DataType::kBF16);
+  EXPECT_EQ(plan(bf16, device, &forced).family, KernelFamily::kNone);
+  EXPECT_NE(plan(bf16, device).family, KernelFamily::kSm90Fp8);
+  EXPECT_FALSE(decode_family_accepts(KernelFamily::kFallback, fp8_linear(1, 256, 256)));
+  EXPECT_FALSE(decode_family_accepts(KernelFamily::kDecodeTma, fp8_linear(1, 256, 256)));
+  EXPECT_TRUE(decode_family_accepts(KernelFamily::kSm90Fp8, fp8_linear(1, 256, 256)));
+}
+
+TEST(Fp8Planner, MixedPairsTakeTheNarrowPairs) {
+  GemmDesc d = fp8_linear(4096, 4096, 4096);
+  d.a.dtype = DataType::kE5M2;
+  EXPECT_EQ(plan(d, DeviceInfo::h200()).fp8_variant, Fp8Variant::kNarrowPair);
+  // A forced variant that does not run the pair is not taken.
+  PlanOverrides o;
+  o.fp8_variant = static_cast<int>(Fp8Variant::kWidePair);
+  EXPECT_EQ(plan(d, DeviceInfo::h200(), &o).fp8_variant, Fp8Variant::kNarrowPair);
+}
+
+TEST(Fp8Planner, TilesFollowTheWaves) {
+  const DeviceInfo device = DeviceInfo::h200();
+  // 4096 x 4096: 512 wide tiles (3.88 waves) against 1024 narrow ones (7.76 waves, slower
+  // per unit of area): wide.
+  EXPECT_EQ(plan(fp8_linear(4096, 4096, 4096), device).fp8_variant, Fp8Variant::kWidePair);
+  // 128 x 7168: 28 wide tiles (56 CTAs in 2-CTA clusters) leave 76 of 132 SMs idle; 56
+  // narrow tiles take 112.
+  EXPECT_EQ(plan(fp8_linear(128, 7168, 4096), device).fp8_variant, Fp8Variant::kNarrowPair);
+  // The cost model itself: narrow wins exactly where its waves x area / speed is lower.
+  for (int64_t m : {64, 256, 1000, 4096}) {
+    for (int64_t n : {576, 1536, 7168, 24576}) {
+      const Fp8Variant v = choose_fp8_variant(m, n, 1, 132, DataType::kE4M3, DataType::kE4M3, ScaleMode::kTensor);
+      const auto cost = [&](Fp8Variant x, double speed) {
+        const TileShape t = fp8_tile_shape(x);
+        return estimated_cost(wave_plan(m, n, 1, t, 132, 2, 1), t, speed, 132);
+      };
+      const bool narrow = cost(Fp8Variant::kNarrowPair, kFp8NarrowRelativeSpeed) < cost(Fp8Variant::kWidePair, 1.0);
+      EXPECT_EQ(v, narrow ? Fp8Variant::kNarrowPair : Fp8Variant::kWidePair) << m << " x " << n;
+    }
+  }
+}
+
+TEST(Fp8Planner, ForcedVariantIsHonoured) {
+  PlanOverrides o;
+  o.fp8_variant = static_cast<int>(Fp8Variant::kNarrowPair);
+  const LaunchPlan p = plan(fp8_linear(4096, 4096, 4096), DeviceInfo::h200(), &o);
+  EXPECT_EQ(p.fp8_variant, Fp8Variant::kNarrowPair);
+  EXPECT_NE(std::string(p.tile_reason).find("forced"), std::string::npos) << p.tile_reason;
+  EXPECT_EQ(p.tile.block_n, 128);
+  // Block scales run on the block pairs only.
+  o.fp8_variant = static_cast<int>(Fp8Variant::kWidePair);
+  EXPECT_EQ(plan(fp8_linear(256, 256, 256, ScaleMode::kBlock128), DeviceInfo::h200(), &o).fp8_variant,
+            Fp8Variant::kBlockPair);
+}
+
+// ---- verification helpers ----
+
+TEST(Fp8Verify, ScaleCounts) {
+  GemmDesc d = fp8_linear(100, 300, 272, ScaleMode::kBlock128);
+  EXPECT_EQ(verify::scale_elements_a(d), 3 * 100);  // ceil(272/128) x M, M-major
+  EXPECT_EQ(verify::scale_elements_b(d), 3 * 3);    // ceil(300/128) x ceil(272/128)
+  d.scales = ScaleMode::kRowColumn;
+  EXPECT_EQ(verify::scale_elements_a(d), 100);
+  EXPECT_EQ(verify::scale_elements_b(d), 300);
+  d.scales = ScaleMode::kTensor;
+  EXPECT_EQ(verify::scale_elements_a(d), 1);
+  d.scales = ScaleMode::kNone;
+  EXPECT_EQ(verify::scale_elements_b(d), 0);
+  EXPECT_EQ(verify::dtype_bytes(DataType::kE4M3), 1u);
+}
+
+TEST(Fp8Verify, Decoders) {
+  EXPECT_EQ(verify::decode_e4m3(0x00), 0.0);
+  EXPECT_EQ(verify::decode_e4m3(0x38), 1.0);     // exponent 7 (bias 7), mantissa 0
+  EXPECT_EQ(verify::decode_e4m3(0x7E), 448.0);   // the largest finite value
+  EXPECT_EQ(verify::decode_e4m3(0xFE), -448.0);
+  EXPECT_EQ(verify::decode_e4m3(0x01), std::ldexp(1.0, -9));  // smallest subnormal
+  EXPECT_TRUE(std::isnan(verify::decode_e4m3(0x7F)));
+  EXPECT_EQ(verify::decode_e4m3(0x3C), 1.5);
+  EXPECT_EQ(verify::decode_e5m2(0x3C), 1.0);     // bias 15
+  EXPECT_EQ(verify::decode_e5m2(0x7B), 57344.0);
+  EXPECT_TRUE(std::isinf(verify::decode_e5m2(0x7C)));
+  EXPECT_EQ(verify::decode_e5m2(0x01), std::ldexp(1.0, -16));
+}
+
+// The CPU reference dequantizes with each scale layout.
+TEST(Fp8Verify, CpuReferenceAppliesEveryScaleLayout) {
+  // A: 2 x 256 of e4m3 1.0, B: 256 x 130 of 1.0 (N-major storage, ldb = K).
+  const int64_t m = 2, n = 130, k = 256;
+  std::vector<unsigned char> a(size_t(m * k), 0x38), b(size_t(n * k), 0x38);
+  GemmDesc d = fp8_linear(m, n, k, ScaleMode::kBlock128);
+  d.d.dtype = DataType::kF32;
+  // A scales: kb * M + i; B scales: (j / 128) * 2 + kb.
+  const float sa[4] = {1.0f, 2.0f, 3.0f, 4.0f};  // (kb0,i0) (kb0,i1) (kb1,i0) (kb1,i1)
+  const float sb[4] = {1.0f, 10.0f, 100.0f, 1000.0f};
+  std::vector<double> out;
+  verify::cpu_reference(d, a.data(), b.data(), nullptr, nullptr, out, sa, sb);
+  ASSERT_EQ(out.size(), size_t(m * n));
+  EXPECT_EQ(out[0], 128.0 * (1 * 1 + 3 * 10));           // row 0, column 0
+  EXPECT_EQ(out[1 * n + 129], 128.0 * (2 * 100 + 4 * 1000));  // row 1, column 129
+  d.scales = ScaleMode::kRowColumn;
+  const float row[2] = {2.0f, 3.0f};
+  std::vector<float> col(size_t(n), 0.5f);
+  verify::cpu_reference(d, a.data(), b.data(), nullptr, nullptr, out, row, col.data());
+  EXPECT_EQ(out[1 * n + 7], 256.0 * 3 * 0.5);
+  d.scales = ScaleMode::kTensor;
+  verify::cpu_reference(d, a.data(), b.data(), nullptr, nullptr, out, row, row);
+  EXPECT_EQ(out[5], 256.0 * 2 * 2);
+  verify::cpu_reference(d, a.data(), b.data(), nullptr, nullptr, out);
+  EXPECT_TRUE(out.empty()) << "scales missing: the reference refuses";
+}
+
+TEST(Fp8Verify, TolerancesPerMode) {
+  GemmDesc block = fp8_linear(128, 128, 16384, ScaleMode::kBlock128);
+  GemmDesc tensor = fp8_linear(128, 128, 16384, ScaleMode::kTensor);
+  // Promotion keeps the accumulation bound independent of K; without it, it grows with K.
+  EXPECT_LT(verify::tolerance_for(block).rel_frobenius, verify::tolerance_for(tensor).rel_frobenius);
+  GemmDesc short_block = fp8_linear(128, 128, 1024, ScaleMode::kBlock128);
+  EXPECT_NEAR(verify::tolerance_for(short_block).rel_frobenius, verify::tolerance_for(block).rel_frobenius, 2e-3);
+}
+
+}  // namespace
+}  // namespace anvil::detail

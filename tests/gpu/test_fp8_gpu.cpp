@@ -1,0 +1,484 @@
+// sm90-fp8 against the reference of the dequantized operands (verify::reference_gemm):
+// every scale mode, every output dtype, the fused epilogues, shapes off the tile grid,
+// decode-sized M, both whole-tile configurations, and the promotion measurement.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gpu/gpu_support.h"
+#include "plan/launch.h"
+#include "verify/fuzz_runner.h"
+
+namespace {
+
+using anvil::Activation;
+using anvil::BiasMode;
+using anvil::DataType;
+using anvil::GemmDesc;
+using anvil::Order;
+using anvil::ScaleMode;
+using anvil::Status;
+using anvil::detail::Fp8Variant;
+using anvil::detail::KernelFamily;
+using anvil::detail::LaunchPlan;
+using anvil::detail::PlanOverrides;
+
+GemmDesc fp8_desc(int64_t m, int64_t n, int64_t k, ScaleMode scales, DataType out = DataType::kBF16,
+                  DataType a = DataType::kE4M3, DataType b = DataType::kE4M3) {
+  GemmDesc d = anvil::linear_desc(m, n, k, DataType::kBF16, out);
+  d.a.dtype = a;
+  d.b.dtype = b;
+  d.scales = scales;
+  return d;
+}
+
+// The element the comparison found worst, as "D[batch][row][col] = got, reference want".
+std::string worst_element(const anvil_test::Operands& op, const anvil::verify::Comparison& cmp) {
+  if (cmp.worst_index < 0) return "no worst element";
+  const int64_t n_out = op.out_cols(), per_batch = op.desc.m * n_out;
+  const int64_t b = cmp.worst_index / per_batch, i = cmp.worst_index % per_batch / n_out, j = cmp.worst_index % n_out;
+  float want = 0;
+  std::vector<unsigned char> got(8, 0);
+  const size_t width = anvil::verify::dtype_bytes(op.desc.d.dtype);
+  const int64_t at = anvil_test::offset_of(op.desc.d, i, j, b);
+  if (cudaMemcpy(&want, op.ref.as_float() + cmp.worst_index, 4, cudaMemcpyDeviceToHost) != cudaSuccess ||
+      cudaMemcpy(got.data(), static_cast<unsigned char*>(op.d.get()) + at * int64_t(width), width,
+                 cudaMemcpyDeviceToHost) != cudaSuccess) {
+    return "worst element unreadable";
+  }
+  return "D[" + std::to_string(b) + "][" + std::to_string(i) + "][" + std::to_string(j) +
+         "] = " + std::to_string(anvil_test::load_element(got, op.desc.d.dtype, 0)) + ", reference " +
+         std::to_string(want);
+}
+
+// Runs desc (with the variant forced when >= 0), checks D against the reference and that
+// nothing outside the logical output was written.
+void run_and_check(const GemmDesc& desc, uint64_t seed, int variant = -1) {
+  SCOPED_TRACE(anvil_test::describe(desc) + (variant >= 0 ? ", variant " + std::to_string(variant) : ""));
+  anvil_test::Operands op;
+  ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, desc, seed));
+  anvil::Diagnostic diag;
+  PlanOverrides overrides;
+  overrides.fp8_variant = variant;
+  LaunchPlan ran;
+  const Status s = anvil::detail::gemm(desc, op.args, variant >= 0 ? &overrides : nullptr, &diag, &ran);
+  ASSERT_EQ(s, Status::kSuccess) << diag.message;
+  ASSERT_EQ(ran.family, KernelFamily::kSm90Fp8) << "planned " << anvil::detail::family_name(ran.family);
+  if (variant >= 0) {
+    ASSERT_EQ(static_cast<int>(ran.fp8_variant), variant) << "the forced variant did not run";
+  }
+  CHECK_CUDA(cudaGetLastError());
+  CHECK_CUDA(cudaDeviceSynchronize());
+  CHECK_CUDA(anvil::verify::reference_gemm(desc, op.args, op.ref.as_float(), nullptr));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  const auto tol = anvil::verify::tolerance_for(desc);
+  const auto cmp = anvil::verify::compare(desc, op.d.get(), op.ref.as_float(), tol, nullptr);
+  EXPECT_TRUE(cmp.passed) << anvil_test::describe(cmp) << "; " << worst_element(op, cmp) << " ("
+                          << anvil::detail::fp8_variant_name(ran.fp8_variant)
+                          << "; tolerance rel_frobenius " << tol.rel_frobenius << ", element " << tol.max_abs << " + "
+                          << tol.max_rel << " |ref|)";
+  anvil_test::expect_padding_untouched(op);
+}
+
+struct Fp8Case {
+  int64_t m, n, k;
+  ScaleMode scales;
+  DataType out;
+};
+
+std::string case_name(const testing::TestParamInfo<Fp8Case>& info) {
+  const Fp8Case& c = info.param;
+  return std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + "_" +
+         (c.scales == ScaleMode::kNone        ? "none"
+          : c.scales == ScaleMode::kTensor    ? "tensor"
+          : c.scales == ScaleMode::kRowColumn ? "rowcol"
+                                              : "block") +
+         "_" + anvil::to_string(c.out);
+}
+
+class Fp8Sweep : public testing::TestWithParam<Fp8Case> {};
+
+TEST_P(Fp8Sweep, MatchesDequantizedReference) {
+  REQUIRE_SM90();
+  const Fp8Case& c = GetParam();
+  run_and_check(fp8_desc(c.m, c.n, c.k, c.scales, c.out), 1000 + uint64_t(c.m * 7 + c.n * 3 + c.k));
+}
+
+std::vector<Fp8Case> sweep_cases() {
+  // Exact tiles, M and N off the 128/256 grid, K off the 128 grid (a multiple of 16), and
+  // one deep problem; each with every scale mode and output dtype.
+  const int64_t shapes[][3] = {{256, 512, 256},  {128, 128, 128}, {200, 300, 272},  {129, 257, 144},
+                               {333, 1000, 1040}, {64, 7168, 512}, {1024, 1536, 4096}};
+  std::vector<Fp8Case> cases;
+  for (const auto& s : shapes)
+    for (ScaleMode scales : {ScaleMode::kNone, ScaleMode::kTensor, ScaleMode::kRowColumn, ScaleMode::kBlock128})
+      for (DataType out : {DataType::kBF16, DataType::kF16, DataType::kF32}) cases.push_back({s[0], s[1], s[2], scales, out});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fp8, Fp8Sweep, testing::ValuesIn(sweep_cases()), case_name);
+
+// Decode batches: 1-16 rows, every scale mode (the tile's other rows are TMA's zeros and
+// are never stored).
+TEST(Fp8Decode, OneToSixteenRows) {
+  REQUIRE_SM90();
+  for (int64_t m = 1; m <= 16; ++m) {
+    for (ScaleMode scales : {ScaleMode::kTensor, ScaleMode::kRowColumn, ScaleMode::kBlock128}) {
+      ASSERT_NO_FATAL_FAILURE(run_and_check(fp8_desc(m, 1152, 768, scales), 2000 + uint64_t(m)));
+    }
+  }
+}
+
+// Both whole-tile configurations for the non-block modes, forced.
+TEST(Fp8Variants, WideAndNarrowPairs) {
+  REQUIRE_SM90();
+  for (int v : {static_cast<int>(Fp8Variant::kWidePair), static_cast<int>(Fp8Variant::kNarrowPair)}) {
+    for (ScaleMode scales : {ScaleMode::kTensor, ScaleMode::kRowColumn}) {
+      ASSERT_NO_FATAL_FAILURE(run_and_check(fp8_desc(300, 700, 640, scales), 3000 + uint64_t(v), v));
+      ASSERT_NO_FATAL_FAILURE(run_and_check(fp8_desc(1, 512, 512, scales, DataType::kF32), 3100 + uint64_t(v), v));
+    }
+  }
+}
+
+// The mixed e5m2 pairs (gradients): e5m2 x e4m3 and e4m3 x e5m2.
+TEST(Fp8Mixed, E5M2Pairs) {
+  REQUIRE_SM90();
+  for (ScaleMode scales : {ScaleMode::kNone, ScaleMode::kTensor, ScaleMode::kRowColumn}) {
+    ASSERT_NO_FATAL_FAILURE(
+        run_and_check(fp8_desc(200, 384, 512, scales, DataType::kBF16, DataType::kE5M2, DataType::kE4M3), 4000));
+    ASSERT_NO_FATAL_FAILURE(
+        run_and_check(fp8_desc(200, 384, 512, scales, DataType::kF32, DataType::kE4M3, DataType::kE5M2), 4001));
+  }
+}
+
+// The fused epilogues after the scales: alpha, column and row bias, activations, SwiGLU,
+// beta * C, a padded D.
+TEST(Fp8Epilogues, FusedAfterScales) {
+  REQUIRE_SM90();
+  for (ScaleMode scales : {ScaleMode::kTensor, ScaleMode::kRowColumn, ScaleMode::kBlock128}) {
+    GemmDesc d = fp8_desc(260, 512, 384, scales);
+    d.alpha = 0.75f;
+    d.epilogue.bias = BiasMode::kPerColumn;
+    d.epilogue.activation = Activation::kGeluTanh;
+    ASSERT_NO_FATAL_FAILURE(run_and_check(d, 5000));
+    d.epilogue.activation = Activation::kSwiGLU;
+    d.d.ld = 256;
+    ASSERT_NO_FATAL_FAILURE(run_and_check(d, 5001));
+    GemmDesc r = fp8_desc(100, 384, 256, scales, DataType::kF16);
+    r.epilogue.bias = BiasMode::kPerRow;
+    r.epilogue.bias_dtype = DataType::kBF16;
+    r.epilogue.activation = Activation::kReLU;
+    r.beta = 0.5f;
+    r.c = r.d;
+    ASSERT_NO_FATAL_FAILURE(run_and_check(r, 5002));
+    GemmDesc padded = fp8_desc(77, 200, 256, scales);
+    padded.d.ld = 264;
+    ASSERT_NO_FATAL_FAILURE(run_and_check(padded, 5003));
+  }
+}
+
+// Batched FP8 with a per-tensor scale shared by every matrix of the batch.
+TEST(Fp8Batched, TensorScales) {
+  REQUIRE_SM90();
+  GemmDesc d = fp8_desc(130, 256, 256, ScaleMode::kTensor);
+  d.batch = 3;
+  d.a.batch_stride = 130 * 256;
+  d.b.batch_stride = 256 * 256;
+  d.d.batch_stride = 130 * 256;
+  run_and_check(d, 6000);
+}
+
+// Every launch reads the scales at run time: a second call with other scales at the same
+// addresses (a CUDA graph's replay after re-quantization) gives the new result.
+TEST(Fp8Scales, ReadAtRunTime) {
+  REQUIRE_SM90();
+  for (ScaleMode scales : {ScaleMode::kTensor, ScaleMode::kRowColumn, ScaleMode::kBlock128}) {
+    const GemmDesc desc = fp8_desc(128, 256, 256, scales);
+    SCOPED_TRACE(anvil_test::describe(desc));
+    anvil_test::Operands op;
+    ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, desc, 7000));
+    anvil::Diagnostic diag;
+    ASSERT_EQ(anvil::gemm(desc, op.args, &diag), Status::kSuccess) << diag.message;
+    CHECK_CUDA(anvil::verify::fill_scales(op.scale_a.as_float(), anvil::verify::scale_elements_a(desc), 7001, nullptr));
+    CHECK_CUDA(anvil::verify::poison(op.d.get(), desc.d.dtype, op.d_elements(), nullptr));
+    ASSERT_EQ(anvil::gemm(desc, op.args, &diag), Status::kSuccess) << diag.message;
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CUDA(anvil::verify::reference_gemm(desc, op.args, op.ref.as_float(), nullptr));
+    const auto cmp =
+        anvil::verify::compare(desc, op.d.get(), op.ref.as_float(), anvil::verify::tolerance_for(desc), nullptr);
+    EXPECT_TRUE(cmp.passed) << anvil_test::describe(cmp) << "; " << worst_element(op, cmp);
+  }
+}
+
+// Error of the promotion (block scales, every 128-wide K block summed from zero and added
+// in fp32) against summing the whole K in the tensor cores' accumulator (tensor scales),
+// on the same e4m3 operands with all scales 1, against an fp64 reference of the operands.
+// Prints both; the promoted result must meet the block-scale tolerance. docs/fp8.md quotes
+// the numbers this prints:
+//   anvil_gpu_tests --gtest_filter='Fp8Promotion.*'
+void promotion_error(bool positive, double* unpromoted_rel, double* promoted_rel, double* unpromoted_max,
+                     double* promoted_max) {
+  constexpr int64_t kM = 128, kN = 256, kK = 16384;
+  anvil_test::Operands op;
+  const GemmDesc tensor = fp8_desc(kM, kN, kK, ScaleMode::kTensor, DataType::kF32);
+  ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, tensor, positive ? 8100 : 8000));
+  std::vector<unsigned char> a_host, b_host;
+  ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.a, a_host));
+  ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.b, b_host));
+  if (positive) {
+    // All-positive operands: the running sum grows with K, so what the accumulator drops
+    // in each step does not cancel.
+    for (auto& x : a_host) x &= 0x7F;
+    for (auto& x : b_host) x &= 0x7F;
+    ASSERT_NO_FATAL_FAILURE(anvil_test::upload(op.a, a_host));
+    ASSERT_NO_FATAL_FAILURE(anvil_test::upload(op.b, b_host));
+  }
+  GemmDesc block = tensor;
+  block.scales = ScaleMode::kBlock128;
+  const int64_t scales_a = anvil::verify::scale_elements_a(block), scales_b = anvil::verify::scale_elements_b(block);
+  anvil_test::DeviceBuffer ones_a, ones_b;
+  CHECK_CUDA(ones_a.allocate(size_t(scales_a) * 4));
+  CHECK_CUDA(ones_b.allocate(size_t(scales_b) * 4));
+  const std::vector<float> one_a(size_t(scales_a), 1.0f), one_b(size_t(scales_b), 1.0f);
+  CHECK_CUDA(cudaMemcpy(ones_a.get(), one_a.data(), one_a.size() * 4, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(ones_b.get(), one_b.data(), one_b.size() * 4, cudaMemcpyHostToDevice));
+
+  std::vector<double> ref;
+  GemmDesc plain = tensor;
+  plain.scales = ScaleMode::kNone;
+  anvil::verify::cpu_reference(plain, a_host.data(), b_host.data(), nullptr, nullptr, ref);
+  ASSERT_EQ(ref.size(), size_t(kM * kN));
+
+  const auto run = [&](const GemmDesc& desc, const float* sa, const float* sb, double* rel, double* worst) {
+    anvil::GemmArgs args = op.args;
+    args.scale_a = sa;
+    args.scale_b = sb;
+    CHECK_CUDA(anvil::verify::poison(op.d.get(), DataType::kF32, kM * kN, nullptr));
+    anvil::Diagnostic diag;
+    ASSERT_EQ(anvil::gemm(desc, args, &diag), Status::kSuccess) << diag.message;
+    CHECK_CUDA(cudaDeviceSynchronize());
+    std::vector<unsigned char> d_host;
+    ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.d, d_host));
+    const std::vector<double> d = anvil_test::unpack(desc.d, kM, kN, 1, d_host);
+    double diff2 = 0, ref2 = 0, max_rel = 0, scale = 0;
+    for (double r : ref) scale = std::max(scale, std::fabs(r));
+    for (size_t i = 0; i < d.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(d[i])) << "D[" << i << "] = " << d[i];
+      diff2 += (d[i] - ref[i]) * (d[i] - ref[i]);
+      ref2 += ref[i] * ref[i];
+      max_rel = std::max(max_rel, std::fabs(d[i] - ref[i]) / scale);
+    }
+    *rel = std::sqrt(diff2 / ref2);
+    *worst = max_rel;
+  };
+  float* one = ones_a.as_float();
+  ASSERT_NO_FATAL_FAILURE(run(tensor, one, one, unpromoted_rel, unpromoted_max));
+  ASSERT_NO_FATAL_FAILURE(run(block, ones_a.as_float(), ones_b.as_float(), promoted_rel, promoted_max));
+}
+
+TEST(Fp8Promotion, LongKErrorWithAndWithout) {
+  REQUIRE_SM90();
+  for (bool positive : {false, true}) {
+    double un_rel = 0, pro_rel = 0, un_max = 0, pro_max = 0;
+    ASSERT_NO_FATAL_FAILURE(promotion_error(positive, &un_rel, &pro_rel, &un_max, &pro_max));
+    const char* data = positive ? "positive" : "zero-mean";
+    std::printf("[fp8 promotion] 128 x 256 x 16384 e4m3, %s operands, fp32 D vs fp64 reference:\n"
+                "[fp8 promotion]   whole K in the tensor-core accumulator: rel_frobenius %.3e, max |err|/max|ref| %.3e\n"
+                "[fp8 promotion]   promoted to fp32 every 128 K:           rel_frobenius %.3e, max |err|/max|ref| %.3e\n",
+                data, un_rel, un_max, pro_rel, pro_max);
+    RecordProperty(std::string(data) + "_unpromoted_rel_frobenius", std::to_string(un_rel));
+    RecordProperty(std::string(data) + "_promoted_rel_frobenius", std::to_string(pro_rel));
+    GemmDesc block = fp8_desc(128, 256, 16384, ScaleMode::kBlock128, DataType::kF32);
+    EXPECT_LT(pro_rel, anvil::verify::tolerance_for(block).rel_frobenius) << data;
+  }
+}
+
+// The same problems as `anvil-fuzz --fp8 --small --seed 8 --problems 150`: random FP8
+// problems (every scale mode and pair, random epilogues, padded and offset operands),
+// through the dispatcher, D's padding checked for stray writes.
+TEST(Fp8Fuzz, FixedSeedSmallProblemsMatchTheReference) {
+  REQUIRE_SM90();
+  anvil_test::Stream stream;
+  CHECK_CUDA(stream.create());
+  anvil::verify::FuzzRunner runner(stream.handle);
+  const anvil::verify::FuzzLimits limits = anvil::verify::small_fuzz_limits();
+  for (int64_t i = 0; i < 150; ++i) {
+    const anvil::verify::FuzzProblem problem = anvil::verify::make_fp8_fuzz_problem(8, i, limits);
+    const anvil::verify::FuzzOutcome outcome = runner.run(problem, nullptr);
+    EXPECT_EQ(outcome.result, anvil::verify::FuzzResult::kPassed)
+        << anvil::verify::describe(problem) << ": " << outcome.kernel << ": " << outcome.message << " "
+        << anvil::verify::describe(outcome.comparison);
+    ASSERT_FALSE(outcome.context_lost) << "the CUDA context is unusable after " << anvil::verify::describe(problem);
+  }
+}
+
+// ---- quantization (anvil/fp8.h) ----
+
+// The e4m3 code nearest to v, ties to the even code (the mantissa's last bit), saturating
+// to +-448: cvt.rn.satfinite by exhaustive search over the finite codes.
+uint8_t host_e4m3(float v) {
+  if (std::isnan(v)) return 0x7F;
+  uint8_t best = 0;
+  double best_err = 1e300;
+  for (int code = 0; code < 256; ++code) {
+    const double x = anvil::verify::decode_e4m3(uint8_t(code));
+    if (std::isnan(x)) continue;
+    const double err = std::fabs(x - double(std::clamp(v, -448.0f, 448.0f)));
+    if (err < best_err || (err == best_err && (code & 1) == 0 && (best & 1) == 1)) best = uint8_t(code), best_err = err;
+  }
+  return best;
+}
+
+// X: rows of different magnitudes (2^-6 .. 2^6), bf16, row-major with padding.
+void make_activations(anvil_test::DeviceBuffer& x, std::vector<unsigned char>& host, int64_t m, int64_t k, int64_t ldx) {
+  CHECK_CUDA(x.allocate(size_t(m * ldx) * 2));
+  CHECK_CUDA(anvil::verify::fill_random(x.get(), DataType::kBF16, m * ldx, 9000, 1.0f, nullptr));
+  ASSERT_NO_FATAL_FAILURE(anvil_test::download(x, host));
+  for (int64_t i = 0; i < m; ++i) {
+    const double row_scale = std::ldexp(1.0, int(i % 13) - 6);
+    for (int64_t j = 0; j < k; ++j) {
+      const size_t at = size_t(i * ldx + j) * 2;
+      uint16_t bits;
+      std::memcpy(&bits, &host[at], 2);
+      // Zero one whole block of one row: its scale must be 1 and its values 0.
+      const double v = (i == 1 && j < 128) ? 0.0 : anvil_test::from_bf16_bits(bits) * row_scale;
+      bits = anvil_test::to_bf16_bits(float(v));
+      std::memcpy(&host[at], &bits, 2);
+    }
+  }
+  ASSERT_NO_FATAL_FAILURE(anvil_test::upload(x, host));
+}
+
+float host_bf16(const std::vector<unsigned char>& host, int64_t index) {
+  uint16_t bits;
+  std::memcpy(&bits, &host[size_t(index) * 2], 2);
+  return float(anvil_test::from_bf16_bits(bits));
+}
+
+TEST(Fp8Quantize, BlocksFollowTheRule) {
+  REQUIRE_SM90();
+  constexpr int64_t kM = 37, kK = 400, kLdx = 416, kLdq = 432;  // K: three whole blocks and a 16-wide one
+  anvil_test::DeviceBuffer x, q, scales;
+  std::vector<unsigned char> x_host;
+  ASSERT_NO_FATAL_FAILURE(make_activations(x, x_host, kM, kK, kLdx));
+  const int64_t blocks = (kK + 127) / 128;
+  CHECK_CUDA(q.allocate(size_t(kM * kLdq)));
+  CHECK_CUDA(scales.allocate(size_t(blocks * kM) * 4));
+  CHECK_CUDA(cudaMemset(q.get(), 0xFF, q.bytes()));
+  anvil::Diagnostic diag;
+  ASSERT_EQ(anvil::quantize_fp8_blocks(x.get(), DataType::kBF16, kLdx, q.get(), DataType::kE4M3, kLdq, scales.as_float(),
+                                       kM, kK, nullptr, &diag),
+            Status::kSuccess)
+      << diag.message;
+  CHECK_CUDA(cudaDeviceSynchronize());
+  std::vector<unsigned char> q_host, s_host;
+  ASSERT_NO_FATAL_FAILURE(anvil_test::download(q, q_host));
+  ASSERT_NO_FATAL_FAILURE(anvil_test::download(scales, s_host));
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < kM; ++i) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      float amax = 0;
+      for (int64_t j = b * 128; j < std::min(kK, b * 128 + 128); ++j) amax = std::max(amax, std::fabs(host_bf16(x_host, i * kLdx + j)));
+      const float want_scale = amax > 0 ? amax / 448.0f : 1.0f;
+      float got_scale;
+      std::memcpy(&got_scale, &s_host[size_t(b * kM + i) * 4], 4);
+      ASSERT_EQ(got_scale, want_scale) << "scale of row " << i << " block " << b << " (M-major index " << b * kM + i << ")";
+      for (int64_t j = b * 128; j < std::min(kK, b * 128 + 128); ++j) {
+        const uint8_t want = host_e4m3(host_bf16(x_host, i * kLdx + j) / want_scale);
+        const uint8_t got = q_host[size_t(i * kLdq + j)];
+        if (got != want && ++wrong <= 5) {
+          ADD_FAILURE() << "Q[" << i << "][" << j << "] = 0x" << std::hex << int(got) << ", want 0x" << int(want)
+                        << std::dec << " (x = " << host_bf16(x_host, i * kLdx + j) << ", scale " << want_scale << ")";
+        }
+      }
+      for (int64_t j = kK; j < kLdq && b == 0; ++j) {
+        EXPECT_EQ(q_host[size_t(i * kLdq + j)], 0xFF) << "padding of Q row " << i << " column " << j << " written";
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0) << "elements off the rule";
+}
+
+TEST(Fp8Quantize, TensorFollowsTheRule) {
+  REQUIRE_SM90();
+  constexpr int64_t kM = 50, kK = 256, kLdx = 272;
+  anvil_test::DeviceBuffer x, q, scale;
+  std::vector<unsigned char> x_host;
+  ASSERT_NO_FATAL_FAILURE(make_activations(x, x_host, kM, kK, kLdx));
+  CHECK_CUDA(q.allocate(size_t(kM * kK)));
+  CHECK_CUDA(scale.allocate(4));
+  anvil::Diagnostic diag;
+  ASSERT_EQ(anvil::quantize_fp8_tensor(x.get(), DataType::kBF16, kLdx, q.get(), DataType::kE4M3, kK, scale.as_float(), kM,
+                                       kK, nullptr, &diag),
+            Status::kSuccess)
+      << diag.message;
+  CHECK_CUDA(cudaDeviceSynchronize());
+  std::vector<unsigned char> q_host, s_host;
+  ASSERT_NO_FATAL_FAILURE(anvil_test::download(q, q_host));
+  ASSERT_NO_FATAL_FAILURE(anvil_test::download(scale, s_host));
+  float amax = 0;
+  for (int64_t i = 0; i < kM; ++i)
+    for (int64_t j = 0; j < kK; ++j) amax = std::max(amax, std::fabs(host_bf16(x_host, i * kLdx + j)));
+  float got_scale;
+  std::memcpy(&got_scale, s_host.data(), 4);
+  ASSERT_EQ(got_scale, amax / 448.0f);
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < kM; ++i) {
+    for (int64_t j = 0; j < kK; ++j) {
+      const uint8_t want = host_e4m3(host_bf16(x_host, i * kLdx + j) / got_scale);
+      if (q_host[size_t(i * kK + j)] != want && ++wrong <= 5) {
+        ADD_FAILURE() << "Q[" << i << "][" << j << "] = " << int(q_host[size_t(i * kK + j)]) << ", want " << int(want);
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+  // A second call starts over (the scale is cleared, not max-ed with the last amax).
+  std::vector<unsigned char> small(x_host);
+  for (size_t e = 0; e + 1 < small.size(); e += 2) {
+    uint16_t bits;
+    std::memcpy(&bits, &small[e], 2);
+    bits = anvil_test::to_bf16_bits(float(anvil_test::from_bf16_bits(bits) / 1024.0));
+    std::memcpy(&small[e], &bits, 2);
+  }
+  ASSERT_NO_FATAL_FAILURE(anvil_test::upload(x, small));
+  ASSERT_EQ(anvil::quantize_fp8_tensor(x.get(), DataType::kBF16, kLdx, q.get(), DataType::kE4M3, kK, scale.as_float(), kM,
+                                       kK, nullptr, &diag),
+            Status::kSuccess);
+  float second;
+  CHECK_CUDA(cudaMemcpy(&second, scale.get(), 4, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(second, got_scale / 1024.0f);
+}
+
+// Quantized activations straight into the block-scaled GEMM (their scales are its A
+// scales as written): the kernel against the reference of the dequantized operands.
+TEST(Fp8Quantize, FeedsTheBlockScaledGemm) {
+  REQUIRE_SM90();
+  constexpr int64_t kM = 96, kN = 384, kK = 1024;
+  GemmDesc desc = fp8_desc(kM, kN, kK, ScaleMode::kBlock128, DataType::kF32);
+  anvil_test::Operands op;
+  ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, desc, 9100));
+  anvil_test::DeviceBuffer x;
+  std::vector<unsigned char> x_host;
+  ASSERT_NO_FATAL_FAILURE(make_activations(x, x_host, kM, kK, kK));
+  anvil::Diagnostic diag;
+  ASSERT_EQ(anvil::quantize_fp8_blocks(x.get(), DataType::kBF16, kK, op.a.get(), DataType::kE4M3, kK,
+                                       op.scale_a.as_float(), kM, kK, nullptr, &diag),
+            Status::kSuccess)
+      << diag.message;
+  ASSERT_EQ(anvil::gemm(desc, op.args, &diag), Status::kSuccess) << diag.message;
+  CHECK_CUDA(cudaDeviceSynchronize());
+  CHECK_CUDA(anvil::verify::reference_gemm(desc, op.args, op.ref.as_float(), nullptr));
+  // The scales of X span 2^-6..2^6 (make_activations): the typical-magnitude term of the
+  // tolerance is set for |x| <= 1, so compare with the relative bound only.
+  auto tol = anvil::verify::tolerance_for(desc);
+  const auto cmp = anvil::verify::compare(desc, op.d.get(), op.ref.as_float(), tol, nullptr);
+  EXPECT_LT(cmp.rel_frobenius, tol.rel_frobenius) << anvil_test::describe(cmp) << "; " << worst_element(op, cmp);
+  EXPECT_EQ(cmp.nonfinite, 0);
+}
+
+}  // namespace
