@@ -520,7 +520,7 @@ void run_shape(const MoeShape& m, const GroupedOptions& o, cudaStream_t stream, 
         if (c == 0 || lt.count(c) != 0) continue;
         auto g = std::make_unique<CublasLtGemm>();
         std::string why;
-        if (!g->prepare(c, m.n, m.k, o.dtype, o.dtype, why)) {
+        if (!g->prepare(c, m.n, m.k, o.dtype, o.dtype, anvil::ScaleMode::kNone, why)) {
           rows[k.row].status = "unsupported", rows[k.row].message = why, k.active = false;
           break;
         }
