@@ -64,8 +64,10 @@ def linear(
     Differentiable in x, weight, bias and residual (not with out=)."""
     bi = _resolve(batch_invariant)
     if out is not None:
+        _check_linear_into(x, weight, bias, activation, residual, out)
         torch.ops.anvil.linear_into(x, weight, bias, activation, residual, batch_invariant=bi, out=out)
         return out
+    _check_linear(x, weight, bias, activation, residual)
     return torch.ops.anvil.linear(x, weight, bias, activation, residual, batch_invariant=bi)
 
 
@@ -80,17 +82,20 @@ def linear_swiglu(
 
     x [..., K]; gate_up [2F, K] in anvil's fused layout; bias [2F] in the same layout
     (fuse_gate_up(b_gate, b_up)); returns [..., F]. Differentiable in x, gate_up and bias."""
+    _check_linear_swiglu(x, gate_up, bias)
     return torch.ops.anvil.linear_swiglu(x, gate_up, bias, batch_invariant=_resolve(batch_invariant))
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, *, batch_invariant: Optional[bool] = None) -> torch.Tensor:
     """a @ b for 2-D or 3-D bf16/fp16 operands, any of them transposed or strided with a unit
     stride along rows or columns; a batch of 1 (or a 2-D operand) broadcasts against a batch."""
+    _matmul_shape("matmul", a, b, require_3d=False)
     return torch.ops.anvil.matmul(a, b, batch_invariant=_resolve(batch_invariant))
 
 
 def bmm(a: torch.Tensor, b: torch.Tensor, *, batch_invariant: Optional[bool] = None) -> torch.Tensor:
     """torch.bmm: a [B, M, K] @ b [B, K, N], both 3-D with equal batches."""
+    _matmul_shape("bmm", a, b, require_3d=True)
     return torch.ops.anvil.bmm(a, b, batch_invariant=_resolve(batch_invariant))
 
 
@@ -211,7 +216,7 @@ def _linear_shape(op, x, weight, bias, activation, residual, swiglu):
     return out_shape, tensors
 
 
-def _matmul_shape(op, a, b, require_3d):
+def _matmul_shape(op, a, b, require_3d, devices=False):
     _check_input_dtype(op, "a", a)
     _check_same_dtype(op, "b", b, a, "a")
     for name, t in (("a", a), ("b", b)):
@@ -237,7 +242,8 @@ def _matmul_shape(op, a, b, require_3d):
         raise ValueError(
             f"anvil.{op}: a has batch {batch_a} and b has batch {batch_b}; batches must be equal or one of them 1"
         )
-    _check_devices(op, [("a", a), ("b", b)])
+    if devices:
+        _check_devices(op, [("a", a), ("b", b)])
     if a.dim() == 3 or b.dim() == 3:
         return [max(batch_a, batch_b), m, n]
     return [m, n]
@@ -246,37 +252,57 @@ def _matmul_shape(op, a, b, require_3d):
 # ---- fake kernels ------------------------------------------------------------------------------
 
 
-@torch.library.register_fake("anvil::linear")
-def _linear_fake(x, weight, bias=None, activation="none", residual=None, *, batch_invariant=False):
+# The public wrappers run the dtype and shape checks before calling into C++, so that such
+# mistakes are refused in Python; strides and devices (in that order) are checked in C++,
+# where the strides are concrete. The fake kernels add the device check.
+
+
+def _check_linear(x, weight, bias, activation, residual, devices=False):
     out_shape, tensors = _linear_shape("linear", x, weight, bias, activation, residual, swiglu=False)
-    _check_devices("linear", tensors)
-    return x.new_empty(out_shape)
+    if devices:
+        _check_devices("linear", tensors)
+    return out_shape
 
 
-@torch.library.register_fake("anvil::linear_into")
-def _linear_into_fake(x, weight, bias=None, activation="none", residual=None, *, batch_invariant=False, out):
+def _check_linear_into(x, weight, bias, activation, residual, out, devices=False):
     out_shape, tensors = _linear_shape("linear", x, weight, bias, activation, residual, swiglu=False)
     _check_same_dtype("linear", "out", out, x, "x")
     if list(out.shape) != out_shape:
         raise ValueError(f"anvil.linear: out must have shape {out_shape}, got {list(out.shape)}")
-    _check_devices("linear", tensors + [("out", out)])
+    if devices:
+        _check_devices("linear", tensors + [("out", out)])
+
+
+def _check_linear_swiglu(x, gate_up, bias, devices=False):
+    out_shape, tensors = _linear_shape("linear_swiglu", x, gate_up, bias, "none", None, swiglu=True)
+    if devices:
+        _check_devices("linear_swiglu", tensors)
+    return out_shape
+
+
+@torch.library.register_fake("anvil::linear")
+def _linear_fake(x, weight, bias=None, activation="none", residual=None, *, batch_invariant=False):
+    return x.new_empty(_check_linear(x, weight, bias, activation, residual, devices=True))
+
+
+@torch.library.register_fake("anvil::linear_into")
+def _linear_into_fake(x, weight, bias=None, activation="none", residual=None, *, batch_invariant=False, out):
+    _check_linear_into(x, weight, bias, activation, residual, out, devices=True)
 
 
 @torch.library.register_fake("anvil::linear_swiglu")
 def _linear_swiglu_fake(x, gate_up, bias=None, *, batch_invariant=False):
-    out_shape, tensors = _linear_shape("linear_swiglu", x, gate_up, bias, "none", None, swiglu=True)
-    _check_devices("linear_swiglu", tensors)
-    return x.new_empty(out_shape)
+    return x.new_empty(_check_linear_swiglu(x, gate_up, bias, devices=True))
 
 
 @torch.library.register_fake("anvil::matmul")
 def _matmul_fake(a, b, *, batch_invariant=False):
-    return a.new_empty(_matmul_shape("matmul", a, b, require_3d=False))
+    return a.new_empty(_matmul_shape("matmul", a, b, require_3d=False, devices=True))
 
 
 @torch.library.register_fake("anvil::bmm")
 def _bmm_fake(a, b, *, batch_invariant=False):
-    return a.new_empty(_matmul_shape("bmm", a, b, require_3d=True))
+    return a.new_empty(_matmul_shape("bmm", a, b, require_3d=True, devices=True))
 
 
 # ---- autograd ------------------------------------------------------------------------------------

@@ -135,6 +135,16 @@ def test_argument_errors(device, label, call, exc, pattern):
         call(device)
 
 
+def test_direct_op_calls_are_checked_in_cpp():
+    # torch.ops.anvil.* bypass the Python wrappers' checks: the C++ op refuses the same input
+    # with the same words.
+    x, w = torch.randn(4, 8).to(BF16), torch.randn(16, 9).to(BF16)
+    with pytest.raises(ValueError, match=r"anvil\.linear: weight is \[16, 9\] but x has K = 8"):
+        torch.ops.anvil.linear(x, w, None, "none", None, batch_invariant=False)
+    with pytest.raises(ValueError, match=r"b's rows must equal a's columns \(K = 8\)"):
+        torch.ops.anvil.matmul(x, torch.randn(9, 4).to(BF16), batch_invariant=False)
+
+
 def test_cpu_tensors_are_refused_by_name():
     x, w = torch.randn(4, 8).to(BF16), torch.randn(16, 8).to(BF16)
     with pytest.raises(ValueError, match=r"anvil\.linear: x must be a CUDA tensor, got a tensor on cpu"):

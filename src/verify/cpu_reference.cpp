@@ -357,6 +357,8 @@ Comparison compare_host(const std::vector<double>& d, const std::vector<double>&
   result.count = int64_t(d.size());
   result.worst_index = worst_index;
   result.max_abs_err = worst_index >= 0 ? worst_err : 0.0;
+  result.sum_sq_diff = sum_sq_diff;
+  result.sum_sq_ref = sum_sq_ref;
   if (sum_sq_ref > 0.0) {
     result.rel_frobenius = std::sqrt(sum_sq_diff / sum_sq_ref);
   } else {

@@ -34,9 +34,11 @@ cudaError_t reference_grouped(const GroupedGemmDesc& desc, const GroupedGemmArgs
 struct GroupedComparison {
   Comparison worst;         // the expert with the largest relative error (or a failing one)
   int64_t worst_expert = -1;
+  double rel_frobenius = 0;  // over every expert's rows together
   bool passed = true;
 };
-// Compares every non-empty expert's rows of D with the reference at the dtype's tolerance.
+// Compares every non-empty expert's rows of D with the reference at the dtype's tolerance:
+// each element within the element bound, the output as a whole within the Frobenius bound.
 GroupedComparison compare_grouped(const GroupedGemmDesc& desc, const void* d, const float* ref,
                                   const std::vector<int64_t>& bounds, cudaStream_t stream);
 std::string describe(const GroupedComparison& c);

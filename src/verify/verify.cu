@@ -496,6 +496,8 @@ Comparison compare(const GemmDesc& desc, const void* d, const float* ref, const 
   result.out_of_tolerance = sum.out_of_tolerance;
   result.worst_index = sum.max_index;
   result.max_abs_err = sum.max_index >= 0 ? sum.max_err : 0.0;
+  result.sum_sq_diff = sum.sum_sq_diff;
+  result.sum_sq_ref = sum.sum_sq_ref;
   if (sum.sum_sq_ref > 0.0) {
     result.rel_frobenius = std::sqrt(sum.sum_sq_diff / sum.sum_sq_ref);
   } else {

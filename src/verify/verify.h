@@ -73,6 +73,9 @@ struct Comparison {
   int64_t nonfinite = 0;         // NaN/Inf in D (unwritten poison lands here)
   int64_t out_of_tolerance = 0;  // elements breaking the element bound
   int64_t count = 0;
+  // The sums behind rel_frobenius, so that comparisons of parts of one output (a grouped
+  // GEMM's experts) can be pooled.
+  double sum_sq_diff = 0, sum_sq_ref = 0;
   bool passed = false;
 };
 

@@ -331,6 +331,8 @@ uint8_t host_e4m3(float v) {
     const double err = std::fabs(x - double(std::clamp(v, -448.0f, 448.0f)));
     if (err < best_err || (err == best_err && (code & 1) == 0 && (best & 1) == 1)) best = uint8_t(code), best_err = err;
   }
+  // A value that rounds to zero keeps its sign, as cvt.rn does: -0 is 0x80.
+  if (anvil::verify::decode_e4m3(best) == 0.0 && std::signbit(v)) best = 0x80;
   return best;
 }
 
