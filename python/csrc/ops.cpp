@@ -107,8 +107,11 @@ bool to_layout(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_strid
   return false;
 }
 
-// Sizes and strides as text, "[4, 8]" and "(8, 1)", formatted here rather than by c10's
-// stream operators so that an error message depends on nothing but the standard library.
+// Numbers, sizes and strides as text ("8", "[4, 8]", "(8, 1)"), formatted with
+// std::to_string: error messages are built from strings only, so that raising one does not
+// depend on the iostream number formatting of the C++ runtime the extension links.
+std::string num(int64_t v) { return std::to_string(v); }
+
 std::string shape_string(c10::IntArrayRef sizes) {
   std::string s = "[";
   for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
@@ -203,23 +206,23 @@ at::Tensor linear_impl(const char* op, const at::Tensor& x, const at::Tensor& we
   check_input_dtype(op, "x", x);
   check_same_dtype(op, "weight", weight, x, "x");
   TORCH_CHECK_VALUE(x.dim() >= 1, "anvil.", op, ": x must have at least one dimension [..., K], got a 0-d tensor");
-  TORCH_CHECK_VALUE(weight.dim() == 2, "anvil.", op, ": weight must be 2-D [N, K], got ", weight.dim(),
+  TORCH_CHECK_VALUE(weight.dim() == 2, "anvil.", op, ": weight must be 2-D [N, K], got ", num(weight.dim()),
                     "-D with sizes ", shape_string(weight.sizes()));
   const int64_t k = x.size(-1);
   const int64_t n = weight.size(0);
-  TORCH_CHECK_VALUE(weight.size(1) == k, "anvil.", op, ": weight is ", shape_string(weight.sizes()), " but x has K = ", k,
-                    " (its last dimension); weight must be [N, ", k, "]");
+  TORCH_CHECK_VALUE(weight.size(1) == k, "anvil.", op, ": weight is ", shape_string(weight.sizes()), " but x has K = ", num(k),
+                    " (its last dimension); weight must be [N, ", num(k), "]");
   if (swiglu) {
     TORCH_CHECK_VALUE(n % (2 * anvil::kSwiGLUBlock) == 0, "anvil.", op, ": gate_up must have a multiple of ",
-                      2 * anvil::kSwiGLUBlock, " rows (gate and up blocks of ", anvil::kSwiGLUBlock,
-                      ", see anvil.fuse_gate_up), got ", n);
+                      num(2 * anvil::kSwiGLUBlock), " rows (gate and up blocks of ", num(anvil::kSwiGLUBlock),
+                      ", see anvil.fuse_gate_up), got ", num(n));
   }
   const int64_t n_out = swiglu ? n / 2 : n;
   if (bias) {
     TORCH_CHECK_TYPE(bias->scalar_type() == x.scalar_type() || bias->scalar_type() == at::kFloat, "anvil.", op,
                      ": bias must be ", dtype_name(x.scalar_type()), " (x's dtype) or fp32, got ",
                      dtype_name(bias->scalar_type()));
-    TORCH_CHECK_VALUE(bias->dim() == 1 && bias->size(0) == n, "anvil.", op, ": bias must be 1-D of length ", n,
+    TORCH_CHECK_VALUE(bias->dim() == 1 && bias->size(0) == n, "anvil.", op, ": bias must be 1-D of length ", num(n),
                       " (weight's rows), got sizes ", shape_string(bias->sizes()));
   }
   const std::vector<int64_t> out_shape = leading_shape(x, n_out);
@@ -306,25 +309,25 @@ at::Tensor matmul_impl(const char* op, const at::Tensor& a, const at::Tensor& b,
   check_same_dtype(op, "b", b, a, "a");
   for (const auto& [name, t] : {std::pair<const char*, const at::Tensor*>{"a", &a}, {"b", &b}}) {
     if (require_3d) {
-      TORCH_CHECK_VALUE(t->dim() == 3, "anvil.", op, ": ", name, " must be 3-D [batch, rows, cols], got ", t->dim(),
+      TORCH_CHECK_VALUE(t->dim() == 3, "anvil.", op, ": ", name, " must be 3-D [batch, rows, cols], got ", num(t->dim()),
                         "-D with sizes ", shape_string(t->sizes()));
     } else {
       TORCH_CHECK_VALUE(t->dim() == 2 || t->dim() == 3, "anvil.", op, ": ", name,
                         " must be 2-D or 3-D (anvil computes matrix products; reshape other ranks first), got ",
-                        t->dim(), "-D with sizes ", shape_string(t->sizes()));
+                        num(t->dim()), "-D with sizes ", shape_string(t->sizes()));
     }
   }
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
   TORCH_CHECK_VALUE(b.size(-2) == k, "anvil.", op, ": a is ", shape_string(a.sizes()), " and b is ", shape_string(b.sizes()),
-                    "; b's rows must equal a's columns (K = ", k, ")");
+                    "; b's rows must equal a's columns (K = ", num(k), ")");
   const int64_t batch_a = a.dim() == 3 ? a.size(0) : 1;
   const int64_t batch_b = b.dim() == 3 ? b.size(0) : 1;
   if (require_3d) {
-    TORCH_CHECK_VALUE(batch_a == batch_b, "anvil.", op, ": a has batch ", batch_a, " and b has batch ", batch_b,
+    TORCH_CHECK_VALUE(batch_a == batch_b, "anvil.", op, ": a has batch ", num(batch_a), " and b has batch ", num(batch_b),
                       "; bmm needs equal batches");
   } else {
-    TORCH_CHECK_VALUE(batch_a == batch_b || batch_a == 1 || batch_b == 1, "anvil.", op, ": a has batch ", batch_a,
-                      " and b has batch ", batch_b, "; batches must be equal or one of them 1");
+    TORCH_CHECK_VALUE(batch_a == batch_b || batch_a == 1 || batch_b == 1, "anvil.", op, ": a has batch ", num(batch_a),
+                      " and b has batch ", num(batch_b), "; batches must be equal or one of them 1");
   }
   const int64_t batch = batch_a > batch_b ? batch_a : batch_b;
   const bool batched_out = a.dim() == 3 || b.dim() == 3;
