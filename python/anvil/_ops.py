@@ -726,7 +726,7 @@ torch.library.register_autograd("anvil::bmm", _matmul_backward, setup_context=_m
 # backward through them, rather than leave torch's fallback, which warns and returns no
 # gradient for those inputs.
 def _no_backward(op: str):
-    def setup(ctx, inputs, output):
+    def setup(ctx, inputs, output, keyword_only_inputs=None):
         pass
 
     def backward(ctx, *grads):
