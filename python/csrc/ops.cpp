@@ -555,9 +555,9 @@ at::Tensor linear_fp8(const at::Tensor& x_q, const at::Tensor& weight_q, const a
                       " (weight_q's rows), got sizes ", shape_string(bias->sizes()));
   }
   // The FP8 kernel reads both operands K-major (nn.Linear's layout).
-  TORCH_CHECK_VALUE(x_q.stride(1) == 1 || m <= 1, "anvil.", op, ": x_q has strides ", strides_string(x_q),
+  TORCH_CHECK_VALUE(x_q.stride(1) == 1, "anvil.", op, ": x_q has strides ", strides_string(x_q),
                     "; FP8 operands must be stored with a unit stride along K (call .contiguous() first)");
-  TORCH_CHECK_VALUE(weight_q.stride(1) == 1 || n <= 1, "anvil.", op, ": weight_q has strides ", strides_string(weight_q),
+  TORCH_CHECK_VALUE(weight_q.stride(1) == 1, "anvil.", op, ": weight_q has strides ", strides_string(weight_q),
                     "; FP8 operands must be stored with a unit stride along K (call .contiguous() first)");
   std::vector<std::pair<const char*, const at::Tensor*>> tensors = {
       {"x_q", &x_q}, {"weight_q", &weight_q}, {"x_scale", &x_scale}, {"weight_scale", &weight_scale}};
