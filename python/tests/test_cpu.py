@@ -604,3 +604,16 @@ def test_fp8_operands_must_be_k_contiguous():
     wq = t("cpu", 32, 8, dtype=E4M3).t()
     with pytest.raises(ValueError, match=r"weight_q has strides \(1, 8\)"):
         anvil.linear_fp8(t("cpu", 4, 32, dtype=E4M3), wq, t("cpu", 1, 4, dtype=F32), t("cpu", 1, 1, dtype=F32))
+
+
+@pytest.mark.parametrize("label,op,make,exc,pattern", NEW_ERRORS, ids=[e[0] for e in NEW_ERRORS])
+def test_fake_kernel_and_cpp_messages_are_identical(label, op, make, exc, pattern):
+    # The fake kernel (meta tensors) and the C++ op (CPU tensors) raise the same exception
+    # type with the same text, word for word.
+    raised = []
+    for device in ("meta", "cpu"):
+        args, kwargs = make(device)
+        with pytest.raises(exc) as info:
+            getattr(torch.ops.anvil, op)(*args, **kwargs)
+        raised.append(str(info.value))
+    assert raised[0] == raised[1]
