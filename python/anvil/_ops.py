@@ -124,9 +124,10 @@ def grouped_mm(
     gelu, gelu_tanh, silu. Returns [rows, N] in x's dtype:
     ``y[r] = act(x[r] @ weight[e].T + bias[e])`` for the expert e owning row r.
 
-    Rows no expert owns (from ``offsets[-1]`` on) are zeros, and so are the rows of an expert
-    whose offsets are invalid (decreasing, or outside [0, rows]): anvil skips such experts on
-    the device. The offsets are never read by the host (the E + 1 offsets anvil takes are
+    Rows no expert owns (from ``offsets[-1]`` on) are zeros. Invalid offsets (decreasing, or
+    outside [0, rows]) cannot be refused, since the host never reads them: anvil skips an
+    expert whose bounds are invalid, leaving its rows zero unless a neighbour's range, shifted
+    by the bad offset, covers them (sort the tokens by expert). The offsets are never read by the host (the E + 1 offsets anvil takes are
     built on the device), so the op is CUDA-graph capturable and a captured graph replays
     with whatever routing is in ``offsets`` at replay. K must be a multiple of 8. No autograd:
     the op has no backward (an inference kernel)."""
