@@ -104,6 +104,109 @@ def dispatch_name(m: int, n: int, k: int, dtype: torch.dtype = torch.bfloat16, b
     return torch.ops.anvil.dispatch_name(m, n, k, "fp16" if dtype == torch.float16 else "bf16", batch_invariant)
 
 
+# ---- grouped GEMM (mixture of experts) ------------------------------------------------------
+
+
+def grouped_mm(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    offsets: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    activation: str = "none",
+) -> torch.Tensor:
+    """Every expert's nn.Linear over its own rows, in one launch (contiguous layout, prefill).
+
+    x [rows, K] bf16/fp16 with the tokens sorted by expert; weight [E, N, K] (x's dtype, each
+    expert's weight in the nn.Linear layout); offsets [E] int32 or int64 on x's device, in
+    torch._grouped_mm's ``offs`` convention: the cumulative row ends, expert e owning rows
+    ``offsets[e-1] .. offsets[e]`` (``offsets[-1]`` taken as 0), so ``offsets[-1]`` is the
+    number of rows routed; bias [E, N] (x's dtype or fp32); activation one of none, relu,
+    gelu, gelu_tanh, silu. Returns [rows, N] in x's dtype:
+    ``y[r] = act(x[r] @ weight[e].T + bias[e])`` for the expert e owning row r.
+
+    Rows no expert owns (from ``offsets[-1]`` on) are zeros. Invalid offsets (decreasing, or
+    outside [0, rows]) cannot be refused, since the host never reads them: anvil skips an
+    expert whose bounds are invalid, leaving its rows zero unless a neighbour's range, shifted
+    by the bad offset, covers them (sort the tokens by expert). The offsets are never read by the host (the E + 1 offsets anvil takes are
+    built on the device), so the op is CUDA-graph capturable and a captured graph replays
+    with whatever routing is in ``offsets`` at replay. K must be a multiple of 8. No autograd:
+    the op has no backward (an inference kernel)."""
+    _check_grouped("grouped_mm", x, weight, offsets, bias, activation)
+    return torch.ops.anvil.grouped_mm(x, weight, offsets, bias, activation)
+
+
+def grouped_mm_masked(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    counts: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    activation: str = "none",
+) -> torch.Tensor:
+    """Every expert's nn.Linear over the first counts[e] rows of its slice (masked layout, decode).
+
+    x [E, max_rows, K] bf16/fp16; weight [E, N, K] (x's dtype); counts [E] int32 or int64 on
+    x's device (0 <= counts[e] <= max_rows); bias [E, N] (x's dtype or fp32). Returns
+    [E, max_rows, N] in x's dtype; rows ``counts[e]:`` of slice e are zeros (as are all rows of
+    an expert whose count is out of range). Shapes are fixed and the counts are read only on
+    the device, so one captured CUDA graph serves every routing. K must be a multiple of 8.
+    No autograd (an inference kernel)."""
+    _check_grouped("grouped_mm_masked", x, weight, counts, bias, activation)
+    return torch.ops.anvil.grouped_mm_masked(x, weight, counts, bias, activation)
+
+
+# ---- FP8 ------------------------------------------------------------------------------------
+
+FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
+SCALE_MODES = ("block", "tensor", "rowcol")
+
+
+def linear_fp8(
+    x_q: torch.Tensor,
+    weight_q: torch.Tensor,
+    x_scale: torch.Tensor,
+    weight_scale: torch.Tensor,
+    *,
+    scales: str = "block",
+    bias: Optional[torch.Tensor] = None,
+    activation: str = "none",
+    out_dtype: torch.dtype = torch.bfloat16,
+) -> torch.Tensor:
+    """y = act((x_q * sx) @ (weight_q * sw).T + bias) from FP8 operands and fp32 scales.
+
+    x_q [M, K] and weight_q [N, K] torch.float8_e4m3fn or torch.float8_e5m2 (not both e5m2;
+    scales="block" needs both e4m3), stored K-contiguous; K a multiple of 16. The scales are
+    fp32 tensors on the device, multiplying the values they cover (dequantized = q * scale):
+
+    - "block" (DeepSeek-V3): x_scale [ceil(K/128), M], the scale of row i and columns
+      128 b .. 128 b + 127 at [b, i] (what anvil.quantize_fp8(x) returns); weight_scale
+      [ceil(N/128), ceil(K/128)], one per 128 x 128 block of weight_q. Sums are promoted to
+      fp32 every 128 columns of K.
+    - "tensor": one value each (sizes [] or [1]; anvil.quantize_fp8(x, block=None)).
+    - "rowcol": x_scale [M] per row of x_q, weight_scale [N] per row of weight_q.
+
+    bias [N] (out_dtype or fp32); activation one of none, relu, gelu, gelu_tanh, silu;
+    out_dtype bf16, fp16 or fp32. Returns [M, N]. No autograd (an inference kernel).
+    See docs/fp8.md for the accumulation error of each mode."""
+    _check_linear_fp8(x_q, weight_q, x_scale, weight_scale, scales, bias, activation, out_dtype)
+    return torch.ops.anvil.linear_fp8(
+        x_q, weight_q, x_scale, weight_scale, scales=scales, bias=bias, activation=activation, out_dtype=out_dtype
+    )
+
+
+def quantize_fp8(
+    x: torch.Tensor, block: Optional[int] = 128, dtype: torch.dtype = torch.float8_e4m3fn
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(x_q, scale): x [M, K] bf16/fp16 quantized to FP8 (K a multiple of 16).
+
+    block=128: one scale per row and 128 columns, scale [ceil(K/128), M] fp32 - linear_fp8's
+    x_scale for scales="block". block=None: one scale for the tensor, scale [1] - for
+    scales="tensor" (three launches: amax, cast, scale). Each scale is amax / fmax of its
+    group (fmax 448 for e4m3, 57344 for e5m2; 1 for an all-zero group) and
+    x_q = round_to_nearest_even(x / scale), saturated to +-fmax. No host sync."""
+    _check_quantize_fp8(x, block, dtype)
+    return torch.ops.anvil.quantize_fp8(x, block, dtype)
+
+
 # ---- fused gate/up weights (anvil/swiglu.h) ------------------------------------------------
 
 
@@ -305,6 +408,190 @@ def _bmm_fake(a, b, *, batch_invariant=False):
     return a.new_empty(_matmul_shape("bmm", a, b, require_3d=True, devices=True))
 
 
+# Grouped and FP8 ops: the same checks, in the same order, as ops.cpp.
+MAX_EXPERTS = 1 << 16
+
+
+def _check_activation(op, activation):
+    if activation not in ACTIVATIONS:
+        raise ValueError(
+            f"anvil.{op}: activation must be one of 'none', 'relu', 'gelu', 'gelu_tanh', 'silu', got '{activation}'"
+        )
+
+
+def _check_grouped(op, x, weight, index, bias, activation, devices=False):
+    masked = op == "grouped_mm_masked"
+    index_name = "counts" if masked else "offsets"
+    meaning = (
+        "the rows each expert uses" if masked else "the cumulative row ends of the experts, as torch._grouped_mm's offs"
+    )
+    x_dims, x_shape = (3, "[E, max_rows, K]") if masked else (2, "[rows, K]")
+    _check_activation(op, activation)
+    _check_input_dtype(op, "x", x)
+    _check_same_dtype(op, "weight", weight, x, "x")
+    if index.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"anvil.{op}: {index_name} must be int32 or int64, got {_dtype_name(index.dtype)}")
+    if x.dim() != x_dims:
+        raise ValueError(f"anvil.{op}: x must be {x_dims}-D {x_shape}, got {x.dim()}-D with sizes {list(x.shape)}")
+    if weight.dim() != 3:
+        raise ValueError(f"anvil.{op}: weight must be 3-D [E, N, K], got {weight.dim()}-D with sizes {list(weight.shape)}")
+    k = x.shape[-1]
+    experts, n = weight.shape[0], weight.shape[1]
+    if weight.shape[2] != k:
+        raise ValueError(
+            f"anvil.{op}: weight is {list(weight.shape)} but x has K = {k} (its last dimension); weight must be [E, N, {k}]"
+        )
+    if not 1 <= experts <= MAX_EXPERTS:
+        raise ValueError(f"anvil.{op}: weight must hold between 1 and {MAX_EXPERTS} experts, got {experts}")
+    if masked and x.shape[0] != experts:
+        raise ValueError(f"anvil.{op}: x has {x.shape[0]} experts (its first dimension) but weight has {experts}")
+    if index.dim() != 1 or index.shape[0] != experts:
+        raise ValueError(
+            f"anvil.{op}: {index_name} must be 1-D of length {experts} ({meaning}), got sizes {list(index.shape)}"
+        )
+    if k <= 0 or k % 8 != 0:
+        raise ValueError(
+            f"anvil.{op}: K must be a positive multiple of 8 (the grouped GEMM reads rows 16-byte aligned), got {k}"
+        )
+    if bias is not None:
+        if bias.dtype not in (x.dtype, torch.float32):
+            raise TypeError(
+                f"anvil.{op}: bias must be {_dtype_name(x.dtype)} (x's dtype) or fp32, got {_dtype_name(bias.dtype)}"
+            )
+        if bias.dim() != 2 or list(bias.shape) != [experts, n]:
+            raise ValueError(
+                f"anvil.{op}: bias must be [E, N] = {[experts, n]} (one row per expert), got sizes {list(bias.shape)}"
+            )
+    if devices:
+        tensors = [("x", x), ("weight", weight), (index_name, index)]
+        tensors += [("bias", bias)] if bias is not None else []
+        _check_devices(op, tensors)
+    return list(x.shape[:-1]) + [n]
+
+
+def _fp8_name(dtype):
+    return {torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2"}.get(dtype, _dtype_name(dtype))
+
+
+def _check_fp8_k(op, k):
+    if k <= 0 or k % 16 != 0:
+        raise ValueError(f"anvil.{op}: K must be a positive multiple of 16 (FP8 rows are read in 16-byte units), got {k}")
+
+
+def _check_scale(op, name, s, mode, expected, meaning):
+    if s.dtype != torch.float32:
+        raise TypeError(f"anvil.{op}: {name} must be fp32, got {_dtype_name(s.dtype)}")
+    if mode == "tensor":
+        if s.numel() != 1 or s.dim() > 1:
+            raise ValueError(
+                f"anvil.{op}: {name} must hold one value for scales='tensor' (sizes [] or [1]), got sizes {list(s.shape)}"
+            )
+        return
+    if list(s.shape) != expected:
+        raise ValueError(
+            f"anvil.{op}: {name} must be {expected} for scales='{mode}' ({meaning}), got sizes {list(s.shape)}"
+        )
+
+
+def _check_linear_fp8(x_q, weight_q, x_scale, weight_scale, scales, bias, activation, out_dtype, devices=False):
+    op = "linear_fp8"
+    if scales not in SCALE_MODES:
+        raise ValueError(f"anvil.{op}: scales must be one of 'block', 'tensor', 'rowcol', got '{scales}'")
+    _check_activation(op, activation)
+    out_dtype = torch.bfloat16 if out_dtype is None else out_dtype
+    for name, t in (("x_q", x_q), ("weight_q", weight_q)):
+        if t.dtype not in FP8_DTYPES:
+            raise TypeError(f"anvil.{op}: {name} must be float8_e4m3fn or float8_e5m2, got {_dtype_name(t.dtype)}")
+    if x_q.dtype == torch.float8_e5m2 and weight_q.dtype == torch.float8_e5m2:
+        raise TypeError(
+            f"anvil.{op}: x_q and weight_q are both float8_e5m2; anvil multiplies e4m3 x e4m3, e4m3 x e5m2 and e5m2 x e4m3"
+        )
+    if scales == "block" and (x_q.dtype != torch.float8_e4m3fn or weight_q.dtype != torch.float8_e4m3fn):
+        raise TypeError(
+            f"anvil.{op}: scales='block' needs float8_e4m3fn x_q and weight_q, got {_fp8_name(x_q.dtype)} "
+            f"and {_fp8_name(weight_q.dtype)}"
+        )
+    if out_dtype not in (torch.bfloat16, torch.float16, torch.float32):
+        raise TypeError(f"anvil.{op}: out_dtype must be bf16, fp16 or fp32, got {_dtype_name(out_dtype)}")
+    if x_q.dim() != 2:
+        raise ValueError(f"anvil.{op}: x_q must be 2-D [M, K], got {x_q.dim()}-D with sizes {list(x_q.shape)}")
+    if weight_q.dim() != 2:
+        raise ValueError(
+            f"anvil.{op}: weight_q must be 2-D [N, K], got {weight_q.dim()}-D with sizes {list(weight_q.shape)}"
+        )
+    m, k, n = x_q.shape[0], x_q.shape[1], weight_q.shape[0]
+    if weight_q.shape[1] != k:
+        raise ValueError(
+            f"anvil.{op}: weight_q is {list(weight_q.shape)} but x_q has K = {k} (its last dimension); "
+            f"weight_q must be [N, {k}]"
+        )
+    _check_fp8_k(op, k)
+    kb = (k + 127) // 128
+    if scales == "block":
+        _check_scale(op, "x_scale", x_scale, scales, [kb, m],
+                     "one per row of x_q and 128 columns, K-block-major, as anvil.quantize_fp8 writes")
+        _check_scale(op, "weight_scale", weight_scale, scales, [(n + 127) // 128, kb], "one per 128 x 128 block of weight_q")
+    else:
+        _check_scale(op, "x_scale", x_scale, scales, [m], "one per row of x_q")
+        _check_scale(op, "weight_scale", weight_scale, scales, [n], "one per row of weight_q")
+    if bias is not None:
+        if bias.dtype not in (out_dtype, torch.float32):
+            raise TypeError(
+                f"anvil.{op}: bias must be {_dtype_name(out_dtype)} (out_dtype) or fp32, got {_dtype_name(bias.dtype)}"
+            )
+        if bias.dim() != 1 or bias.shape[0] != n:
+            raise ValueError(f"anvil.{op}: bias must be 1-D of length {n} (weight_q's rows), got sizes {list(bias.shape)}")
+    if devices:
+        tensors = [("x_q", x_q), ("weight_q", weight_q), ("x_scale", x_scale), ("weight_scale", weight_scale)]
+        tensors += [("bias", bias)] if bias is not None else []
+        _check_devices(op, tensors)
+    return [m, n], out_dtype
+
+
+def _check_quantize_fp8(x, block, dtype, devices=False):
+    op = "quantize_fp8"
+    if block is not None and block != 128:
+        raise ValueError(
+            f"anvil.{op}: block must be 128 (one scale per row and 128 columns) or None (one scale for the tensor), got {block}"
+        )
+    dtype = torch.float8_e4m3fn if dtype is None else dtype
+    if dtype not in FP8_DTYPES:
+        raise TypeError(f"anvil.{op}: dtype must be float8_e4m3fn or float8_e5m2, got {_dtype_name(dtype)}")
+    _check_input_dtype(op, "x", x)
+    if x.dim() != 2:
+        raise ValueError(f"anvil.{op}: x must be 2-D [M, K], got {x.dim()}-D with sizes {list(x.shape)}")
+    m, k = x.shape
+    _check_fp8_k(op, k)
+    if devices:
+        _check_devices(op, [("x", x)])
+    scale_shape = [(k + 127) // 128, m] if block is not None else [1]
+    return [m, k], dtype, scale_shape
+
+
+@torch.library.register_fake("anvil::grouped_mm")
+def _grouped_mm_fake(x, weight, offsets, bias=None, activation="none"):
+    return x.new_empty(_check_grouped("grouped_mm", x, weight, offsets, bias, activation, devices=True))
+
+
+@torch.library.register_fake("anvil::grouped_mm_masked")
+def _grouped_mm_masked_fake(x, weight, counts, bias=None, activation="none"):
+    return x.new_empty(_check_grouped("grouped_mm_masked", x, weight, counts, bias, activation, devices=True))
+
+
+@torch.library.register_fake("anvil::linear_fp8")
+def _linear_fp8_fake(x_q, weight_q, x_scale, weight_scale, bias=None, *, scales="block", activation="none", out_dtype=None):
+    shape, dtype = _check_linear_fp8(
+        x_q, weight_q, x_scale, weight_scale, scales, bias, activation, out_dtype, devices=True
+    )
+    return x_q.new_empty(shape, dtype=dtype)
+
+
+@torch.library.register_fake("anvil::quantize_fp8")
+def _quantize_fp8_fake(x, block=128, dtype=None):
+    shape, q_dtype, scale_shape = _check_quantize_fp8(x, block, dtype, devices=True)
+    return x.new_empty(shape, dtype=q_dtype), x.new_empty(scale_shape, dtype=torch.float32)
+
+
 # ---- autograd ------------------------------------------------------------------------------------
 # The backward GEMMs run on anvil in their other layouts: dX = dZ W (A = dZ row-major,
 # B = W row-major) and dW = dZ^T X (A = dZ column-major, B = X row-major), where dZ is the
@@ -433,3 +720,24 @@ torch.library.register_autograd("anvil::linear", _linear_backward, setup_context
 torch.library.register_autograd("anvil::linear_swiglu", _swiglu_backward, setup_context=_swiglu_setup)
 torch.library.register_autograd("anvil::matmul", _matmul_backward, setup_context=_matmul_setup)
 torch.library.register_autograd("anvil::bmm", _matmul_backward, setup_context=_matmul_setup)
+
+
+# The grouped and FP8 ops are inference kernels with no backward. Their autograd kernel lets
+# the forward run on inputs that require grad (a model's weights, in eval) and raises on a
+# backward through them, rather than leave torch's fallback, which warns and returns no
+# gradient for those inputs.
+def _no_backward(op: str):
+    def setup(ctx, inputs, output, keyword_only_inputs=None):
+        pass
+
+    def backward(ctx, *grads):
+        raise NotImplementedError(
+            f"anvil.{op} has no backward (an inference kernel): run it under torch.no_grad(), or detach its "
+            "inputs, or use a differentiable op where gradients are needed"
+        )
+
+    torch.library.register_autograd(f"anvil::{op}", backward, setup_context=setup)
+
+
+for _op in ("grouped_mm", "grouped_mm_masked", "linear_fp8", "quantize_fp8"):
+    _no_backward(_op)

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "anvil/anvil.h"
@@ -47,6 +48,8 @@ anvil::DataType to_anvil(at::ScalarType t) {
   switch (t) {
     case at::kBFloat16: return anvil::DataType::kBF16;
     case at::kHalf: return anvil::DataType::kF16;
+    case at::kFloat8_e4m3fn: return anvil::DataType::kE4M3;
+    case at::kFloat8_e5m2: return anvil::DataType::kE5M2;
     default: return anvil::DataType::kF32;
   }
 }
@@ -362,6 +365,268 @@ at::Tensor bmm(const at::Tensor& a, const at::Tensor& b, bool batch_invariant) {
   return matmul_impl("bmm", a, b, batch_invariant, true);
 }
 
+// ---- grouped GEMM (mixture of experts) -------------------------------------------------
+
+// The most experts anvil's grouped GEMM takes (src/host/grouped.cpp).
+constexpr int64_t kMaxExperts = int64_t{1} << 16;
+
+// Checks shared by both layouts: weight [E, N, K] of x's dtype, K a positive multiple of 8,
+// the index tensor int32/int64 of length E, bias [E, N]. Returns E.
+int64_t check_grouped(const char* op, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& index,
+                      const char* index_name, const char* index_meaning, const std::optional<at::Tensor>& bias,
+                      int64_t x_dims, const char* x_shape) {
+  check_input_dtype(op, "x", x);
+  check_same_dtype(op, "weight", weight, x, "x");
+  TORCH_CHECK_TYPE(index.scalar_type() == at::kInt || index.scalar_type() == at::kLong, "anvil.", op, ": ", index_name,
+                   " must be int32 or int64, got ", dtype_name(index.scalar_type()));
+  TORCH_CHECK_VALUE(x.dim() == x_dims, "anvil.", op, ": x must be ", num(x_dims), "-D ", x_shape, ", got ", num(x.dim()),
+                    "-D with sizes ", shape_string(x.sizes()));
+  TORCH_CHECK_VALUE(weight.dim() == 3, "anvil.", op, ": weight must be 3-D [E, N, K], got ", num(weight.dim()),
+                    "-D with sizes ", shape_string(weight.sizes()));
+  const int64_t k = x.size(-1);
+  const int64_t experts = weight.size(0), n = weight.size(1);
+  TORCH_CHECK_VALUE(weight.size(2) == k, "anvil.", op, ": weight is ", shape_string(weight.sizes()), " but x has K = ",
+                    num(k), " (its last dimension); weight must be [E, N, ", num(k), "]");
+  TORCH_CHECK_VALUE(experts >= 1 && experts <= kMaxExperts, "anvil.", op, ": weight must hold between 1 and ",
+                    num(kMaxExperts), " experts, got ", num(experts));
+  if (x_dims == 3) {
+    TORCH_CHECK_VALUE(x.size(0) == experts, "anvil.", op, ": x has ", num(x.size(0)), " experts (its first dimension) but weight has ",
+                      num(experts));
+  }
+  TORCH_CHECK_VALUE(index.dim() == 1 && index.size(0) == experts, "anvil.", op, ": ", index_name, " must be 1-D of length ",
+                    num(experts), " (", index_meaning, "), got sizes ", shape_string(index.sizes()));
+  TORCH_CHECK_VALUE(k > 0 && k % 8 == 0, "anvil.", op,
+                    ": K must be a positive multiple of 8 (the grouped GEMM reads rows 16-byte aligned), got ", num(k));
+  if (bias) {
+    TORCH_CHECK_TYPE(bias->scalar_type() == x.scalar_type() || bias->scalar_type() == at::kFloat, "anvil.", op,
+                     ": bias must be ", dtype_name(x.scalar_type()), " (x's dtype) or fp32, got ",
+                     dtype_name(bias->scalar_type()));
+    TORCH_CHECK_VALUE(bias->dim() == 2 && bias->size(0) == experts && bias->size(1) == n, "anvil.", op,
+                      ": bias must be [E, N] = ", shape_string({experts, n}), " (one row per expert), got sizes ",
+                      shape_string(bias->sizes()));
+  }
+  std::vector<std::pair<const char*, const at::Tensor*>> tensors = {{"x", &x}, {"weight", &weight}, {index_name, &index}};
+  if (bias) tensors.push_back({"bias", &*bias});
+  check_devices(op, tensors);
+  return experts;
+}
+
+// Runs the grouped GEMM into y, which the caller has zero-filled: anvil writes only the rows
+// some expert owns, so every other row reads as zero.
+void run_grouped(const char* op, anvil::GroupedLayout layout, const at::Tensor& x, const at::Tensor& weight,
+                 const at::Tensor& bounds, const std::optional<at::Tensor>& bias, anvil::Activation act, int64_t rows,
+                 const at::Tensor& y) {
+  const at::Tensor x_c = x.contiguous();
+  const at::Tensor w_c = weight.contiguous();
+  const at::Tensor bias_c = bias ? bias->contiguous() : at::Tensor();
+  anvil::GroupedGemmDesc desc;
+  desc.layout = layout;
+  desc.experts = weight.size(0);
+  desc.n = weight.size(1);
+  desc.k = weight.size(2);
+  desc.rows = rows;
+  desc.input = to_anvil(x.scalar_type());
+  desc.output = desc.input;
+  desc.index_type = bounds.scalar_type() == at::kLong ? anvil::IndexType::kInt64 : anvil::IndexType::kInt32;
+  desc.epilogue.activation = act;
+  desc.epilogue.bias = bias ? anvil::BiasMode::kPerColumn : anvil::BiasMode::kNone;
+  desc.epilogue.bias_dtype = bias ? to_anvil(bias->scalar_type()) : anvil::DataType::kF32;
+  anvil::GroupedGemmArgs args;
+  args.a = x_c.data_ptr();
+  args.w = w_c.data_ptr();
+  args.d = y.data_ptr();
+  args.bias = bias ? bias_c.data_ptr() : nullptr;
+  args.bounds = bounds.data_ptr();
+  args.stream = c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
+  const size_t bytes = anvil::grouped_workspace_size(desc);
+  at::Tensor workspace;
+  if (bytes > 0) {
+    workspace = at::empty({static_cast<int64_t>(bytes)}, x.options().dtype(at::kByte));
+    args.workspace = workspace.data_ptr();
+    args.workspace_bytes = bytes;
+  }
+  anvil::Diagnostic diag;
+  const anvil::Status status = anvil::grouped_gemm(desc, args, &diag);
+  TORCH_CHECK(status == anvil::Status::kSuccess, "anvil.", op, ": anvil refused the problem (", anvil::to_string(status),
+              "): ", diag.message);
+}
+
+// Contiguous layout. offsets follows torch._grouped_mm's `offs`: E cumulative row ends,
+// expert e owning rows offsets[e-1] .. offsets[e] (offsets[-1] = 0). anvil takes E + 1
+// offsets starting at 0, so they are built on the device (a zero and a copy, both on the
+// current stream): the host never reads the routing.
+at::Tensor grouped_mm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& offsets,
+                      const std::optional<at::Tensor>& bias, c10::string_view activation) {
+  const char* op = "grouped_mm";
+  const auto act = parse_activation(op, std::string_view(activation.data(), activation.size()));
+  const int64_t experts = check_grouped(op, x, weight, offsets, "offsets",
+                                        "the cumulative row ends of the experts, as torch._grouped_mm's offs", bias, 2,
+                                        "[rows, K]");
+  const c10::cuda::CUDAGuard guard(x.device());
+  const int64_t rows = x.size(0), n = weight.size(1);
+  at::Tensor y = at::zeros({rows, n}, x.options());
+  if (rows == 0 || n == 0) return y;
+  at::Tensor bounds = at::empty({experts + 1}, offsets.options());
+  bounds.narrow(0, 0, 1).zero_();
+  bounds.narrow(0, 1, experts).copy_(offsets);
+  run_grouped(op, anvil::GroupedLayout::kContiguous, x, weight, bounds, bias, act, rows, y);
+  return y;
+}
+
+// Masked layout: x [E, max_rows, K], expert e using its first counts[e] rows.
+at::Tensor grouped_mm_masked(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& counts,
+                             const std::optional<at::Tensor>& bias, c10::string_view activation) {
+  const char* op = "grouped_mm_masked";
+  const auto act = parse_activation(op, std::string_view(activation.data(), activation.size()));
+  check_grouped(op, x, weight, counts, "counts", "the rows each expert uses", bias, 3, "[E, max_rows, K]");
+  const c10::cuda::CUDAGuard guard(x.device());
+  const int64_t max_rows = x.size(1), n = weight.size(1);
+  at::Tensor y = at::zeros({x.size(0), max_rows, n}, x.options());
+  if (max_rows == 0 || n == 0) return y;
+  run_grouped(op, anvil::GroupedLayout::kMasked, x, weight, counts.contiguous(), bias, act, max_rows, y);
+  return y;
+}
+
+// ---- FP8 -------------------------------------------------------------------------------
+
+bool is_fp8(at::ScalarType t) { return t == at::kFloat8_e4m3fn || t == at::kFloat8_e5m2; }
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+void check_fp8_k(const char* op, int64_t k) {
+  TORCH_CHECK_VALUE(k > 0 && k % 16 == 0, "anvil.", op,
+                    ": K must be a positive multiple of 16 (FP8 rows are read in 16-byte units), got ", num(k));
+}
+
+// One scale tensor: fp32, with the sizes the scale mode reads.
+void check_scale(const char* op, const char* name, const at::Tensor& s, std::string_view mode,
+                 const std::vector<int64_t>& expected, const char* meaning) {
+  TORCH_CHECK_TYPE(s.scalar_type() == at::kFloat, "anvil.", op, ": ", name, " must be fp32, got ",
+                   dtype_name(s.scalar_type()));
+  if (mode == "tensor") {
+    TORCH_CHECK_VALUE(s.numel() == 1 && s.dim() <= 1, "anvil.", op, ": ", name,
+                      " must hold one value for scales='tensor' (sizes [] or [1]), got sizes ", shape_string(s.sizes()));
+    return;
+  }
+  TORCH_CHECK_VALUE(s.sizes() == at::IntArrayRef(expected), "anvil.", op, ": ", name, " must be ", shape_string(expected),
+                    " for scales='", std::string(mode), "' (", meaning, "), got sizes ", shape_string(s.sizes()));
+}
+
+at::Tensor linear_fp8(const at::Tensor& x_q, const at::Tensor& weight_q, const at::Tensor& x_scale,
+                      const at::Tensor& weight_scale, const std::optional<at::Tensor>& bias, c10::string_view scales,
+                      c10::string_view activation, std::optional<at::ScalarType> out_dtype) {
+  const char* op = "linear_fp8";
+  const std::string_view mode(scales.data(), scales.size());
+  TORCH_CHECK_VALUE(mode == "block" || mode == "tensor" || mode == "rowcol", "anvil.", op,
+                    ": scales must be one of 'block', 'tensor', 'rowcol', got '", std::string(mode), "'");
+  const auto act = parse_activation(op, std::string_view(activation.data(), activation.size()));
+  const at::ScalarType out_t = out_dtype.value_or(at::kBFloat16);
+  for (const auto& [name, t] : {std::pair<const char*, const at::Tensor*>{"x_q", &x_q}, {"weight_q", &weight_q}}) {
+    TORCH_CHECK_TYPE(is_fp8(t->scalar_type()), "anvil.", op, ": ", name, " must be float8_e4m3fn or float8_e5m2, got ",
+                     dtype_name(t->scalar_type()));
+  }
+  TORCH_CHECK_TYPE(!(x_q.scalar_type() == at::kFloat8_e5m2 && weight_q.scalar_type() == at::kFloat8_e5m2), "anvil.", op,
+                   ": x_q and weight_q are both float8_e5m2; anvil multiplies e4m3 x e4m3, e4m3 x e5m2 and e5m2 x e4m3");
+  TORCH_CHECK_TYPE(mode != "block" || (x_q.scalar_type() == at::kFloat8_e4m3fn && weight_q.scalar_type() == at::kFloat8_e4m3fn),
+                   "anvil.", op, ": scales='block' needs float8_e4m3fn x_q and weight_q, got ", dtype_name(x_q.scalar_type()),
+                   " and ", dtype_name(weight_q.scalar_type()));
+  TORCH_CHECK_TYPE(out_t == at::kBFloat16 || out_t == at::kHalf || out_t == at::kFloat, "anvil.", op,
+                   ": out_dtype must be bf16, fp16 or fp32, got ", dtype_name(out_t));
+  TORCH_CHECK_VALUE(x_q.dim() == 2, "anvil.", op, ": x_q must be 2-D [M, K], got ", num(x_q.dim()), "-D with sizes ",
+                    shape_string(x_q.sizes()));
+  TORCH_CHECK_VALUE(weight_q.dim() == 2, "anvil.", op, ": weight_q must be 2-D [N, K], got ", num(weight_q.dim()),
+                    "-D with sizes ", shape_string(weight_q.sizes()));
+  const int64_t m = x_q.size(0), k = x_q.size(1), n = weight_q.size(0);
+  TORCH_CHECK_VALUE(weight_q.size(1) == k, "anvil.", op, ": weight_q is ", shape_string(weight_q.sizes()),
+                    " but x_q has K = ", num(k), " (its last dimension); weight_q must be [N, ", num(k), "]");
+  check_fp8_k(op, k);
+  const int64_t kb = ceil_div(k, 128);
+  if (mode == "block") {
+    check_scale(op, "x_scale", x_scale, mode, {kb, m}, "one per row of x_q and 128 columns, K-block-major, as anvil.quantize_fp8 writes");
+    check_scale(op, "weight_scale", weight_scale, mode, {ceil_div(n, 128), kb}, "one per 128 x 128 block of weight_q");
+  } else {
+    check_scale(op, "x_scale", x_scale, mode, {m}, "one per row of x_q");
+    check_scale(op, "weight_scale", weight_scale, mode, {n}, "one per row of weight_q");
+  }
+  if (bias) {
+    TORCH_CHECK_TYPE(bias->scalar_type() == out_t || bias->scalar_type() == at::kFloat, "anvil.", op, ": bias must be ",
+                     dtype_name(out_t), " (out_dtype) or fp32, got ", dtype_name(bias->scalar_type()));
+    TORCH_CHECK_VALUE(bias->dim() == 1 && bias->size(0) == n, "anvil.", op, ": bias must be 1-D of length ", num(n),
+                      " (weight_q's rows), got sizes ", shape_string(bias->sizes()));
+  }
+  // The FP8 kernel reads both operands K-major (nn.Linear's layout).
+  TORCH_CHECK_VALUE(x_q.stride(1) == 1, "anvil.", op, ": x_q has strides ", strides_string(x_q),
+                    "; FP8 operands must be stored with a unit stride along K (call .contiguous() first)");
+  TORCH_CHECK_VALUE(weight_q.stride(1) == 1, "anvil.", op, ": weight_q has strides ", strides_string(weight_q),
+                    "; FP8 operands must be stored with a unit stride along K (call .contiguous() first)");
+  std::vector<std::pair<const char*, const at::Tensor*>> tensors = {
+      {"x_q", &x_q}, {"weight_q", &weight_q}, {"x_scale", &x_scale}, {"weight_scale", &weight_scale}};
+  if (bias) tensors.push_back({"bias", &*bias});
+  check_devices(op, tensors);
+
+  const c10::cuda::CUDAGuard guard(x_q.device());
+  at::Tensor y = at::empty({m, n}, x_q.options().dtype(out_t));
+  if (m == 0 || n == 0) return y;
+  const at::Tensor sa = x_scale.contiguous(), sb = weight_scale.contiguous();
+  const at::Tensor bias_c = bias ? bias->contiguous() : at::Tensor();
+  anvil::GemmDesc desc;
+  desc.m = m, desc.n = n, desc.k = k;
+  desc.a = anvil::MatrixLayout{to_anvil(x_q.scalar_type()), anvil::Order::kRowMajor, m <= 1 ? k : x_q.stride(0), 0};
+  desc.b = anvil::MatrixLayout{to_anvil(weight_q.scalar_type()), anvil::Order::kColMajor, n <= 1 ? k : weight_q.stride(0), 0};
+  desc.d = anvil::MatrixLayout{to_anvil(out_t), anvil::Order::kRowMajor, n, 0};
+  desc.c = desc.d;
+  desc.epilogue.activation = act;
+  desc.epilogue.bias = bias ? anvil::BiasMode::kPerColumn : anvil::BiasMode::kNone;
+  desc.epilogue.bias_dtype = bias ? to_anvil(bias->scalar_type()) : anvil::DataType::kF32;
+  desc.scales = mode == "block" ? anvil::ScaleMode::kBlock128 : mode == "tensor" ? anvil::ScaleMode::kTensor
+                                                                                 : anvil::ScaleMode::kRowColumn;
+  anvil::GemmArgs args;
+  args.a = x_q.data_ptr();
+  args.b = weight_q.data_ptr();
+  args.d = y.data_ptr();
+  args.bias = bias ? bias_c.data_ptr() : nullptr;
+  args.scale_a = sa.data_ptr<float>();
+  args.scale_b = sb.data_ptr<float>();
+  run(op, desc, args, x_q);
+  return y;
+}
+
+// x [M, K] bf16/fp16 to FP8 with fp32 scales: block = 128 gives one scale per row and 128
+// columns in scales='block''s x_scale layout ([ceil(K/128), M]); no block gives one scale
+// for the tensor (sizes [1], scales='tensor').
+std::tuple<at::Tensor, at::Tensor> quantize_fp8(const at::Tensor& x, std::optional<int64_t> block,
+                                                std::optional<at::ScalarType> dtype) {
+  const char* op = "quantize_fp8";
+  TORCH_CHECK_VALUE(!block || *block == 128, "anvil.", op,
+                    ": block must be 128 (one scale per row and 128 columns) or None (one scale for the tensor), got ",
+                    num(*block));
+  const at::ScalarType q_t = dtype.value_or(at::kFloat8_e4m3fn);
+  TORCH_CHECK_TYPE(is_fp8(q_t), "anvil.", op, ": dtype must be float8_e4m3fn or float8_e5m2, got ", dtype_name(q_t));
+  check_input_dtype(op, "x", x);
+  TORCH_CHECK_VALUE(x.dim() == 2, "anvil.", op, ": x must be 2-D [M, K], got ", num(x.dim()), "-D with sizes ",
+                    shape_string(x.sizes()));
+  const int64_t m = x.size(0), k = x.size(1);
+  check_fp8_k(op, k);
+  check_devices(op, {{"x", &x}});
+
+  const c10::cuda::CUDAGuard guard(x.device());
+  at::Tensor q = at::empty({m, k}, x.options().dtype(q_t));
+  at::Tensor scale = block ? at::empty({ceil_div(k, 128), m}, x.options().dtype(at::kFloat))
+                           : at::ones({1}, x.options().dtype(at::kFloat));
+  if (m == 0) return {q, scale};
+  const at::Tensor x_c = x.stride(1) == 1 && x.stride(0) >= k ? x : x.contiguous();
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
+  anvil::Diagnostic diag;
+  const anvil::Status status =
+      block ? anvil::quantize_fp8_blocks(x_c.data_ptr(), to_anvil(x.scalar_type()), x_c.stride(0), q.data_ptr(),
+                                         to_anvil(q_t), k, scale.data_ptr<float>(), m, k, stream, &diag)
+            : anvil::quantize_fp8_tensor(x_c.data_ptr(), to_anvil(x.scalar_type()), x_c.stride(0), q.data_ptr(),
+                                         to_anvil(q_t), k, scale.data_ptr<float>(), m, k, stream, &diag);
+  TORCH_CHECK(status == anvil::Status::kSuccess, "anvil.", op, ": anvil refused the problem (", anvil::to_string(status),
+              "): ", diag.message);
+  return {q, scale};
+}
+
 // The kernel anvil's dispatcher would choose for a linear problem (for reports and tests).
 std::string dispatch_name_linear(int64_t m, int64_t n, int64_t k, c10::string_view dtype, bool batch_invariant) {
   const auto t = std::string_view(dtype.data(), dtype.size()) == "fp16" ? anvil::DataType::kF16 : anvil::DataType::kBF16;
@@ -383,6 +648,13 @@ TORCH_LIBRARY(anvil, m) {
   m.def("bmm(Tensor a, Tensor b, *, bool batch_invariant=False) -> Tensor");
   m.def("dispatch_name(int m, int n, int k, str dtype='bf16', bool batch_invariant=False) -> str",
         &dispatch_name_linear);
+  m.def("grouped_mm(Tensor x, Tensor weight, Tensor offsets, Tensor? bias=None, str activation='none') -> Tensor");
+  m.def("grouped_mm_masked(Tensor x, Tensor weight, Tensor counts, Tensor? bias=None, str activation='none') -> Tensor");
+  // bias is not keyword-only in the schema (torch.library.register_autograd refuses keyword-only
+  // tensors); the Python wrapper takes it by keyword.
+  m.def("linear_fp8(Tensor x_q, Tensor weight_q, Tensor x_scale, Tensor weight_scale, Tensor? bias=None, *, "
+        "str scales='block', str activation='none', ScalarType? out_dtype=None) -> Tensor");
+  m.def("quantize_fp8(Tensor x, int? block=128, ScalarType? dtype=None) -> (Tensor, Tensor)");
 }
 
 // The CUDA kernels; the same functions serve CPU tensors, which fail on the device check
@@ -393,6 +665,10 @@ TORCH_LIBRARY_IMPL(anvil, CUDA, m) {
   m.impl("linear_swiglu", &linear_swiglu);
   m.impl("matmul", &matmul);
   m.impl("bmm", &bmm);
+  m.impl("grouped_mm", &grouped_mm);
+  m.impl("grouped_mm_masked", &grouped_mm_masked);
+  m.impl("linear_fp8", &linear_fp8);
+  m.impl("quantize_fp8", &quantize_fp8);
 }
 
 TORCH_LIBRARY_IMPL(anvil, CPU, m) {
@@ -401,4 +677,8 @@ TORCH_LIBRARY_IMPL(anvil, CPU, m) {
   m.impl("linear_swiglu", &linear_swiglu);
   m.impl("matmul", &matmul);
   m.impl("bmm", &bmm);
+  m.impl("grouped_mm", &grouped_mm);
+  m.impl("grouped_mm_masked", &grouped_mm_masked);
+  m.impl("linear_fp8", &linear_fp8);
+  m.impl("quantize_fp8", &quantize_fp8);
 }

@@ -36,6 +36,20 @@ def test_schemas():
     assert into.endswith("bool batch_invariant=False, Tensor(a!) out) -> ()"), into
 
 
+def test_grouped_and_fp8_schemas():
+    schemas = {
+        "grouped_mm": "anvil::grouped_mm(Tensor x, Tensor weight, Tensor offsets, Tensor? bias=None, "
+        "str activation=\"none\") -> Tensor",
+        "grouped_mm_masked": "anvil::grouped_mm_masked(Tensor x, Tensor weight, Tensor counts, Tensor? bias=None, "
+        "str activation=\"none\") -> Tensor",
+        "linear_fp8": "anvil::linear_fp8(Tensor x_q, Tensor weight_q, Tensor x_scale, Tensor weight_scale, "
+        "Tensor? bias=None, *, str scales=\"block\", str activation=\"none\", ScalarType? out_dtype=None) -> Tensor",
+        "quantize_fp8": "anvil::quantize_fp8(Tensor x, int? block=128, ScalarType? dtype=None) -> (Tensor, Tensor)",
+    }
+    for name, expected in schemas.items():
+        assert str(getattr(torch.ops.anvil, name).default._schema) == expected
+
+
 def test_version_mismatch_sentence():
     assert anvil._version_mismatch("2.11.0+cu130", "13.0", "2.11.0+cu130") is None
     msg = anvil._version_mismatch("2.11.0+cu130", "13.0", "2.10.0+cu128")
@@ -390,3 +404,216 @@ def test_dispatch_name_answers_without_a_gpu():
     for m, bi in ((1, False), (2048, False), (64, True)):
         assert anvil.dispatch_name(m, 4096, 4096, batch_invariant=bi).startswith("sm90-"), (m, bi)
     assert anvil.dispatch_name(8, 4096, 4096, torch.float16).startswith("sm90-")
+
+
+# ---- grouped GEMM and FP8: fake kernels ---------------------------------------------------------
+
+E4M3, E5M2, I32, I64, F32 = torch.float8_e4m3fn, torch.float8_e5m2, torch.int32, torch.int64, torch.float32
+
+
+@pytest.mark.parametrize("act", anvil.ACTIVATIONS)
+@pytest.mark.parametrize("dtype", [BF16, FP16])
+def test_grouped_fake_shapes(act, dtype):
+    x, w = meta(37, 64, dtype=dtype), meta(4, 96, 64, dtype=dtype)
+    for index_dtype in (I32, I64):
+        y = anvil.grouped_mm(x, w, meta(4, dtype=index_dtype), meta(4, 96, dtype=F32), act)
+        assert y.shape == (37, 96) and y.dtype == dtype
+        y = anvil.grouped_mm_masked(meta(4, 8, 64, dtype=dtype), w, meta(4, dtype=index_dtype), None, act)
+        assert y.shape == (4, 8, 96) and y.dtype == dtype
+    # No rows at all is a valid problem.
+    assert anvil.grouped_mm(meta(0, 64, dtype=dtype), w, meta(4, dtype=I32)).shape == (0, 96)
+
+
+@pytest.mark.parametrize("out_dtype", [BF16, FP16, F32])
+def test_linear_fp8_fake_shapes(out_dtype):
+    m, n, k = 5, 200, 272  # K off the 128 grid: 3 K blocks; N: 2 blocks of 128
+    xq, wq = meta(m, k, dtype=E4M3), meta(n, k, dtype=E4M3)
+    cases = [
+        ("block", meta(3, m, dtype=F32), meta(2, 3, dtype=F32)),
+        ("tensor", meta(1, dtype=F32), meta(dtype=F32)),
+        ("rowcol", meta(m, dtype=F32), meta(n, dtype=F32)),
+    ]
+    for scales, sx, sw in cases:
+        y = anvil.linear_fp8(xq, wq, sx, sw, scales=scales, bias=meta(n, dtype=F32), activation="gelu", out_dtype=out_dtype)
+        assert y.shape == (m, n) and y.dtype == out_dtype, scales
+    # Mixed e5m2 / e4m3 pairs with tensor or row/column scales.
+    assert anvil.linear_fp8(meta(m, k, dtype=E5M2), wq, meta(m, dtype=F32), meta(n, dtype=F32), scales="rowcol").dtype == BF16
+    assert anvil.linear_fp8(xq, meta(n, k, dtype=E5M2), meta(1, dtype=F32), meta(1, dtype=F32), scales="tensor").shape == (m, n)
+
+
+def test_quantize_fp8_fake_shapes_feed_linear_fp8():
+    x = meta(6, 272)
+    q, s = anvil.quantize_fp8(x)
+    assert q.shape == (6, 272) and q.dtype == E4M3 and s.shape == (3, 6) and s.dtype == F32
+    q2, s2 = anvil.quantize_fp8(x, block=None, dtype=E5M2)
+    assert q2.dtype == E5M2 and s2.shape == (1,) and s2.dtype == F32
+    wq, ws = meta(128, 272, dtype=E4M3), meta(1, 3, dtype=F32)
+    assert anvil.linear_fp8(q, wq, s, ws).shape == (6, 128)
+    assert anvil.linear_fp8(q2, wq, s2, meta(1, dtype=F32), scales="tensor").shape == (6, 128)
+
+
+def test_grouped_and_fp8_in_fake_tensor_mode_on_cuda():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        x = torch.empty(10, 64, dtype=BF16, device="cuda")
+        w = torch.empty(3, 32, 64, dtype=BF16, device="cuda")
+        y = anvil.grouped_mm(x, w, torch.empty(3, dtype=I32, device="cuda"), activation="silu")
+        assert y.shape == (10, 32) and y.device.type == "cuda"
+        q, s = anvil.quantize_fp8(x)
+        assert q.device.type == "cuda" and s.shape == (1, 10)
+        with pytest.raises(ValueError, match=r"anvil\.grouped_mm: offsets must be a CUDA tensor"):
+            anvil.grouped_mm(x, w, torch.empty(3, dtype=I32, device="cpu"))
+
+
+def test_grouped_symbolic_trace_has_one_node():
+    def f(x, w, offs):
+        return anvil.grouped_mm(x, w, offs, activation="gelu")
+
+    gm = make_fx(f, tracing_mode="symbolic")(meta(7, 64), meta(2, 32, 64), meta(2, dtype=I32))
+    targets = [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+    assert targets.count("anvil.grouped_mm.default") == 1, targets
+
+
+def test_new_ops_have_no_backward():
+    # The forward runs on inputs that require grad; a backward through it raises by name
+    # (rather than torch's fallback, which warns and leaves those inputs without a gradient).
+    x = meta(6, 16).requires_grad_()
+    y = anvil.grouped_mm(x, meta(2, 8, 16), meta(2, dtype=I32))
+    with pytest.raises(NotImplementedError, match=r"anvil\.grouped_mm has no backward"):
+        y.sum().backward()
+    w = meta(2, 8, 16).requires_grad_()
+    y = anvil.grouped_mm_masked(meta(2, 3, 16), w, meta(2, dtype=I32))
+    with pytest.raises(NotImplementedError, match=r"anvil\.grouped_mm_masked has no backward"):
+        y.sum().backward()
+    with torch.no_grad():
+        assert not anvil.grouped_mm(x, meta(2, 8, 16), meta(2, dtype=I32)).requires_grad
+    s = meta(1, dtype=F32).requires_grad_()
+    y = anvil.linear_fp8(meta(4, 16, dtype=E4M3), meta(8, 16, dtype=E4M3), s, meta(1, dtype=F32), scales="tensor")
+    with pytest.raises(NotImplementedError, match=r"anvil\.linear_fp8 has no backward"):
+        y.float().sum().backward()
+
+
+# ---- grouped GEMM and FP8: argument errors ---------------------------------------------------------
+# Each row runs four ways: the Python wrapper on meta and on CPU tensors, and the op itself
+# (torch.ops.anvil.*) on meta tensors (the fake kernel) and on CPU tensors (the C++ checks).
+# CPU tensors pass every check but the device, so the C++ op reaches each message.
+
+
+def g_args(d, rows=6, k=16, experts=2, n=8, x=None, w=None, offs=None, bias=None, act="none"):
+    x = t(d, rows, k) if x is None else x
+    w = t(d, experts, n, k) if w is None else w
+    offs = t(d, experts, dtype=I32) if offs is None else offs
+    return (x, w, offs, bias, act), {}
+
+
+def m_args(d, x=None, w=None, counts=None, bias=None, act="none"):
+    x = t(d, 2, 5, 16) if x is None else x
+    w = t(d, 2, 8, 16) if w is None else w
+    counts = t(d, 2, dtype=I64) if counts is None else counts
+    return (x, w, counts, bias, act), {}
+
+
+def f_args(d, xq=None, wq=None, sx=None, sw=None, scales="block", **kw):
+    xq = t(d, 4, 32, dtype=E4M3) if xq is None else xq
+    wq = t(d, 8, 32, dtype=E4M3) if wq is None else wq
+    sx = t(d, 1, 4, dtype=F32) if sx is None else sx
+    sw = t(d, 1, 1, dtype=F32) if sw is None else sw
+    return (xq, wq, sx, sw), dict(scales=scales, **kw)
+
+
+def q_args(d, x=None, **kw):
+    return (t(d, 4, 32) if x is None else x,), kw
+
+
+NEW_ERRORS = [
+    # (label, op, args(device), exception, pattern)
+    ("grouped x dtype", "grouped_mm", lambda d: g_args(d, x=t(d, 6, 16, dtype=F32)), TypeError, r"anvil\.grouped_mm: x must be bf16 or fp16, got fp32"),
+    ("grouped weight dtype", "grouped_mm", lambda d: g_args(d, w=t(d, 2, 8, 16, dtype=FP16)), TypeError, r"weight must have x's dtype \(bf16\), got fp16"),
+    ("grouped offsets dtype", "grouped_mm", lambda d: g_args(d, offs=t(d, 2, dtype=F32)), TypeError, r"anvil\.grouped_mm: offsets must be int32 or int64, got fp32"),
+    ("grouped x rank", "grouped_mm", lambda d: g_args(d, x=t(d, 2, 3, 16)), ValueError, r"x must be 2-D \[rows, K\], got 3-D with sizes \[2, 3, 16\]"),
+    ("grouped weight rank", "grouped_mm", lambda d: g_args(d, w=t(d, 8, 16)), ValueError, r"weight must be 3-D \[E, N, K\], got 2-D"),
+    ("grouped mismatched K", "grouped_mm", lambda d: g_args(d, w=t(d, 2, 8, 24)), ValueError, r"weight is \[2, 8, 24\] but x has K = 16 \(its last dimension\); weight must be \[E, N, 16\]"),
+    ("grouped no experts", "grouped_mm", lambda d: g_args(d, w=t(d, 0, 8, 16), offs=t(d, 0, dtype=I32)), ValueError, r"weight must hold between 1 and 65536 experts, got 0"),
+    ("grouped offsets length", "grouped_mm", lambda d: g_args(d, offs=t(d, 3, dtype=I32)), ValueError, r"offsets must be 1-D of length 2 \(the cumulative row ends of the experts, as torch\._grouped_mm's offs\), got sizes \[3\]"),
+    ("grouped K multiple of 8", "grouped_mm", lambda d: g_args(d, k=12), ValueError, r"K must be a positive multiple of 8 .*got 12"),
+    ("grouped bias dtype", "grouped_mm", lambda d: g_args(d, bias=t(d, 2, 8, dtype=FP16)), TypeError, r"bias must be bf16 \(x's dtype\) or fp32, got fp16"),
+    ("grouped bias shape", "grouped_mm", lambda d: g_args(d, bias=t(d, 8, dtype=F32)), ValueError, r"bias must be \[E, N\] = \[2, 8\] \(one row per expert\), got sizes \[8\]"),
+    ("grouped activation", "grouped_mm", lambda d: g_args(d, act="swiglu"), ValueError, r"anvil\.grouped_mm: activation must be one of .* got 'swiglu'"),
+    ("masked x rank", "grouped_mm_masked", lambda d: m_args(d, x=t(d, 5, 16)), ValueError, r"anvil\.grouped_mm_masked: x must be 3-D \[E, max_rows, K\]"),
+    ("masked experts", "grouped_mm_masked", lambda d: m_args(d, x=t(d, 3, 5, 16)), ValueError, r"x has 3 experts \(its first dimension\) but weight has 2"),
+    ("masked counts dtype", "grouped_mm_masked", lambda d: m_args(d, counts=t(d, 2, dtype=FP16)), TypeError, r"counts must be int32 or int64, got fp16"),
+    ("masked counts length", "grouped_mm_masked", lambda d: m_args(d, counts=t(d, 2, 1, dtype=I32)), ValueError, r"counts must be 1-D of length 2 \(the rows each expert uses\), got sizes \[2, 1\]"),
+    ("fp8 scales mode", "linear_fp8", lambda d: f_args(d, scales="channel"), ValueError, r"anvil\.linear_fp8: scales must be one of 'block', 'tensor', 'rowcol', got 'channel'"),
+    ("fp8 activation", "linear_fp8", lambda d: f_args(d, activation="tanh"), ValueError, r"anvil\.linear_fp8: activation must be one of .* got 'tanh'"),
+    ("fp8 x dtype", "linear_fp8", lambda d: f_args(d, xq=t(d, 4, 32)), TypeError, r"x_q must be float8_e4m3fn or float8_e5m2, got bf16"),
+    ("fp8 weight dtype", "linear_fp8", lambda d: f_args(d, wq=t(d, 8, 32, dtype=torch.int8)), TypeError, r"weight_q must be float8_e4m3fn or float8_e5m2, got int8"),
+    ("fp8 e5m2 pair", "linear_fp8", lambda d: f_args(d, xq=t(d, 4, 32, dtype=E5M2), wq=t(d, 8, 32, dtype=E5M2), scales="tensor", sx=t(d, 1, dtype=F32), sw=t(d, 1, dtype=F32)), TypeError, r"x_q and weight_q are both float8_e5m2"),
+    ("fp8 block e5m2", "linear_fp8", lambda d: f_args(d, xq=t(d, 4, 32, dtype=E5M2)), TypeError, r"scales='block' needs float8_e4m3fn x_q and weight_q, got float8_e5m2 and float8_e4m3fn"),
+    ("fp8 out_dtype", "linear_fp8", lambda d: f_args(d, out_dtype=torch.float64), TypeError, r"out_dtype must be bf16, fp16 or fp32, got float64"),
+    ("fp8 x rank", "linear_fp8", lambda d: f_args(d, xq=t(d, 1, 4, 32, dtype=E4M3)), ValueError, r"x_q must be 2-D \[M, K\], got 3-D"),
+    ("fp8 weight rank", "linear_fp8", lambda d: f_args(d, wq=t(d, 1, 8, 32, dtype=E4M3)), ValueError, r"weight_q must be 2-D \[N, K\], got 3-D"),
+    ("fp8 mismatched K", "linear_fp8", lambda d: f_args(d, wq=t(d, 8, 48, dtype=E4M3)), ValueError, r"weight_q is \[8, 48\] but x_q has K = 32"),
+    ("fp8 K multiple of 16", "linear_fp8", lambda d: f_args(d, xq=t(d, 4, 24, dtype=E4M3), wq=t(d, 8, 24, dtype=E4M3)), ValueError, r"K must be a positive multiple of 16 \(FP8 rows are read in 16-byte units\), got 24"),
+    ("fp8 scale dtype", "linear_fp8", lambda d: f_args(d, sx=t(d, 1, 4)), TypeError, r"x_scale must be fp32, got bf16"),
+    ("fp8 block x_scale", "linear_fp8", lambda d: f_args(d, sx=t(d, 4, 1, dtype=F32)), ValueError, r"x_scale must be \[1, 4\] for scales='block' \(one per row of x_q and 128 columns, K-block-major, as anvil\.quantize_fp8 writes\), got sizes \[4, 1\]"),
+    ("fp8 block weight_scale", "linear_fp8", lambda d: f_args(d, sw=t(d, 1, dtype=F32)), ValueError, r"weight_scale must be \[1, 1\] for scales='block' \(one per 128 x 128 block of weight_q\), got sizes \[1\]"),
+    ("fp8 tensor scale", "linear_fp8", lambda d: f_args(d, scales="tensor", sx=t(d, 4, dtype=F32), sw=t(d, 1, dtype=F32)), ValueError, r"x_scale must hold one value for scales='tensor' \(sizes \[\] or \[1\]\), got sizes \[4\]"),
+    ("fp8 rowcol scale", "linear_fp8", lambda d: f_args(d, scales="rowcol", sx=t(d, 4, dtype=F32), sw=t(d, 4, dtype=F32)), ValueError, r"weight_scale must be \[8\] for scales='rowcol' \(one per row of weight_q\), got sizes \[4\]"),
+    ("fp8 bias dtype", "linear_fp8", lambda d: f_args(d, bias=t(d, 8, dtype=FP16)), TypeError, r"bias must be bf16 \(out_dtype\) or fp32, got fp16"),
+    ("fp8 bias length", "linear_fp8", lambda d: f_args(d, bias=t(d, 7, dtype=F32)), ValueError, r"bias must be 1-D of length 8 \(weight_q's rows\), got sizes \[7\]"),
+    ("quantize block", "quantize_fp8", lambda d: q_args(d, block=64), ValueError, r"anvil\.quantize_fp8: block must be 128 \(one scale per row and 128 columns\) or None \(one scale for the tensor\), got 64"),
+    ("quantize dtype", "quantize_fp8", lambda d: q_args(d, dtype=torch.int8), TypeError, r"dtype must be float8_e4m3fn or float8_e5m2, got int8"),
+    ("quantize x dtype", "quantize_fp8", lambda d: q_args(d, x=t(d, 4, 32, dtype=F32)), TypeError, r"anvil\.quantize_fp8: x must be bf16 or fp16, got fp32"),
+    ("quantize x rank", "quantize_fp8", lambda d: q_args(d, x=t(d, 2, 4, 32)), ValueError, r"x must be 2-D \[M, K\], got 3-D"),
+    ("quantize K multiple of 16", "quantize_fp8", lambda d: q_args(d, x=t(d, 4, 40)), ValueError, r"K must be a positive multiple of 16 .*got 40"),
+]
+
+
+@pytest.mark.parametrize("device", ["meta", "cpu"])
+@pytest.mark.parametrize("direct", [False, True], ids=["wrapper", "op"])
+@pytest.mark.parametrize("label,op,make,exc,pattern", NEW_ERRORS, ids=[e[0] for e in NEW_ERRORS])
+def test_grouped_and_fp8_argument_errors(device, direct, label, op, make, exc, pattern):
+    args, kwargs = make(device)
+    fn = getattr(torch.ops.anvil, op) if direct else getattr(anvil, op)
+    with pytest.raises(exc, match=pattern):
+        fn(*args, **kwargs)
+
+
+@pytest.mark.parametrize("op,make", [
+    ("grouped_mm", lambda: g_args("cpu")),
+    ("grouped_mm_masked", lambda: m_args("cpu", bias=t("cpu", 2, 8, dtype=F32))),
+    ("linear_fp8", lambda: f_args("cpu", bias=t("cpu", 8))),
+    ("linear_fp8", lambda: f_args("cpu", scales="rowcol", sx=t("cpu", 4, dtype=F32), sw=t("cpu", 8, dtype=F32))),
+    ("quantize_fp8", lambda: q_args("cpu", block=None, dtype=E5M2)),
+])
+def test_valid_cpu_calls_reach_the_device_check(op, make):
+    # Arguments that pass every check: the only complaint on CPU is the device, from both
+    # the wrapper and the C++ op.
+    args, kwargs = make()
+    first = {"grouped_mm": "x", "grouped_mm_masked": "x", "linear_fp8": "x_q", "quantize_fp8": "x"}[op]
+    for fn in (getattr(anvil, op), getattr(torch.ops.anvil, op)):
+        with pytest.raises(ValueError, match=rf"anvil\.{op}: {first} must be a CUDA tensor, got a tensor on cpu"):
+            fn(*args, **kwargs)
+
+
+def test_fp8_operands_must_be_k_contiguous():
+    xq = t("cpu", 32, 4, dtype=E4M3).t()  # [4, 32] with strides (1, 4)
+    with pytest.raises(ValueError, match=r"anvil\.linear_fp8: x_q has strides \(1, 4\); FP8 operands must be stored with a unit stride along K"):
+        anvil.linear_fp8(xq, t("cpu", 8, 32, dtype=E4M3), t("cpu", 1, 4, dtype=F32), t("cpu", 1, 1, dtype=F32))
+    wq = t("cpu", 32, 8, dtype=E4M3).t()
+    with pytest.raises(ValueError, match=r"weight_q has strides \(1, 8\)"):
+        anvil.linear_fp8(t("cpu", 4, 32, dtype=E4M3), wq, t("cpu", 1, 4, dtype=F32), t("cpu", 1, 1, dtype=F32))
+
+
+@pytest.mark.parametrize("label,op,make,exc,pattern", NEW_ERRORS, ids=[e[0] for e in NEW_ERRORS])
+def test_fake_kernel_and_cpp_messages_are_identical(label, op, make, exc, pattern):
+    # The fake kernel (meta tensors) and the C++ op (CPU tensors) raise the same exception
+    # type with the same text, word for word.
+    raised = []
+    for device in ("meta", "cpu"):
+        args, kwargs = make(device)
+        with pytest.raises(exc) as info:
+            getattr(torch.ops.anvil, op)(*args, **kwargs)
+        raised.append(str(info.value))
+    assert raised[0] == raised[1]

@@ -5,7 +5,13 @@ torch.compile with no graph break, CUDA-graph capture, streams, batch invariance
 Tolerances: anvil accumulates in fp32 and rounds once to the output dtype, so the error
 against an fp32 reference is one output rounding plus accumulation-order noise. Checked as
 max |y - ref| / max |ref| (outputs) with 1.5e-2 for bf16 (8-bit mantissa) and 3e-3 for
-fp16 (11-bit); gradients, which pass through one more rounded GEMM, at twice that."""
+fp16 (11-bit); gradients, which pass through one more rounded GEMM, at twice that.
+The grouped GEMM is checked the same way against a per-expert loop of x @ w.T in fp32. The
+FP8 GEMM is checked against the dequantized operands (q * scale in fp32) multiplied in fp32,
+so only the accumulation and the output rounding count: the output dtype's tolerance above
+(1e-3 for fp32), plus docs/fp8.md's accumulation term: 2^-10 with block scales (promoted
+every 128 K), 2^-12 (K/32 + 8) with tensor or row/column scales (the whole K in the tensor
+cores' truncating accumulator)."""
 
 import pytest
 import torch
@@ -282,3 +288,320 @@ def test_nn_linear_and_patch_forward():
     x = rand(2, 9, 256)
     with torch.no_grad():
         assert rel_err(lin(x), ref(x)) < TOL[BF16]
+
+
+# ---- grouped GEMM (mixture of experts) -------------------------------------------------------------
+
+
+def ref_grouped(x, w, starts, ends, b, act):
+    """Per-expert loop in fp32; rows no expert owns are zeros (what anvil.grouped_mm returns)."""
+    y = torch.zeros(x.shape[0], w.shape[1], device=DEV, dtype=torch.float32)
+    for e, (s, t) in enumerate(zip(starts, ends)):
+        if t > s:
+            z = x[s:t].float() @ w[e].float().t()
+            if b is not None:
+                z = z + b[e].float()
+            y[s:t] = ref_act(z, act)
+    return y
+
+
+def routing(counts, index_dtype):
+    """torch._grouped_mm's offs (cumulative row ends) for per-expert row counts."""
+    ends = torch.tensor(counts, dtype=torch.int64).cumsum(0)
+    return ends.to(DEV, index_dtype), [int(v) for v in ends - torch.tensor(counts)], [int(v) for v in ends]
+
+
+@pytest.mark.parametrize("dtype", [BF16, FP16])
+@pytest.mark.parametrize("act", anvil.ACTIVATIONS)
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
+@pytest.mark.parametrize("shape", [(384, 256), (200, 136)])  # (N, K): on and off the tile grid
+def test_grouped_mm_matches_per_expert_loop(dtype, act, index_dtype, shape):
+    n, k = shape
+    counts = [0, 1, 37, 0, 300, 64, 129, 5]  # empty, one-row, unaligned and multi-tile experts
+    experts, routed = len(counts), sum(counts)
+    rows = routed + 11  # trailing rows no expert owns
+    x = rand(rows, k, dtype=dtype)
+    x[routed:] = float("nan")  # never read into an owned row
+    w = rand(experts, n, k, dtype=dtype, scale=k**-0.5)
+    offs, starts, ends = routing(counts, index_dtype)
+    for b in (None, rand(experts, n, dtype=torch.float32), rand(experts, n, dtype=dtype)):
+        y = anvil.grouped_mm(x, w, offs, b, act)
+        assert y.shape == (rows, n) and y.dtype == dtype
+        assert torch.equal(y[routed:], torch.zeros_like(y[routed:])), "rows no expert owns must be zeros"
+        ref = ref_grouped(x[:routed], w, starts, ends, b, act)
+        for e, (s, t) in enumerate(zip(starts, ends)):
+            if t > s:
+                assert torch.isfinite(y[s:t]).all(), f"expert {e}: non-finite output"
+        err = rel_err(y[:routed], ref)
+        assert err < TOL[dtype], (act, b is not None and b.dtype, err)
+
+
+@pytest.mark.parametrize("dtype", [BF16, FP16])
+def test_grouped_mm_masked_matches_per_expert_loop(dtype):
+    counts = [3, 0, 40, 17, 1, 40]
+    experts, max_rows, n, k = len(counts), 40, 256, 512
+    x = rand(experts, max_rows, k, dtype=dtype)
+    for e, c in enumerate(counts):
+        x[e, c:] = float("nan")  # rows past the count: never read into a used row
+    w, b = rand(experts, n, k, dtype=dtype, scale=k**-0.5), rand(experts, n, dtype=torch.float32)
+    cnt = torch.tensor(counts, device=DEV, dtype=torch.int32)
+    y = anvil.grouped_mm_masked(x, w, cnt, b, "silu")
+    assert y.shape == (experts, max_rows, n) and y.dtype == dtype
+    for e, c in enumerate(counts):
+        assert torch.equal(y[e, c:], torch.zeros_like(y[e, c:])), f"expert {e}: rows past counts[e] must be zeros"
+        if c:
+            ref = F.silu(x[e, :c].float() @ w[e].float().t() + b[e])
+            err = rel_err(y[e, :c], ref)
+            assert err < TOL[dtype], (e, c, err)
+
+
+def test_grouped_empty_experts_and_empty_input():
+    k, n = 64, 128
+    w = rand(4, n, k, scale=1 / 8)
+    # Every expert empty: all zeros, nothing launched that could write elsewhere.
+    x = rand(9, k)
+    y = anvil.grouped_mm(x, w, torch.zeros(4, device=DEV, dtype=torch.int32))
+    assert torch.equal(y, torch.zeros_like(y))
+    y = anvil.grouped_mm_masked(rand(4, 6, k), w, torch.zeros(4, device=DEV, dtype=torch.int64))
+    assert torch.equal(y, torch.zeros_like(y))
+    # No rows at all.
+    assert anvil.grouped_mm(rand(0, k), w, torch.zeros(4, device=DEV, dtype=torch.int32)).shape == (0, n)
+    # One expert owning everything (E = 1) equals a plain linear.
+    x = rand(33, k)
+    y = anvil.grouped_mm(x, w[:1], torch.tensor([33], device=DEV, dtype=torch.int32))
+    assert rel_err(y, ref_linear(x, w[0], None, "none", None)) < TOL[BF16]
+
+
+def test_grouped_invalid_offsets_leave_that_expert_zero():
+    # An offset past the rows is refused on the device: that expert is skipped (zeros), the
+    # others are computed.
+    k, n, rows = 64, 128, 20
+    x, w = rand(rows, k), rand(2, n, k, scale=1 / 8)
+    y = anvil.grouped_mm(x, w, torch.tensor([8, rows + 5], device=DEV, dtype=torch.int32))
+    assert rel_err(y[:8], ref_linear(x[:8], w[0], None, "none", None)) < TOL[BF16]
+    assert torch.equal(y[8:], torch.zeros_like(y[8:]))
+
+
+def test_grouped_cuda_graph_replays_with_new_routing():
+    # Captured once; the offsets (and the masked counts) are rewritten on the device before
+    # each replay. The host never reads them, so every replay follows the routing it finds.
+    experts, k, n, rows = 6, 256, 384, 200
+    x, w = rand(rows, k), rand(experts, n, k, scale=1 / 16)
+    xm = rand(experts, 32, k)
+    offs = torch.zeros(experts, device=DEV, dtype=torch.int32)
+    cnt = torch.zeros(experts, device=DEV, dtype=torch.int32)
+    routings = [[10, 0, 50, 40, 100, 0], [0, 0, 0, 0, 0, 200], [33, 33, 33, 33, 33, 35], [1, 2, 3, 4, 5, 6]]
+    step = lambda: (anvil.grouped_mm(x, w, offs, None, "gelu"), anvil.grouped_mm_masked(xm, w, cnt))  # noqa: E731
+    offs.copy_(routing(routings[0], torch.int32)[0])
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        step()  # warm-up outside capture
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y, ym = step()
+    for r in routings:
+        o, starts, ends = routing(r, torch.int32)
+        offs.copy_(o)
+        cnt.copy_(torch.tensor([min(c, 32) for c in r], device=DEV, dtype=torch.int32))
+        g.replay()
+        torch.cuda.synchronize()
+        eager, eager_m = step()
+        assert torch.equal(y, eager), f"contiguous replay differs from eager for routing {r}"
+        assert torch.equal(ym, eager_m), f"masked replay differs from eager for routing {r}"
+        routed = ends[-1]
+        assert rel_err(y[:routed], ref_grouped(x, w, starts, ends, None, "gelu")[:routed]) < TOL[BF16], r
+        assert torch.equal(y[routed:], torch.zeros_like(y[routed:])), f"routing {r}: unowned rows not zero"
+
+
+def test_grouped_runs_on_the_current_stream():
+    # The offsets anvil reads are built and the output zeroed on the current stream too.
+    x, w = rand(256, 512), rand(4, 1024, 512, scale=1 / 22)
+    offs = torch.tensor([64, 64, 200, 256], device=DEV, dtype=torch.int32)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(10_000_000)  # keep the side stream busy: work on another stream would race
+        offs2 = offs * 1  # produced on s
+        y = anvil.grouped_mm(x, w, offs2)
+    s.synchronize()
+    assert torch.equal(y, anvil.grouped_mm(x, w, offs))
+
+
+def test_grouped_compile_fullgraph_matches_eager():
+    x, w = rand(50, 128), rand(3, 256, 128, scale=1 / 11)
+    offs = torch.tensor([20, 20, 50], device=DEV, dtype=torch.int32)
+    f = lambda x, offs: anvil.grouped_mm(x, w, offs, None, "relu")  # noqa: E731
+    torch._dynamo.reset()
+    assert torch.equal(torch.compile(f, fullgraph=True)(x, offs), f(x, offs))
+
+
+# ---- FP8 -------------------------------------------------------------------------------------------
+
+E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
+FMAX = {E4M3: 448.0, E5M2: 57344.0}
+OUT_TOL = {BF16: 1.5e-2, FP16: 3e-3, torch.float32: 1e-3}
+
+
+def quantize_ref(x, groups_k, dtype=E4M3):
+    """Reference of anvil's rule: per row and 128 columns (groups_k=128) or per tensor (None):
+    scale = amax / fmax (1 for an all-zero group), q = satfinite(rn(x / scale))."""
+    xf = x.float()
+    m, k = xf.shape
+    if groups_k is None:
+        amax = xf.abs().amax()
+        scale = torch.where(amax > 0, amax / FMAX[dtype], torch.ones_like(amax)).reshape(1)
+        q = (xf / scale).clamp(-FMAX[dtype], FMAX[dtype]).to(dtype)
+        return q, scale
+    kb = (k + 127) // 128
+    scale = torch.empty(kb, m, device=x.device)
+    q = torch.empty(m, k, device=x.device, dtype=dtype)
+    for b in range(kb):
+        blk = xf[:, 128 * b : 128 * (b + 1)]
+        amax = blk.abs().amax(1)
+        s = torch.where(amax > 0, amax / FMAX[dtype], torch.ones_like(amax))
+        scale[b] = s
+        q[:, 128 * b : 128 * (b + 1)] = (blk / s[:, None]).clamp(-FMAX[dtype], FMAX[dtype]).to(dtype)
+    return q, scale
+
+
+def quantize_weight_blocks(w):
+    """Per 128 x 128 block of w [N, K] (e4m3): weight_q and weight_scale [ceil(N/128), ceil(K/128)]."""
+    n, k = w.shape
+    nb, kb = (n + 127) // 128, (k + 127) // 128
+    wf = w.float()
+    scale = torch.empty(nb, kb, device=w.device)
+    q = torch.empty(n, k, device=w.device, dtype=E4M3)
+    for i in range(nb):
+        for j in range(kb):
+            blk = wf[128 * i : 128 * (i + 1), 128 * j : 128 * (j + 1)]
+            s = blk.abs().amax().clamp_min(1e-12) / 448.0
+            scale[i, j] = s
+            q[128 * i : 128 * (i + 1), 128 * j : 128 * (j + 1)] = (blk / s).clamp(-448, 448).to(E4M3)
+    return q, scale
+
+
+def dequant(q, scale, scales, rows_block):
+    """q * scale in fp32 for the scale layouts of anvil.linear_fp8 (rows_block: x's layout)."""
+    qf = q.float()
+    m, k = qf.shape
+    if scales == "tensor":
+        return qf * scale.reshape(())
+    if scales == "rowcol":
+        return qf * scale[:, None]
+    col_block = torch.arange(k, device=q.device) // 128
+    if rows_block:  # x: scale [ceil(K/128), M]
+        return qf * scale[col_block].t()
+    row_block = torch.arange(m, device=q.device) // 128  # weight: scale [ceil(N/128), ceil(K/128)]
+    return qf * scale[row_block][:, col_block]
+
+
+def fp8_operands(m, n, k, scales, x_dtype=E4M3, w_dtype=E4M3):
+    x, w = rand(m, k), rand(n, k, scale=k**-0.5)
+    if scales == "block":
+        xq, sx = anvil.quantize_fp8(x)
+        wq, sw = quantize_weight_blocks(w)
+    elif scales == "tensor":
+        xq, sx = quantize_ref(x, None, x_dtype)
+        wq, sw = quantize_ref(w, None, w_dtype)
+        sw = sw.reshape(())  # a 0-d scale is accepted as well as [1]
+    else:  # per row of x, per output channel of w; scales in [0.5, 1.5] x amax / fmax
+        xf, wf = x.float(), w.float()
+        sx = xf.abs().amax(1) / FMAX[x_dtype] * (0.5 + torch.rand(m, device=DEV))
+        sw = wf.abs().amax(1) / FMAX[w_dtype] * (0.5 + torch.rand(n, device=DEV))
+        xq = (xf / sx[:, None]).clamp(-FMAX[x_dtype], FMAX[x_dtype]).to(x_dtype)
+        wq = (wf / sw[:, None]).clamp(-FMAX[w_dtype], FMAX[w_dtype]).to(w_dtype)
+    return xq, wq, sx, sw
+
+
+def fp8_tol(out_dtype, scales, k):
+    acc = 2.0**-10 if scales == "block" else 2.0**-12 * (k / 32 + 8)
+    return OUT_TOL[out_dtype] + acc
+
+
+@pytest.mark.parametrize("scales", ["block", "tensor", "rowcol"])
+@pytest.mark.parametrize("out_dtype", [BF16, FP16, torch.float32])
+@pytest.mark.parametrize("shape", [(128, 256, 512), (5, 200, 272), (1, 384, 1024), (300, 136, 2048)])
+def test_linear_fp8_matches_dequantized_reference(scales, out_dtype, shape):
+    m, n, k = shape
+    xq, wq, sx, sw = fp8_operands(m, n, k, scales)
+    b = rand(n, dtype=torch.float32)
+    for bias, act in [(None, "none"), (b, "gelu"), (b.to(out_dtype), "silu")]:
+        y = anvil.linear_fp8(xq, wq, sx, sw, scales=scales, bias=bias, activation=act, out_dtype=out_dtype)
+        assert y.shape == (m, n) and y.dtype == out_dtype
+        z = dequant(xq, sx, scales, True) @ dequant(wq, sw, scales, False).t()
+        ref = ref_act(z + bias.float() if bias is not None else z, act)
+        err = rel_err(y, ref)
+        assert err < fp8_tol(out_dtype, scales, k), (scales, act, bias is not None, err)
+
+
+@pytest.mark.parametrize("pair", [(E5M2, E4M3), (E4M3, E5M2)])
+@pytest.mark.parametrize("scales", ["tensor", "rowcol"])
+def test_linear_fp8_mixed_pairs(pair, scales):
+    m, n, k = 64, 256, 512
+    xq, wq, sx, sw = fp8_operands(m, n, k, scales, *pair)
+    y = anvil.linear_fp8(xq, wq, sx, sw, scales=scales)
+    ref = dequant(xq, sx, scales, True) @ dequant(wq, sw, scales, False).t()
+    assert rel_err(y, ref) < fp8_tol(BF16, scales, k)
+
+
+@pytest.mark.parametrize("block", [128, None])
+@pytest.mark.parametrize("dtype", [E4M3, E5M2])
+@pytest.mark.parametrize("x_dtype", [BF16, FP16])
+def test_quantize_fp8_follows_its_rule_bit_for_bit(block, dtype, x_dtype):
+    m, k = 37, 400  # K off the 128 grid: a last block of 16 columns
+    x = rand(m, k, dtype=x_dtype, scale=3.0)
+    x[5] = 0  # an all-zero row: scale 1 for its blocks
+    x[7, :128] = 0
+    q, s = anvil.quantize_fp8(x, block, dtype)
+    q_ref, s_ref = quantize_ref(x, block, dtype)
+    assert q.dtype == dtype and q.shape == (m, k) and s.dtype == torch.float32 and s.shape == s_ref.shape
+    bad = (s != s_ref).nonzero()
+    assert bad.numel() == 0, f"{bad.shape[0]} scales differ, first at {bad[0].tolist()}: {s[tuple(bad[0])]} vs {s_ref[tuple(bad[0])]}"
+    qb, rb = q.view(torch.uint8), q_ref.view(torch.uint8)
+    bad = (qb != rb).nonzero()
+    assert bad.numel() == 0, (
+        f"{bad.shape[0]} of {m * k} values differ, first at {bad[0].tolist()}: x = {x[tuple(bad[0])].item()}, "
+        f"got byte {qb[tuple(bad[0])].item():#04x}, expected {rb[tuple(bad[0])].item():#04x}"
+    )
+
+
+def test_fp8_cuda_graph_rereads_scales():
+    # The scales are read by the kernel on every launch: a graph replays with new ones.
+    m, n, k = 16, 256, 512
+    x, (wq, sw) = rand(m, k), quantize_weight_blocks(rand(n, k, scale=k**-0.5))
+    step = lambda: anvil.linear_fp8(*anvil.quantize_fp8(x), wq, sw)  # noqa: E731
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        step()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = step()
+    for _ in range(3):
+        x.copy_(rand(m, k))
+        sw.mul_(1.5)
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(y, step())
+
+
+def test_opcheck_grouped_and_fp8_ops():
+    x, w = rand(40, 128), rand(3, 256, 128, scale=1 / 11)
+    offs = torch.tensor([10, 10, 40], device=DEV, dtype=torch.int32)
+    xq, wq, sx, sw = fp8_operands(8, 256, 256, "block")
+    xqt, wqt, sxt, swt = fp8_operands(8, 256, 256, "tensor")
+    xqr, wqr, sxr, swr = fp8_operands(8, 256, 256, "rowcol")
+    cases = [
+        (torch.ops.anvil.grouped_mm.default, (x, w, offs, rand(3, 256), "gelu"), {}),
+        (torch.ops.anvil.grouped_mm.default, (x, w, offs.long()), {}),
+        (torch.ops.anvil.grouped_mm_masked.default, (rand(3, 16, 128), w, torch.tensor([0, 16, 5], device=DEV), None, "silu"), {}),
+        (torch.ops.anvil.linear_fp8.default, (xq, wq, sx, sw), {}),
+        (torch.ops.anvil.linear_fp8.default, (xqt, wqt, sxt, swt, rand(256)), {"scales": "tensor", "out_dtype": FP16}),
+        (torch.ops.anvil.linear_fp8.default, (xqr, wqr, sxr, swr), {"scales": "rowcol", "activation": "relu", "out_dtype": torch.float32}),
+        (torch.ops.anvil.quantize_fp8.default, (rand(8, 256),), {}),
+        (torch.ops.anvil.quantize_fp8.default, (rand(8, 256, dtype=FP16), None, E5M2), {}),
+    ]
+    for op, args, kwargs in cases:
+        torch.library.opcheck(op, args, kwargs)
