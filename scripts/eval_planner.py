@@ -3,8 +3,9 @@
 
     python3 scripts/eval_planner.py TUNE.json --plan build/tools/anvil-plan [--baseline OLD-anvil-plan]
 
-TUNE.json is a record of `anvil-tune --verbose` (every candidate plan of every shape with
-its measured time, e.g. bench/results/h200-2026-12-02-61e48f5-tune-verbose-bf16.json).
+TUNE.json is a record written by `anvil-tune --record FILE` (every candidate plan of every
+shape with its measured time; bench/results/h200-2026-12-02-61e48f5-tune-verbose-bf16.json
+is one, converted from `--verbose` output).
 For each shape the script asks `anvil-plan M N K` which plan the planner picks, finds that
 plan among the measured candidates and divides its time by the fastest candidate's. It
 prints the geomean of that ratio (1.0: the planner always picks the best measured plan),

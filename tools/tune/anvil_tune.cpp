@@ -59,6 +59,8 @@ constexpr const char* kUsage =
     "  --device D             CUDA device [0]\n"
     "  --list                 print each shape's candidate plans and exit (no GPU needed)\n"
     "  --verbose              also print every candidate's search time\n"
+    "  --record FILE          write every shape's candidates and times as JSON, the record\n"
+    "                         scripts/eval_planner.py evaluates a planner against\n"
     "  -h, --help             this text\n"
     "\n"
     "One line per shape: the candidates measured, the planner's plan and time, the best\n"
@@ -76,6 +78,7 @@ struct Options {
   int device = 0;
   bool list = false;
   bool verbose = false;
+  std::string record_path;
 };
 
 constexpr int kSearchRepeats = 3;
@@ -125,6 +128,8 @@ Options parse(int argc, char** argv) {
       o.list = true;
     } else if (a == "--verbose") {
       o.verbose = true;
+    } else if (a == "--record") {
+      o.record_path = value();
     } else if (a == "--batch-invariant") {
       o.batch_invariant = true;
     } else if (a == "--max-candidates") {
@@ -412,7 +417,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 // Tunes one shape; returns true with an entry where a plan beat the planner's.
 bool tune_shape(const Shape& sh, int index, int total, const Options& opt, const cudaDeviceProp& prop,
-                cudaStream_t stream, anvil::detail::TunedEntry* entry) {
+                cudaStream_t stream, anvil::detail::TunedEntry* entry, nlohmann::json* record) {
   const auto t0 = std::chrono::steady_clock::now();
   GemmDesc desc = anvil::linear_desc(sh.m, sh.n, sh.k, opt.dtype, opt.dtype);
   desc.batch_invariant = opt.batch_invariant;
@@ -503,6 +508,19 @@ bool tune_shape(const Shape& sh, int index, int total, const Options& opt, const
               untuned != nullptr ? untuned->label.c_str() : "planner (failed)", planner_us, best->label.c_str(),
               best->final_us, gain, keep ? "tuned" : "planner kept", seconds_since(t0));
   std::fflush(stdout);
+  if (record != nullptr) {
+    nlohmann::json row;
+    row["name"] = sh.name;
+    row["M"] = sh.m, row["N"] = sh.n, row["K"] = sh.k;
+    row["planner"] = untuned != nullptr ? untuned->label : std::string("planner (failed)");
+    row["planner_us"] = planner_us > 0 ? planner_us : 0.0;
+    row["best"] = best->label;
+    row["best_us"] = best->final_us;
+    nlohmann::json search = nlohmann::json::object();
+    for (const auto* c : live) search[c->label] = c->search_us;
+    row["candidates_search_us"] = search;
+    record->push_back(row);
+  }
   if (!keep) return false;
   entry->problem = anvil::detail::tuning_problem(desc);
   entry->plan = best->overrides;
@@ -562,9 +580,25 @@ int run(int argc, char** argv) {
               opt.dtype == DataType::kBF16 ? "bf16" : "fp16", id->gpu.c_str(), id->sm_count, id->cuda_runtime,
               opt.out_path.c_str());
   const auto t0 = std::chrono::steady_clock::now();
+  nlohmann::json record;
+  if (!opt.record_path.empty()) {
+    record["tool"] = "anvil-tune --record";
+    record["gpu"] = id->gpu;
+    record["sm_count"] = id->sm_count;
+    record["cuda_runtime"] = id->cuda_runtime;
+    record["date"] = cache.date;
+    record["commit"] = bench::commit_id();
+    record["dtype"] = opt.dtype == DataType::kBF16 ? "bf16" : "fp16";
+    record["shapes"] = opt.shapes_path;
+    record["method"] = "each candidate verified, then timed in interleaved CUDA-graph replays of --search-replay-ms "
+                       "(candidates_search_us); the planner's plan and the two fastest again in replays of "
+                       "--final-replay-ms (planner_us, best_us)";
+    record["rows"] = nlohmann::json::array();
+  }
   for (size_t i = 0; i < shapes.size(); ++i) {
     anvil::detail::TunedEntry e;
-    if (tune_shape(shapes[i], int(i + 1), int(shapes.size()), opt, prop, stream, &e)) {
+    if (tune_shape(shapes[i], int(i + 1), int(shapes.size()), opt, prop, stream, &e,
+                   opt.record_path.empty() ? nullptr : &record["rows"])) {
       // Two shapes of one file may be the same problem: the later measurement stands.
       cache.entries.erase(std::remove_if(cache.entries.begin(), cache.entries.end(),
                                          [&](const auto& x) { return x.problem == e.problem; }),
@@ -572,6 +606,9 @@ int run(int argc, char** argv) {
       cache.entries.push_back(e);
     }
     if (!write_text(opt.out_path, anvil::detail::tuning_cache_json(cache))) bench::fatal("cannot write %s", opt.out_path.c_str());
+    if (!opt.record_path.empty() && !write_text(opt.record_path, record.dump(1))) {
+      bench::fatal("cannot write %s", opt.record_path.c_str());
+    }
   }
   // The written cache must load: the same checks the library makes.
   anvil::detail::TuningCache back;
