@@ -372,6 +372,25 @@ std::vector<GroupedCase> grouped_cases() {
 INSTANTIATE_TEST_SUITE_P(Grouped, GroupedSweep, ::testing::ValuesIn(grouped_cases()),
                          [](const ::testing::TestParamInfo<GroupedCase>& info) { return info.param.name; });
 
+// Replays a captured grouped call once per routing (bounds uploaded before each replay, D
+// poisoned) and checks each result against the reference and the unowned rows untouched.
+void replay_with_routings(GroupedOperands& op, const GroupedGemmDesc& desc, cudaGraphExec_t exec,
+                          cudaStream_t stream, const std::vector<std::vector<int64_t>>& routings) {
+  for (size_t i = 0; i < routings.size(); ++i) {
+    SCOPED_TRACE("routing " + std::to_string(i));
+    ASSERT_NO_FATAL_FAILURE(poison_d(op, stream));
+    ASSERT_NO_FATAL_FAILURE(upload_bounds(op.bounds, routings[i], desc.index_type, stream));
+    CHECK_CUDA(cudaGraphLaunch(exec, stream));
+    ASSERT_TRUE(wait_bounded(stream, 30.0));
+    EXPECT_EQ(read_flags(op), 0);
+    CHECK_CUDA(verify::reference_grouped(desc, op.args, routings[i], op.ref.as_float(), stream));
+    const verify::GroupedComparison cmp = verify::compare_grouped(desc, op.d.get(), op.ref.as_float(), routings[i], stream);
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    EXPECT_TRUE(cmp.passed) << verify::describe(cmp);
+    expect_unowned_rows_untouched(op, routings[i]);
+  }
+}
+
 // The masked layout in a CUDA graph captured once: each replay reads the counts the device
 // holds at that moment, whatever they were at capture.
 TEST(GroupedGraph, MaskedReplaysWithChangingCounts) {
@@ -410,20 +429,7 @@ TEST(GroupedGraph, MaskedReplaysWithChangingCounts) {
       std::vector<int64_t>(16, 96),
       mixed_rows(16, 96, 2),
   };
-  for (size_t i = 0; i < routings.size(); ++i) {
-    SCOPED_TRACE("routing " + std::to_string(i));
-    ASSERT_NO_FATAL_FAILURE(poison_d(op, stream.handle));
-    ASSERT_NO_FATAL_FAILURE(upload_bounds(op.bounds, routings[i], desc.index_type, stream.handle));
-    CHECK_CUDA(cudaGraphLaunch(exec, stream.handle));
-    ASSERT_TRUE(wait_bounded(stream.handle, 30.0));
-    EXPECT_EQ(read_flags(op), 0);
-    CHECK_CUDA(verify::reference_grouped(desc, op.args, routings[i], op.ref.as_float(), stream.handle));
-    const verify::GroupedComparison cmp =
-        verify::compare_grouped(desc, op.d.get(), op.ref.as_float(), routings[i], stream.handle);
-    CHECK_CUDA(cudaStreamSynchronize(stream.handle));
-    EXPECT_TRUE(cmp.passed) << verify::describe(cmp);
-    expect_unowned_rows_untouched(op, routings[i]);
-  }
+  ASSERT_NO_FATAL_FAILURE(replay_with_routings(op, desc, exec, stream.handle, routings));
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
 }
@@ -454,20 +460,7 @@ TEST(GroupedGraph, CaptureAsFirstCall) {
   CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
   const std::vector<std::vector<int64_t>> routings = {
       {0, 40, 40, 240, 331, 331}, {0, 0, 0, 0, 0, 331}, {5, 6, 100, 100, 101, 300}, {0, 0, 0, 0, 0, 0}};
-  for (size_t i = 0; i < routings.size(); ++i) {
-    SCOPED_TRACE("offsets set " + std::to_string(i));
-    ASSERT_NO_FATAL_FAILURE(poison_d(op, stream.handle));
-    ASSERT_NO_FATAL_FAILURE(upload_bounds(op.bounds, routings[i], desc.index_type, stream.handle));
-    CHECK_CUDA(cudaGraphLaunch(exec, stream.handle));
-    ASSERT_TRUE(wait_bounded(stream.handle, 30.0));
-    EXPECT_EQ(read_flags(op), 0);
-    CHECK_CUDA(verify::reference_grouped(desc, op.args, routings[i], op.ref.as_float(), stream.handle));
-    const verify::GroupedComparison cmp =
-        verify::compare_grouped(desc, op.d.get(), op.ref.as_float(), routings[i], stream.handle);
-    CHECK_CUDA(cudaStreamSynchronize(stream.handle));
-    EXPECT_TRUE(cmp.passed) << verify::describe(cmp);
-    expect_unowned_rows_untouched(op, routings[i]);
-  }
+  ASSERT_NO_FATAL_FAILURE(replay_with_routings(op, desc, exec, stream.handle, routings));
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
 }

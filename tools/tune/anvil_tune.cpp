@@ -511,7 +511,9 @@ bool tune_shape(const Shape& sh, int index, int total, const Options& opt, const
   if (record != nullptr) {
     nlohmann::json row;
     row["name"] = sh.name;
-    row["M"] = sh.m, row["N"] = sh.n, row["K"] = sh.k;
+    row["M"] = sh.m;
+    row["N"] = sh.n;
+    row["K"] = sh.k;
     row["planner"] = untuned != nullptr ? untuned->label : std::string("planner (failed)");
     row["planner_us"] = planner_us > 0 ? planner_us : 0.0;
     row["best"] = best->label;
