@@ -445,12 +445,13 @@ OUT_TOL = {BF16: 1.5e-2, FP16: 3e-3, torch.float32: 1e-3}
 
 def quantize_ref(x, groups_k, dtype=E4M3):
     """Reference of anvil's rule: per row and 128 columns (groups_k=128) or per tensor (None):
-    scale = amax / fmax (1 for an all-zero group), q = satfinite(rn(x / scale))."""
+    scale = amax / fmax (1 for an all-zero group), q = satfinite(rn(x / scale)). The division is
+    by a tensor: torch divides by a Python scalar as a multiply by its reciprocal, an ulp away."""
     xf = x.float()
     m, k = xf.shape
     if groups_k is None:
         amax = xf.abs().amax()
-        scale = torch.where(amax > 0, amax / FMAX[dtype], torch.ones_like(amax)).reshape(1)
+        scale = torch.where(amax > 0, amax / torch.full_like(amax, FMAX[dtype]), torch.ones_like(amax)).reshape(1)
         q = (xf / scale).clamp(-FMAX[dtype], FMAX[dtype]).to(dtype)
         return q, scale
     kb = (k + 127) // 128
@@ -459,7 +460,7 @@ def quantize_ref(x, groups_k, dtype=E4M3):
     for b in range(kb):
         blk = xf[:, 128 * b : 128 * (b + 1)]
         amax = blk.abs().amax(1)
-        s = torch.where(amax > 0, amax / FMAX[dtype], torch.ones_like(amax))
+        s = torch.where(amax > 0, amax / torch.full_like(amax, FMAX[dtype]), torch.ones_like(amax))
         scale[b] = s
         q[:, 128 * b : 128 * (b + 1)] = (blk / s[:, None]).clamp(-FMAX[dtype], FMAX[dtype]).to(dtype)
     return q, scale
