@@ -49,15 +49,20 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
                                                       StageBarriers<Config::kStages>& barriers,
                                                       uint64_t* mainloop_done = nullptr, bool no_rows = false) {
   using Mma = sm90::WgmmaSS<Config::kBlockN, kInput>;
-  bool multiply = true;
   if constexpr (input_bytes<Config>() == 1) {
-    multiply = !no_rows;
     if (no_rows) {
 #pragma unroll
       for (int slab = 0; slab < Config::kSlabs; ++slab) {
 #pragma unroll
         for (int i = 0; i < Config::kBlockN / 2; ++i) acc[slab][i] = 0.0f;
       }
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
+        release_stage<Config>(barriers, ring.stage);
+        ring.advance();
+      }
+      if (mainloop_done != nullptr && threadIdx.x % 128 == 0) sm90::mbarrier_arrive(mainloop_done);
+      return;
     }
   }
   int previous_stage = -1;
@@ -69,18 +74,16 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
     // A stage wider than one swizzle row along K holds one 128-byte-swizzled box per row
     // width (64 bf16 or 128 fp8 values), box after box: kBlockM (A) or kBlockN (B) rows each.
     constexpr int kBoxBytesA = Config::kBlockM * 128, kBoxBytesB = Config::kBlockN * 128;
-    if (multiply) {
 #pragma unroll
-      for (int kk = 0; kk < Config::kBlockK * input_bytes<Config>() / 32; ++kk) {
-        const int box = kk / 4, step = kk % 4;
+    for (int kk = 0; kk < Config::kBlockK * input_bytes<Config>() / 32; ++kk) {
+      const int box = kk / 4, step = kk % 4;
 #pragma unroll
-        for (int slab = 0; slab < Config::kSlabs; ++slab) {
-          // 64 rows x 128 bytes per slab; a K step (k16 of 16-bit or k32 of 8-bit values) is
-          // 32 bytes along each swizzled row.
-          Mma::template mma<0, 0>(
-              acc[slab], sm90::make_kmajor_sw128_desc(a + box * kBoxBytesA + slab * 64 * 128 + step * 32),
-              sm90::make_kmajor_sw128_desc(b + box * kBoxBytesB + step * 32), kt > 0 || kk > 0);
-        }
+      for (int slab = 0; slab < Config::kSlabs; ++slab) {
+        // 64 rows x 128 bytes per slab; a K step (k16 of 16-bit or k32 of 8-bit values) is
+        // 32 bytes along each swizzled row.
+        Mma::template mma<0, 0>(
+            acc[slab], sm90::make_kmajor_sw128_desc(a + box * kBoxBytesA + slab * 64 * 128 + step * 32),
+            sm90::make_kmajor_sw128_desc(b + box * kBoxBytesB + step * 32), kt > 0 || kk > 0);
       }
     }
     sm90::wgmma_commit_group();
