@@ -37,14 +37,34 @@ __device__ __forceinline__ void release_stage(StageBarriers<Config::kStages>& ba
 
 // mainloop_done (ping-pong only, else null) is arrived on once the last stage has been
 // waited for and its wgmma issued: the other warpgroup may then start its tile.
+// no_rows (8-bit configurations only): every row of this warpgroup is past M, as for the
+// second warpgroup of a tile when M <= 64. It then waits for and frees each stage like the
+// others but multiplies nothing: the rows would be TMA's zeros, never stored, and the
+// tensor cores are the bound of small-M FP8 tiles.
 template <class Config, sm90::Input kInput>
 __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlabs][Config::kBlockN / 2], int consumer,
                                                       int k_tiles, StageRing<Config::kStages>& ring,
                                                       uint8_t (*tiles_a)[Config::kStageBytesA],
                                                       uint8_t (*tiles_b)[Config::kStageBytesB],
                                                       StageBarriers<Config::kStages>& barriers,
-                                                      uint64_t* mainloop_done = nullptr) {
+                                                      uint64_t* mainloop_done = nullptr, bool no_rows = false) {
   using Mma = sm90::WgmmaSS<Config::kBlockN, kInput>;
+  if constexpr (input_bytes<Config>() == 1) {
+    if (no_rows) {
+#pragma unroll
+      for (int slab = 0; slab < Config::kSlabs; ++slab) {
+#pragma unroll
+        for (int i = 0; i < Config::kBlockN / 2; ++i) acc[slab][i] = 0.0f;
+      }
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
+        release_stage<Config>(barriers, ring.stage);
+        ring.advance();
+      }
+      if (mainloop_done != nullptr && threadIdx.x % 128 == 0) sm90::mbarrier_arrive(mainloop_done);
+      return;
+    }
+  }
   int previous_stage = -1;
   for (int kt = 0; kt < k_tiles; ++kt) {
     sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
@@ -107,6 +127,17 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
                        (t % 32) / 4;
   const int64_t row1 = row0 + 8;
   const bool has_row0 = row0 < scales.rows, has_row1 = row1 < scales.rows;
+  // Every row of this warpgroup past M (the second warpgroup when M <= 64): wait for and
+  // free the stages, multiply nothing (run_consumer_mainloop's no_rows).
+  const bool no_rows = int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer) >= scales.rows;
+  if (no_rows) {
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
+      release_stage<Config>(barriers, ring.stage);
+      ring.advance();
+    }
+    return;
+  }
   const float* scale_b = scales.b + int64_t{tile.n_tile} * k_tiles;
   for (int kt = 0; kt < k_tiles; ++kt) {
     const float sb = __ldg(scale_b + kt);

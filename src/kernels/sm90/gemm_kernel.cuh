@@ -142,6 +142,11 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
         if constexpr (Config::kBlockScales) {
           run_block_scaled_mainloop<Config, kInput>(acc, consumer, params.k_tiles, params.scales, tile, ring, shared.a,
                                                     shared.b, shared.barriers);
+        } else if constexpr (Config::kElementBytes == 1) {
+          const bool no_rows =
+              int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer) >= params.scales.rows;
+          run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b,
+                                                shared.barriers, done, no_rows);
         } else {
           run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b,
                                                 shared.barriers, done);
