@@ -222,7 +222,15 @@ def main():
             for r in results:
                 if r["workload"] == w and r["linear"] == "anvil" and r["mode"] == "eager":
                     r["logits_rel_err_vs_cublas"] = err
+        # Written after every workload, so a run cut short keeps the workloads it finished.
+        write_json(args, report, results)
 
+    print(markdown(results, modes, args))
+
+
+def write_json(args, report, results):
+    if not args.json:
+        return
     env = dict(
         torch=torch.__version__,
         device=torch.cuda.get_device_name() if args.device != "cpu" else "cpu",
@@ -234,10 +242,8 @@ def main():
         warmup=args.warmup,
         patch_report=str(report) if report is not None else None,
     )
-    print(markdown(results, modes, args))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(dict(env=env, results=results), f, indent=1)
+    with open(args.json, "w") as f:
+        json.dump(dict(env=env, results=results), f, indent=1)
 
 
 def markdown(results, modes, args) -> str:

@@ -366,18 +366,18 @@ void plan_fp8(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, con
                               : choose_fp8_variant(desc.m, desc.n, desc.batch, sms, desc.a.dtype, desc.b.dtype, desc.scales);
   p.fp8_variant = v;
   p.tile = fp8_tile_shape(v);
-  p.cluster = ClusterShape{2, 1};
+  p.cluster = fp8_cluster_shape(v);
   p.stages = fp8_stages(v);
   p.schedule = GemmSchedule::kCooperative;
   p.main_rows = desc.m;
   p.k_splits = 1;
   p.workspace_bytes = 0;
-  const WavePlan w = wave_plan(desc.m, desc.n, desc.batch, p.tile, sms, 2, 1);
+  const WavePlan w = wave_plan(desc.m, desc.n, desc.batch, p.tile, sms, p.cluster.m, p.cluster.n);
   if (forced) {
     say(p.tile_reason, "%s forced: %lld tiles, %.2f waves", fp8_variant_name(v), static_cast<long long>(w.tiles), w.waves);
   } else if (desc.scales == ScaleMode::kBlock128) {
-    say(p.tile_reason, "%s: block scales promote every 128-wide K block (%lld tiles, %.2f waves)", fp8_variant_name(v),
-        static_cast<long long>(w.tiles), w.waves);
+    say(p.tile_reason, "%s: block scales promote every 128-wide K block; fewest waves x area / speed (%lld tiles, "
+        "%.2f waves)", fp8_variant_name(v), static_cast<long long>(w.tiles), w.waves);
   } else {
     say(p.tile_reason, "%s: fewest waves x area / speed (%lld tiles, %.2f waves)", fp8_variant_name(v),
         static_cast<long long>(w.tiles), w.waves);

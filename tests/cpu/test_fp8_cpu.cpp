@@ -167,8 +167,7 @@ TEST(Fp8Planner, FP8GoesToSm90Fp8Only) {
       EXPECT_GT(std::strlen(p.tile_reason), 0u);
       EXPECT_EQ(p.workspace_bytes, 0u);
       EXPECT_EQ(p.k_splits, 1);
-      if (scales == ScaleMode::kBlock128) EXPECT_EQ(p.fp8_variant, Fp8Variant::kBlockPair);
-      else EXPECT_NE(p.fp8_variant, Fp8Variant::kBlockPair);
+      EXPECT_EQ(fp8_block_variant(p.fp8_variant), scales == ScaleMode::kBlock128) << fp8_variant_name(p.fp8_variant);
     }
   }
   // No other family takes FP8, forced or not; sm90-fp8 takes nothing else.
@@ -199,21 +198,50 @@ TEST(Fp8Planner, TilesFollowTheWaves) {
   // 4096 x 4096: 512 wide tiles (3.88 waves) against 1024 narrow ones (7.76 waves, slower
   // per unit of area): wide.
   EXPECT_EQ(plan(fp8_linear(4096, 4096, 4096), device).fp8_variant, Fp8Variant::kWidePair);
-  // 128 x 7168: 28 wide tiles (56 CTAs in 2-CTA clusters) leave 76 of 132 SMs idle; 56
-  // narrow tiles take 112.
-  EXPECT_EQ(plan(fp8_linear(128, 7168, 4096), device).fp8_variant, Fp8Variant::kNarrowPair);
-  // The cost model itself: narrow wins exactly where its waves x area / speed is lower.
-  for (int64_t m : {64, 256, 1000, 4096}) {
+  // 256 x 7168: 28 wide tiles per row of tiles leave SMs idle; 56 narrow ones per row fill
+  // 112 of 132.
+  EXPECT_EQ(plan(fp8_linear(256, 7168, 4096), device).fp8_variant, Fp8Variant::kNarrowPair);
+  // The cost model itself: the chosen variant is one that runs the problem, and none that
+  // runs it is cheaper.
+  for (int64_t m : {1, 64, 128, 200, 256, 1000, 4096}) {
     for (int64_t n : {576, 1536, 7168, 24576}) {
-      const Fp8Variant v = choose_fp8_variant(m, n, 1, 132, DataType::kE4M3, DataType::kE4M3, ScaleMode::kTensor);
-      const auto cost = [&](Fp8Variant x, double speed) {
-        const TileShape t = fp8_tile_shape(x);
-        return estimated_cost(wave_plan(m, n, 1, t, 132, 2, 1), t, speed, 132);
-      };
-      const bool narrow = cost(Fp8Variant::kNarrowPair, kFp8NarrowRelativeSpeed) < cost(Fp8Variant::kWidePair, 1.0);
-      EXPECT_EQ(v, narrow ? Fp8Variant::kNarrowPair : Fp8Variant::kWidePair) << m << " x " << n;
+      for (ScaleMode scales : {ScaleMode::kTensor, ScaleMode::kBlock128}) {
+        const Fp8Variant v = choose_fp8_variant(m, n, 1, 132, DataType::kE4M3, DataType::kE4M3, scales);
+        EXPECT_TRUE(fp8_variant_runs(v, DataType::kE4M3, DataType::kE4M3, scales));
+        for (int i = 0; i < kFp8Variants; ++i) {
+          const Fp8Variant other = static_cast<Fp8Variant>(i);
+          if (!fp8_variant_runs(other, DataType::kE4M3, DataType::kE4M3, scales)) continue;
+          EXPECT_LE(fp8_variant_cost(v, m, n, 1, 132), fp8_variant_cost(other, m, n, 1, 132))
+              << m << " x " << n << ": " << fp8_variant_name(v) << " against " << fp8_variant_name(other);
+        }
+      }
     }
   }
+}
+
+// One row of 128-row tiles (M <= 128): a pair along M would give its second CTA rows past M
+// only, so the pairs run along N, multicasting A; with an even row count they stay along M.
+TEST(Fp8Planner, OddTileRowsPairAlongN) {
+  const DeviceInfo device = DeviceInfo::h200();
+  for (ScaleMode scales : {ScaleMode::kTensor, ScaleMode::kRowColumn, ScaleMode::kBlock128}) {
+    for (int64_t m : {1, 16, 64, 128}) {
+      const LaunchPlan p = plan(fp8_linear(m, 7168, 2048, scales), device);
+      EXPECT_TRUE(fp8_pairs_along_n(p.fp8_variant)) << m << ": " << fp8_variant_name(p.fp8_variant);
+      EXPECT_EQ(p.cluster.m, 1);
+      EXPECT_EQ(p.cluster.n, 2);
+    }
+    const LaunchPlan even = plan(fp8_linear(256, 7168, 2048, scales), device);
+    EXPECT_FALSE(fp8_pairs_along_n(even.fp8_variant)) << fp8_variant_name(even.fp8_variant);
+    EXPECT_EQ(even.cluster.m, 2);
+  }
+  // The cost counts the padded tiles: 64 x 7168 in narrow pairs along M runs 2 x 56 tiles,
+  // along N 56.
+  EXPECT_EQ(wave_plan(64, 7168, 1, fp8_tile_shape(Fp8Variant::kNarrowPair), 132, 2, 1).tiles, 112);
+  EXPECT_EQ(wave_plan(64, 7168, 1, fp8_tile_shape(Fp8Variant::kNarrowPairN), 132, 1, 2).tiles, 56);
+  // The mixed e5m2 pairs have one configuration, along M, at any M.
+  GemmDesc mixed = fp8_linear(64, 7168, 2048);
+  mixed.b.dtype = DataType::kE5M2;
+  EXPECT_EQ(plan(mixed, device).fp8_variant, Fp8Variant::kNarrowPair);
 }
 
 TEST(Fp8Planner, ForcedVariantIsHonoured) {

@@ -134,13 +134,18 @@ TEST(Fp8Decode, OneToSixteenRows) {
   }
 }
 
-// Both whole-tile configurations for the non-block modes, forced.
-TEST(Fp8Variants, WideAndNarrowPairs) {
+// Every configuration, forced, on a ragged problem and a one-row one; the pairs along N
+// also on an odd number of tile columns (their cluster's second CTA then has no columns).
+TEST(Fp8Variants, EveryConfiguration) {
   REQUIRE_SM90();
-  for (int v : {static_cast<int>(Fp8Variant::kWidePair), static_cast<int>(Fp8Variant::kNarrowPair)}) {
-    for (ScaleMode scales : {ScaleMode::kTensor, ScaleMode::kRowColumn}) {
-      ASSERT_NO_FATAL_FAILURE(run_and_check(fp8_desc(300, 700, 640, scales), 3000 + uint64_t(v), v));
-      ASSERT_NO_FATAL_FAILURE(run_and_check(fp8_desc(1, 512, 512, scales, DataType::kF32), 3100 + uint64_t(v), v));
+  for (int i = 0; i < anvil::detail::kFp8Variants; ++i) {
+    const Fp8Variant v = static_cast<Fp8Variant>(i);
+    const bool block = anvil::detail::fp8_block_variant(v);
+    for (ScaleMode scales : block ? std::vector<ScaleMode>{ScaleMode::kBlock128}
+                                  : std::vector<ScaleMode>{ScaleMode::kTensor, ScaleMode::kRowColumn}) {
+      ASSERT_NO_FATAL_FAILURE(run_and_check(fp8_desc(300, 700, 640, scales), 3000 + uint64_t(i), i));
+      ASSERT_NO_FATAL_FAILURE(run_and_check(fp8_desc(1, 512, 512, scales, DataType::kF32), 3100 + uint64_t(i), i));
+      ASSERT_NO_FATAL_FAILURE(run_and_check(fp8_desc(64, 384, 1024, scales), 3200 + uint64_t(i), i));
     }
   }
 }

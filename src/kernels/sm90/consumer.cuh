@@ -105,8 +105,9 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
 // cores' FP8 accumulation keeps fewer mantissa bits than fp32 (docs/fp8.md measures the
 // difference), so the running total never stays in it for more than one K block.
 // The stage is freed as soon as its wgmma group retires: the promotion needs only
-// registers. The scale loads are issued before the stage is awaited, so their latency
-// hides behind the wait; rows past M get scale 0 (they are never stored).
+// registers. Each K block's scales are loaded two blocks ahead: a block's wgmma takes a few
+// hundred cycles, less than a scale's first read from DRAM, and the promotion waits on
+// both. Rows past M get scale 0 (they are never stored).
 template <class Config, sm90::Input kInput>
 __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::kSlabs][Config::kBlockN / 2],
                                                           int consumer, int k_tiles, const Fp8Scales& scales,
@@ -139,10 +140,23 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
     return;
   }
   const float* scale_b = scales.b + int64_t{tile.n_tile} * k_tiles;
+  struct BlockScales {
+    float b, a0, a1;
+  };
+  const auto load_scales = [&](int kt) {
+    BlockScales s{0.0f, 0.0f, 0.0f};
+    if (kt < k_tiles) {
+      s.b = __ldg(scale_b + kt);
+      if (has_row0) s.a0 = __ldg(scales.a + int64_t{kt} * scales.rows + row0);
+      if (has_row1) s.a1 = __ldg(scales.a + int64_t{kt} * scales.rows + row1);
+    }
+    return s;
+  };
+  BlockScales next = load_scales(0), after_next = load_scales(1);
   for (int kt = 0; kt < k_tiles; ++kt) {
-    const float sb = __ldg(scale_b + kt);
-    const float sa0 = has_row0 ? __ldg(scales.a + int64_t{kt} * scales.rows + row0) : 0.0f;
-    const float sa1 = has_row1 ? __ldg(scales.a + int64_t{kt} * scales.rows + row1) : 0.0f;
+    const BlockScales now = next;
+    next = after_next;
+    after_next = load_scales(kt + 2);
     sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
     sm90::wgmma_fence();
     const uint8_t* a = tiles_a[ring.stage] + consumer_row_offset<Config>(consumer) * 128;
@@ -157,7 +171,7 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
     sm90::wgmma_fence_operands(part);
     release_stage<Config>(barriers, ring.stage);
     ring.advance();
-    const float f0 = sa0 * sb, f1 = sa1 * sb;
+    const float f0 = now.a0 * now.b, f1 = now.a1 * now.b;
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) acc[0][i] = fmaf(part[i], (i & 2) ? f1 : f0, acc[0][i]);
   }

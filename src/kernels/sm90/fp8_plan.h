@@ -23,22 +23,42 @@ enum class Fp8Variant : int {
   // from zero and added, scaled, to an fp32 total (consumer.cuh). One B scale block per
   // tile, and room for the second set of accumulators.
   kBlockPair = 2,
+  // The same three in 2-CTA clusters along N multicasting A, for an odd number of 128-row
+  // tiles: a pair along M there gives half a cluster rows past M only (TMA's zeros, never
+  // stored), so at M <= 128 half the SMs would stream nothing useful. e4m3 x e4m3.
+  kWidePairN = 3,
+  kNarrowPairN = 4,
+  kBlockPairN = 5,
 };
-inline constexpr int kFp8Variants = 3;
+inline constexpr int kFp8Variants = 6;
 
-constexpr TileShape fp8_tile_shape(Fp8Variant v) {
-  return v == Fp8Variant::kWidePair ? TileShape{128, 256} : TileShape{128, 128};
+constexpr bool fp8_pairs_along_n(Fp8Variant v) {
+  return v == Fp8Variant::kWidePairN || v == Fp8Variant::kNarrowPairN || v == Fp8Variant::kBlockPairN;
 }
-constexpr int fp8_stages(Fp8Variant v) { return v == Fp8Variant::kWidePair ? 4 : 6; }
+constexpr bool fp8_block_variant(Fp8Variant v) { return v == Fp8Variant::kBlockPair || v == Fp8Variant::kBlockPairN; }
+constexpr bool fp8_wide_variant(Fp8Variant v) { return v == Fp8Variant::kWidePair || v == Fp8Variant::kWidePairN; }
+constexpr TileShape fp8_tile_shape(Fp8Variant v) { return fp8_wide_variant(v) ? TileShape{128, 256} : TileShape{128, 128}; }
+constexpr ClusterShape fp8_cluster_shape(Fp8Variant v) {
+  return fp8_pairs_along_n(v) ? ClusterShape{1, 2} : ClusterShape{2, 1};
+}
+constexpr int fp8_stages(Fp8Variant v) { return fp8_wide_variant(v) ? 4 : 6; }
 constexpr const char* fp8_variant_name(Fp8Variant v) {
-  return v == Fp8Variant::kWidePair ? "fp8-wide-pair" : v == Fp8Variant::kNarrowPair ? "fp8-narrow-pair" : "fp8-block-pair";
+  switch (v) {
+    case Fp8Variant::kWidePair: return "fp8-wide-pair";
+    case Fp8Variant::kNarrowPair: return "fp8-narrow-pair";
+    case Fp8Variant::kBlockPair: return "fp8-block-pair";
+    case Fp8Variant::kWidePairN: return "fp8-wide-pair-n";
+    case Fp8Variant::kNarrowPairN: return "fp8-narrow-pair-n";
+    case Fp8Variant::kBlockPairN: return "fp8-block-pair-n";
+  }
+  return "fp8-wide-pair";
 }
-// Which variants run which problems: block scales only on kBlockPair, the e5m2 pairs only
-// on kNarrowPair (the only configuration that instantiates them).
+// Which variants run which problems: block scales only on the block pairs, the e5m2 pairs
+// only on kNarrowPair (the only configuration that instantiates them).
 constexpr bool fp8_variant_runs(Fp8Variant v, DataType a, DataType b, ScaleMode scales) {
   const bool mixed = a != DataType::kE4M3 || b != DataType::kE4M3;
-  if (scales == ScaleMode::kBlock128) return v == Fp8Variant::kBlockPair && !mixed;
-  if (v == Fp8Variant::kBlockPair) return false;
+  if (scales == ScaleMode::kBlock128) return fp8_block_variant(v) && !mixed;
+  if (fp8_block_variant(v)) return false;
   return !mixed || v == Fp8Variant::kNarrowPair;
 }
 
@@ -48,18 +68,40 @@ constexpr bool fp8_variant_runs(Fp8Variant v, DataType a, DataType b, ScaleMode 
 // 0.77, multicast recovers part of it.
 inline constexpr double kFp8NarrowRelativeSpeed = 0.85;
 
-// The variant for a problem: fixed by the scale mode and the input pair where only one
-// configuration runs it, else the one with the lower estimated cost (waves x tile area /
-// speed, as for sm90-gemm), ties to the wide pairs.
+// Pairs along N against pairs along M, per unit of tile area: sm90-gemm's measured ratio
+// for its 16-bit pairs (plan.h, kWidePairNRelativeSpeed): 40 KiB of L2 reads per CTA and
+// K step instead of 32.
+inline constexpr double kFp8PairNRelativeSpeed = 0.98;
+
+inline double fp8_relative_speed(Fp8Variant v) {
+  const double width = fp8_wide_variant(v) || fp8_block_variant(v) ? 1.0 : kFp8NarrowRelativeSpeed;
+  return width * (fp8_pairs_along_n(v) ? kFp8PairNRelativeSpeed : 1.0);
+}
+
+// estimated_cost (waves x tile area / speed, as for sm90-gemm) of a variant: the waves count
+// the cluster's padding, the rows or columns of tiles past the problem that a pair still
+// runs.
+inline double fp8_variant_cost(Fp8Variant v, int64_t m, int64_t n, int64_t batch, int sm_count) {
+  const TileShape tile = fp8_tile_shape(v);
+  const ClusterShape cluster = fp8_cluster_shape(v);
+  return estimated_cost(wave_plan(m, n, batch, tile, sm_count, cluster.m, cluster.n), tile, fp8_relative_speed(v),
+                        sm_count);
+}
+
+// The variant for a problem: the cheapest of those that run it (fp8_variant_runs), ties to
+// the earlier in the order wide pair, narrow pair, block pair, then their pairs along N.
 inline Fp8Variant choose_fp8_variant(int64_t m, int64_t n, int64_t batch, int sm_count, DataType a, DataType b,
                                      ScaleMode scales) {
-  if (scales == ScaleMode::kBlock128) return Fp8Variant::kBlockPair;
-  if (!fp8_variant_runs(Fp8Variant::kWidePair, a, b, scales)) return Fp8Variant::kNarrowPair;
-  const TileShape wide = fp8_tile_shape(Fp8Variant::kWidePair), narrow = fp8_tile_shape(Fp8Variant::kNarrowPair);
-  const double wide_cost = estimated_cost(wave_plan(m, n, batch, wide, sm_count, 2, 1), wide, 1.0, sm_count);
-  const double narrow_cost =
-      estimated_cost(wave_plan(m, n, batch, narrow, sm_count, 2, 1), narrow, kFp8NarrowRelativeSpeed, sm_count);
-  return narrow_cost < wide_cost ? Fp8Variant::kNarrowPair : Fp8Variant::kWidePair;
+  Fp8Variant best = Fp8Variant::kNarrowPair;
+  double best_cost = 0.0;
+  bool found = false;
+  for (int i = 0; i < kFp8Variants; ++i) {
+    const Fp8Variant v = static_cast<Fp8Variant>(i);
+    if (!fp8_variant_runs(v, a, b, scales)) continue;
+    const double cost = fp8_variant_cost(v, m, n, batch, sm_count);
+    if (!found || cost < best_cost) best = v, best_cost = cost, found = true;
+  }
+  return best;
 }
 
 }  // namespace anvil::detail

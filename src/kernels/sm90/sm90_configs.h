@@ -118,6 +118,36 @@ using Fp8BlockPair = KernelConfig<KernelSpec{.block_n = 128,
                                              .element_bytes = 1,
                                              .block_scales = true}>;
 
+// The pairs along N (multicasting A) for an odd number of 128-row tiles.
+using Fp8WidePairN = KernelConfig<KernelSpec{.block_n = 256,
+                                             .consumers = 2,
+                                             .slabs_per_consumer = 1,
+                                             .stages = 4,
+                                             .cluster_ctas = 2,
+                                             .tma_store = true,
+                                             .store_rounds = 2,
+                                             .cluster_axis = ClusterAxis::kN,
+                                             .element_bytes = 1}>;
+using Fp8NarrowPairN = KernelConfig<KernelSpec{.block_n = 128,
+                                               .consumers = 2,
+                                               .slabs_per_consumer = 1,
+                                               .stages = 6,
+                                               .cluster_ctas = 2,
+                                               .tma_store = true,
+                                               .store_rounds = 2,
+                                               .cluster_axis = ClusterAxis::kN,
+                                               .element_bytes = 1}>;
+using Fp8BlockPairN = KernelConfig<KernelSpec{.block_n = 128,
+                                              .consumers = 2,
+                                              .slabs_per_consumer = 1,
+                                              .stages = 6,
+                                              .cluster_ctas = 2,
+                                              .tma_store = true,
+                                              .store_rounds = 2,
+                                              .cluster_axis = ClusterAxis::kN,
+                                              .element_bytes = 1,
+                                              .block_scales = true}>;
+
 // Calls f with a value of the configuration type that runs `variant`.
 template <class F>
 constexpr auto with_variant_config(Sm90Variant variant, F&& f) {
@@ -144,6 +174,9 @@ constexpr auto with_fp8_variant_config(Fp8Variant variant, F&& f) {
     case Fp8Variant::kWidePair: return f(Fp8WidePair{});
     case Fp8Variant::kNarrowPair: return f(Fp8NarrowPair{});
     case Fp8Variant::kBlockPair: return f(Fp8BlockPair{});
+    case Fp8Variant::kWidePairN: return f(Fp8WidePairN{});
+    case Fp8Variant::kNarrowPairN: return f(Fp8NarrowPairN{});
+    case Fp8Variant::kBlockPairN: return f(Fp8BlockPairN{});
   }
   return f(Fp8WidePair{});
 }
