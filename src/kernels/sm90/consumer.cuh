@@ -4,8 +4,6 @@
 // a stage is released only once the group that read it has retired.
 #pragma once
 
-#include <type_traits>
-
 #include "arch/sm90/mbarrier.cuh"
 #include "arch/sm90/wgmma.cuh"
 #include "kernels/sm90/kernel_config.h"
@@ -102,17 +100,14 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
 }
 
 // The mainloop with DeepSeek-V3 block scales (ScaleMode::kBlock128): every stage is one
-// 128-wide K block, which wgmma sums from zero into one of two partial sets; once that
-// group has retired, the warpgroup adds part * sa(row, kb) * sb(n block, kb) to the fp32
-// total in acc. The tensor cores' FP8 accumulation keeps fewer mantissa bits than fp32
-// (docs/fp8.md measures the difference), so the running total never stays in it for more
-// than one K block. The two sets let block kb + 1's wgmma run while block kb is scaled
-// and added: with one set, each K block would drain the tensor pipe before its promotion
-// (wait for every group, then add), and the warpgroup's next wgmma would wait for both.
-// A stage is freed as soon as its group retires: the promotion needs only registers.
-// Each K block's scales are loaded two blocks ahead: a block's wgmma takes a few hundred
-// cycles, less than a scale's first read from DRAM. Rows past M get scale 0 (they are
-// never stored).
+// 128-wide K block, which wgmma sums into `part` from zero; once it has retired, the
+// warpgroup adds part * sa(row, kb) * sb(n block, kb) to the fp32 total in acc. The tensor
+// cores' FP8 accumulation keeps fewer mantissa bits than fp32 (docs/fp8.md measures the
+// difference), so the running total never stays in it for more than one K block.
+// The stage is freed as soon as its wgmma group retires: the promotion needs only
+// registers. Each K block's scales are loaded two blocks ahead: a block's wgmma takes a few
+// hundred cycles, less than a scale's first read from DRAM, and the promotion waits on
+// both. Rows past M get scale 0 (they are never stored).
 template <class Config, sm90::Input kInput>
 __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::kSlabs][Config::kBlockN / 2],
                                                           int consumer, int k_tiles, const Fp8Scales& scales,
@@ -123,6 +118,7 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
   static_assert(Config::kBlockScales && Config::kBlockK == 128, "one 128-wide scale block of K per stage");
   using Mma = sm90::WgmmaSS<Config::kBlockN, kInput>;
   constexpr int kAcc = Config::kBlockN / 2;
+  float part[kAcc];
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) acc[0][i] = 0.0f;
   const int t = threadIdx.x % 128;
@@ -159,19 +155,8 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
     }
     return s;
   };
-  const auto promote = [&](float(&part)[kAcc], const BlockScales& s) {
-    const float f0 = s.a0 * s.b, f1 = s.a1 * s.b;
-#pragma unroll
-    for (int i = 0; i < kAcc; ++i) acc[0][i] = fmaf(part[i], (i & 2) ? f1 : f0, acc[0][i]);
-  };
-  float part[2][kAcc];
-  BlockScales next = load_scales(0), after_next = load_scales(1), pending{0.0f, 0.0f, 0.0f};
-  int pending_stage = 0;
-  // K block kt into part[kBuffer]; then the previous block, in the other set, is retired,
-  // freed and promoted while this one runs. kBuffer is a constant so that both sets stay
-  // in registers.
-  const auto step = [&](auto buffer, int kt) {
-    constexpr int kBuffer = decltype(buffer)::value;
+  BlockScales next = load_scales(0), after_next = load_scales(1);
+  for (int kt = 0; kt < k_tiles; ++kt) {
     const BlockScales now = next;
     next = after_next;
     after_next = load_scales(kt + 2);
@@ -181,32 +166,17 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
     const uint8_t* b = tiles_b[ring.stage];
 #pragma unroll
     for (int kk = 0; kk < Config::kRowBytes / 32; ++kk) {
-      Mma::template mma<0, 0>(part[kBuffer], sm90::make_kmajor_sw128_desc(a + kk * 32),
-                              sm90::make_kmajor_sw128_desc(b + kk * 32), kk > 0);
+      Mma::template mma<0, 0>(part, sm90::make_kmajor_sw128_desc(a + kk * 32), sm90::make_kmajor_sw128_desc(b + kk * 32),
+                              kk > 0);
     }
     sm90::wgmma_commit_group();
-    if (kt > 0) {
-      sm90::wgmma_wait_group<1>();
-      sm90::wgmma_fence_operands(part[1 - kBuffer]);
-      release_stage<Config>(barriers, pending_stage);
-      promote(part[1 - kBuffer], pending);
-    }
-    pending = now;
-    pending_stage = ring.stage;
+    sm90::wgmma_wait_group<0>();
+    sm90::wgmma_fence_operands(part);
+    release_stage<Config>(barriers, ring.stage);
     ring.advance();
-  };
-  for (int kt = 0; kt < k_tiles; kt += 2) {
-    step(std::integral_constant<int, 0>{}, kt);
-    if (kt + 1 < k_tiles) step(std::integral_constant<int, 1>{}, kt + 1);
-  }
-  sm90::wgmma_wait_group<0>();
-  release_stage<Config>(barriers, pending_stage);
-  if ((k_tiles - 1) % 2 == 0) {
-    sm90::wgmma_fence_operands(part[0]);
-    promote(part[0], pending);
-  } else {
-    sm90::wgmma_fence_operands(part[1]);
-    promote(part[1], pending);
+    const float f0 = now.a0 * now.b, f1 = now.a1 * now.b;
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[0][i] = fmaf(part[i], (i & 2) ? f1 : f0, acc[0][i]);
   }
 }
 
