@@ -219,18 +219,22 @@ TEST(Fp8Planner, TilesFollowTheWaves) {
   }
 }
 
-// One row of 128-row tiles (M <= 128): a pair along M would give its second CTA rows past M
-// only, so the pairs run along N, multicasting A; with an even row count they stay along M.
+// One row of 128-row tiles (M <= 128): a pair along M gives its second CTA rows past M
+// only. On a wide weight those CTAs add waves (36864 columns: 576 narrow tiles in pairs
+// along M, 5 waves; 288 along N, 3), so the pairs run along N, multicasting A; with an even
+// row count they stay along M. Where both fit one wave (7168 columns) they cost the same
+// and the pairs along M are kept.
 TEST(Fp8Planner, OddTileRowsPairAlongN) {
   const DeviceInfo device = DeviceInfo::h200();
   for (ScaleMode scales : {ScaleMode::kTensor, ScaleMode::kRowColumn, ScaleMode::kBlock128}) {
+    EXPECT_FALSE(fp8_pairs_along_n(plan(fp8_linear(64, 7168, 2048, scales), device).fp8_variant));
     for (int64_t m : {1, 16, 64, 128}) {
-      const LaunchPlan p = plan(fp8_linear(m, 7168, 2048, scales), device);
+      const LaunchPlan p = plan(fp8_linear(m, 36864, 2048, scales), device);
       EXPECT_TRUE(fp8_pairs_along_n(p.fp8_variant)) << m << ": " << fp8_variant_name(p.fp8_variant);
       EXPECT_EQ(p.cluster.m, 1);
       EXPECT_EQ(p.cluster.n, 2);
     }
-    const LaunchPlan even = plan(fp8_linear(256, 7168, 2048, scales), device);
+    const LaunchPlan even = plan(fp8_linear(256, 36864, 2048, scales), device);
     EXPECT_FALSE(fp8_pairs_along_n(even.fp8_variant)) << fp8_variant_name(even.fp8_variant);
     EXPECT_EQ(even.cluster.m, 2);
   }

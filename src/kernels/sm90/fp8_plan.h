@@ -25,7 +25,8 @@ enum class Fp8Variant : int {
   kBlockPair = 2,
   // The same three in 2-CTA clusters along N multicasting A, for an odd number of 128-row
   // tiles: a pair along M there gives half a cluster rows past M only (TMA's zeros, never
-  // stored), so at M <= 128 half the SMs would stream nothing useful. e4m3 x e4m3.
+  // stored), CTAs that count in the waves. At M <= 128 on a wide weight that doubles them.
+  // e4m3 x e4m3.
   kWidePairN = 3,
   kNarrowPairN = 4,
   kBlockPairN = 5,
