@@ -615,7 +615,7 @@ def test_opcheck_grouped_and_fp8_ops():
         (torch.ops.anvil.grouped_mm.default, (x, w, offs.long()), {}),
         (torch.ops.anvil.grouped_mm_masked.default, (rand(3, 16, 128), w, torch.tensor([0, 16, 5], device=DEV), None, "silu"), {}),
         (torch.ops.anvil.linear_fp8.default, (xq, wq, sx, sw), {}),
-        (torch.ops.anvil.linear_fp8.default, (xqt, wqt, sxt, swt, rand(256)), {"scales": "tensor", "out_dtype": FP16}),
+        (torch.ops.anvil.linear_fp8.default, (xqt, wqt, sxt, swt, rand(256, dtype=FP16)), {"scales": "tensor", "out_dtype": FP16}),
         (torch.ops.anvil.linear_fp8.default, (xqr, wqr, sxr, swr), {"scales": "rowcol", "activation": "relu", "out_dtype": torch.float32}),
         (torch.ops.anvil.quantize_fp8.default, (rand(8, 256),), {}),
         (torch.ops.anvil.quantize_fp8.default, (rand(8, 256, dtype=FP16), None, E5M2), {}),
