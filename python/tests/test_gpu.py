@@ -213,20 +213,7 @@ def test_opcheck_every_op():
         (torch.ops.anvil.bmm.default, (rand(2, 64, 128), rand(2, 128, 32)), {"batch_invariant": True}),
     ]
     for op, args, kwargs in cases:
-        if any(isinstance(a, torch.Tensor) and a.dtype in (E4M3, E5M2) for a in args):
-            # torch's schema check compares each input before and after the call with ops
-            # (mul) that float8 tensors lack on CUDA; the same properties are checked here
-            # byte for byte: no input changed, the output aliases none.
-            before = [a.view(torch.uint8).clone() if a.dtype in (E4M3, E5M2) else a.clone()
-                      for a in args if isinstance(a, torch.Tensor)]
-            out = op(*args, **kwargs)
-            after = [a.view(torch.uint8) if a.dtype in (E4M3, E5M2) else a for a in args if isinstance(a, torch.Tensor)]
-            assert all(torch.equal(b, a) for b, a in zip(before, after)), f"{op} changed an input"
-            assert all(out.data_ptr() != a.data_ptr() for a in args if isinstance(a, torch.Tensor)), f"{op} aliases an input"
-            torch.library.opcheck(op, args, kwargs,
-                                  test_utils=("test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic"))
-        else:
-            torch.library.opcheck(op, args, kwargs)
+        torch.library.opcheck(op, args, kwargs)
 
 
 def test_compile_fullgraph_matches_eager():
@@ -604,6 +591,20 @@ def test_fp8_cuda_graph_rereads_scales():
         assert torch.equal(y, step())
 
 
+def opcheck_fp8(op, args, kwargs):
+    """torch.library.opcheck for an op with float8 inputs. torch's schema check compares each
+    input before and after the call with ops (mul) that float8 tensors lack on CUDA; the same
+    properties are checked here byte for byte: no input changed, the output aliases none."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    as_bytes = lambda t: t.view(torch.uint8) if t.dtype in (E4M3, E5M2) else t  # noqa: E731
+    before = [as_bytes(t).clone() for t in tensors]
+    out = op(*args, **kwargs)
+    assert all(torch.equal(b, as_bytes(t)) for b, t in zip(before, tensors)), f"{op} changed an input"
+    assert all(out.data_ptr() != t.data_ptr() for t in tensors), f"{op} aliases an input"
+    torch.library.opcheck(op, args, kwargs,
+                          test_utils=("test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic"))
+
+
 def test_opcheck_grouped_and_fp8_ops():
     x, w = rand(40, 128), rand(3, 256, 128, scale=1 / 11)
     offs = torch.tensor([10, 10, 40], device=DEV, dtype=torch.int32)
@@ -622,16 +623,6 @@ def test_opcheck_grouped_and_fp8_ops():
     ]
     for op, args, kwargs in cases:
         if any(isinstance(a, torch.Tensor) and a.dtype in (E4M3, E5M2) for a in args):
-            # torch's schema check compares each input before and after the call with ops
-            # (mul) that float8 tensors lack on CUDA; the same properties are checked here
-            # byte for byte: no input changed, the output aliases none.
-            before = [a.view(torch.uint8).clone() if a.dtype in (E4M3, E5M2) else a.clone()
-                      for a in args if isinstance(a, torch.Tensor)]
-            out = op(*args, **kwargs)
-            after = [a.view(torch.uint8) if a.dtype in (E4M3, E5M2) else a for a in args if isinstance(a, torch.Tensor)]
-            assert all(torch.equal(b, a) for b, a in zip(before, after)), f"{op} changed an input"
-            assert all(out.data_ptr() != a.data_ptr() for a in args if isinstance(a, torch.Tensor)), f"{op} aliases an input"
-            torch.library.opcheck(op, args, kwargs,
-                                  test_utils=("test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic"))
+            opcheck_fp8(op, args, kwargs)
         else:
             torch.library.opcheck(op, args, kwargs)

@@ -48,6 +48,7 @@ struct KernelSpec {
 
 template <KernelSpec kSpec>
 struct KernelConfig {
+  static constexpr KernelSpec kKernelSpec = kSpec;
   // K per stage: one 128-byte swizzle row, 64 bf16/fp16 or 128 fp8 values. Every K step of
   // wgmma reads 32 bytes of each row (k16 for 16-bit inputs, k32 for 8-bit ones).
   static constexpr int kElementBytes = kSpec.element_bytes;

@@ -118,35 +118,16 @@ using Fp8BlockPair = KernelConfig<KernelSpec{.block_n = 128,
                                              .element_bytes = 1,
                                              .block_scales = true}>;
 
-// The pairs along N (multicasting A) for an odd number of 128-row tiles.
-using Fp8WidePairN = KernelConfig<KernelSpec{.block_n = 256,
-                                             .consumers = 2,
-                                             .slabs_per_consumer = 1,
-                                             .stages = 4,
-                                             .cluster_ctas = 2,
-                                             .tma_store = true,
-                                             .store_rounds = 2,
-                                             .cluster_axis = ClusterAxis::kN,
-                                             .element_bytes = 1}>;
-using Fp8NarrowPairN = KernelConfig<KernelSpec{.block_n = 128,
-                                               .consumers = 2,
-                                               .slabs_per_consumer = 1,
-                                               .stages = 6,
-                                               .cluster_ctas = 2,
-                                               .tma_store = true,
-                                               .store_rounds = 2,
-                                               .cluster_axis = ClusterAxis::kN,
-                                               .element_bytes = 1}>;
-using Fp8BlockPairN = KernelConfig<KernelSpec{.block_n = 128,
-                                              .consumers = 2,
-                                              .slabs_per_consumer = 1,
-                                              .stages = 6,
-                                              .cluster_ctas = 2,
-                                              .tma_store = true,
-                                              .store_rounds = 2,
-                                              .cluster_axis = ClusterAxis::kN,
-                                              .element_bytes = 1,
-                                              .block_scales = true}>;
+// The same tiles and rings in 2-CTA clusters along N (multicasting A), for an odd number of
+// 128-row tiles (fp8_plan.h); e4m3 x e4m3 only.
+constexpr KernelSpec pairs_along_n(KernelSpec spec) {
+  spec.cluster_axis = ClusterAxis::kN;
+  spec.mixed_fp8 = false;
+  return spec;
+}
+using Fp8WidePairN = KernelConfig<pairs_along_n(Fp8WidePair::kKernelSpec)>;
+using Fp8NarrowPairN = KernelConfig<pairs_along_n(Fp8NarrowPair::kKernelSpec)>;
+using Fp8BlockPairN = KernelConfig<pairs_along_n(Fp8BlockPair::kKernelSpec)>;
 
 // Calls f with a value of the configuration type that runs `variant`.
 template <class F>
