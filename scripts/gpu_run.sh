@@ -78,9 +78,19 @@ fi
 if want tests; then
   # The gtest binaries directly, one process each: ctest would start a process (and a CUDA
   # context) per test case, minutes of device time for nothing.
+  # Fp8ColumnMajorInPlace holds the FP8 problem that did not finish (docs/fp8.md, Known
+  # defect): each of its tests runs alone under a timeout, so a hang names its test and
+  # stops nothing else.
   for t in anvil_cpu_tests anvil_plan_cache_tests anvil_gpu_tests; do
-    "$BUILD/tests/$t" --gtest_brief=1 >"$OUT/$t.log" 2>&1 || status=1
+    "$BUILD/tests/$t" --gtest_brief=1 --gtest_filter='-Fp8ColumnMajorInPlace.*' >"$OUT/$t.log" 2>&1 || status=1
     tail -5 "$OUT/$t.log"
+  done
+  for case in $("$BUILD/tests/anvil_gpu_tests" --gtest_list_tests --gtest_filter='Fp8ColumnMajorInPlace.*' | sed -n 's/^  //p'); do
+    timeout 60 "$BUILD/tests/anvil_gpu_tests" --gtest_brief=1 --gtest_filter="Fp8ColumnMajorInPlace.$case" \
+      >"$OUT/fp8-in-place-$case.log" 2>&1
+    rc=$?
+    [ $rc = 0 ] || status=1
+    echo "Fp8ColumnMajorInPlace.$case: $([ $rc = 124 ] && echo "did not finish in 60 s" || tail -1 "$OUT/fp8-in-place-$case.log")"
   done
 fi
 
