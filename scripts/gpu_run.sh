@@ -9,7 +9,9 @@
 #   scripts/gpu_run.sh full          every developer phase below, in this order (`all` too).
 #   scripts/gpu_run.sh phase ...     only these phases: build tests fuzz sanitize probe llm
 #                                    decode splits streamk fit anchors ablations epilogue
-#                                    unaligned square ladder moe.
+#                                    unaligned square ladder moe fp8 sweep torch.
+#                                    (torch needs the Python package installed:
+#                                    pip install --no-build-isolation .)
 #
 # Environment: OUT (results folder), ANVIL_BUILD_DIR (default build-gpu), DTYPE (bf16),
 # FUZZ_SEED (default: today's date as a number), FUZZ_PROBLEMS (2000).
@@ -105,6 +107,10 @@ if want fuzz; then
   timeout ${FUZZ_TIMEOUT:-480} "$BUILD/tools/fuzz/anvil-fuzz" --grouped --seed "${FUZZ_SEED:-$(date -u +%Y%m%d)}" \
     --problems "${FUZZ_GROUPED_PROBLEMS:-1000}" --json "$OUT/fuzz-grouped-$stamp.json" >"$OUT/fuzz-grouped.txt" 2>&1 || status=1
   grep -E "^FAIL|^anvil-fuzz" "$OUT/fuzz-grouped.txt" | tail -20
+  # FP8: every scale mode and input pair (docs/fp8.md).
+  timeout ${FUZZ_TIMEOUT:-480} "$BUILD/tools/fuzz/anvil-fuzz" --fp8 --seed "${FUZZ_SEED:-$(date -u +%Y%m%d)}" \
+    --problems "${FUZZ_FP8_PROBLEMS:-1000}" --json "$OUT/fuzz-fp8-$stamp.json" >"$OUT/fuzz-fp8.txt" 2>&1 || status=1
+  grep -E "^FAIL|^anvil-fuzz" "$OUT/fuzz-fp8.txt" | tail -20
 fi
 
 if want sanitize; then
@@ -269,6 +275,37 @@ if want moe; then
   python3 scripts/bench_moe_torch.py ${MOE_ONLY:+--only ${MOE_ONLY//,/ }} --json "$OUT/moe-torch-bf16-$stamp.json" \
     2>"$OUT/moe-torch.err" || status=1
   tail -3 "$OUT/moe-torch.err"
+fi
+
+if want fp8; then
+  # sm90-fp8 against cuBLASLt's FP8 matmul on suites/fp8.json, per-tensor and block scales.
+  for scales in tensor block; do
+    "$bench" --shapes suites/fp8.json --dtype e4m3 --scales $scales --json "$OUT/fp8-$scales-$stamp.json" \
+      2>"$OUT/fp8-$scales.err" | tee "$OUT/fp8-$scales.txt" || status=1
+  done
+fi
+
+if want sweep; then
+  # The sweep's held-out half (suites/sweep.json; no rule is fitted to it) in DTYPE, then in
+  # batch-invariant mode; anvil against cuBLAS in its normal mode.
+  python3 scripts/make_sweep.py --extract heldout -o "$OUT/sweep-heldout.json" || status=1
+  "$bench" --shapes "$OUT/sweep-heldout.json" --dtype "$DTYPE" --json "$OUT/sweep-heldout-$DTYPE-$stamp.json" \
+    2>"$OUT/sweep.err" >"$OUT/sweep.txt" || status=1
+  "$bench" --shapes "$OUT/sweep-heldout.json" --dtype "$DTYPE" --batch-invariant \
+    --json "$OUT/sweep-heldout-batch-invariant-$DTYPE-$stamp.json" 2>"$OUT/sweep-bi.err" >"$OUT/sweep-bi.txt" || status=1
+  rm -f "$OUT/sweep-heldout.json"
+fi
+
+if want torch; then
+  # PyTorch: one decode layer on cuBLAS, anvil and torch.compile max-autotune; the grouped
+  # GEMM against torch._grouped_mm is in the moe phase; then the whole-model table
+  # (the max-autotune compiles take minutes per workload).
+  if (cd /tmp && python3 -c "import anvil") >/dev/null 2>&1; then
+    python3 scripts/bench_tokens_torch.py --json "$OUT/tokens-torch-$stamp.json" 2>"$OUT/tokens-torch.err" || status=1
+    python3 scripts/bench_model.py --json "$OUT/bench-model-$stamp.json" 2>"$OUT/bench-model.err" || status=1
+  else
+    echo "torch phase skipped: the anvil Python package is not installed (pip install --no-build-isolation .)"
+  fi
 fi
 
 # The device tool returns at most 8 files: JSON results stay loose, logs go in one archive.
