@@ -162,23 +162,73 @@ Resources variant_resources(Sm90Variant v) {
   return with_variant_config(v, [](auto config) { return resources_of<decltype(config)>(); });
 }
 
+Resources fp8_variant_resources(Fp8Variant v) {
+  return with_fp8_variant_config(v, [](auto config) { return resources_of<decltype(config)>(); });
+}
+
 double problem_flops(const GemmDesc& d) { return 2.0 * d.m * d.n * d.k * d.batch; }
-// The least DRAM traffic: A and B read once, D written once.
-double problem_bytes(const GemmDesc& d, int out_bytes) {
-  return (2.0 * (static_cast<double>(d.m) * d.k + static_cast<double>(d.n) * d.k) +
+// The least DRAM traffic: A and B read once (in_bytes per element), D written once.
+double problem_bytes(const GemmDesc& d, int in_bytes, int out_bytes) {
+  return (in_bytes * (static_cast<double>(d.m) * d.k + static_cast<double>(d.n) * d.k) +
           static_cast<double>(out_bytes) * d.m * d.n) * d.batch;
 }
 
-void print_roofline(const GemmDesc& d, const DeviceInfo& dev, int out_bytes) {
-  const double flops = problem_flops(d), bytes = problem_bytes(d, out_bytes);
+// FP8 wgmma runs twice the dense 16-bit rate per SM: the roofline's compute floor takes
+// peak_rate_factor = 2 for 8-bit inputs.
+void print_roofline(const GemmDesc& d, const DeviceInfo& dev, int in_bytes, int out_bytes, double peak_rate_factor) {
+  const double flops = problem_flops(d), bytes = problem_bytes(d, in_bytes, out_bytes);
+  const double peak = dev.peak_flops() * peak_rate_factor;
   const double intensity = flops / bytes;
-  const double ridge = dev.peak_flops() / dev.hbm_bytes_per_second;
-  const double compute_us = flops / dev.peak_flops() * 1e6, memory_us = bytes / dev.hbm_bytes_per_second * 1e6;
+  const double ridge = peak / dev.hbm_bytes_per_second;
+  const double compute_us = flops / peak * 1e6, memory_us = bytes / dev.hbm_bytes_per_second * 1e6;
   std::printf("roofline: %.3g GFLOP, %.3g MB moved at least; intensity %.1f FLOP/B (ridge %.0f): %s-bound\n",
               flops * 1e-9, bytes * 1e-6, intensity, ridge, intensity >= ridge ? "compute" : "memory");
   std::printf("  floor %.1f us (compute %.1f us at %.0f TFLOP/s, memory %.1f us at %.2f TB/s)\n",
-              compute_us > memory_us ? compute_us : memory_us, compute_us, dev.peak_flops() * 1e-12, memory_us,
+              compute_us > memory_us ? compute_us : memory_us, compute_us, peak * 1e-12, memory_us,
               dev.hbm_bytes_per_second * 1e-12);
+}
+
+// Shared memory, stages that fit, registers and CTAs per SM of one configuration.
+struct Budget {
+  int stages_fit = 0, per_sm = 0;
+};
+Budget budget_of(const Resources& r, const DeviceInfo& dev) {
+  Budget b;
+  const int fixed = r.smem_bytes - r.stages * r.stage_bytes;
+  b.stages_fit = (dev.smem_per_block_bytes - fixed) / r.stage_bytes;
+  const int regs = 128 * r.producer_registers + 128 * r.consumers * r.consumer_registers;
+  const int by_smem = dev.smem_per_sm_bytes / (r.smem_bytes + 1024);  // 1 KiB reserved per CTA
+  const int by_regs = dev.registers_per_sm / regs;
+  b.per_sm = by_smem < by_regs ? by_smem : by_regs;
+  return b;
+}
+
+// sm90-fp8's configurations (fp8_plan.h): the same budget, with the planner's relative
+// cost (waves x tile area / speed, the waves counting a pair's tiles past the edge) and
+// whether the configuration runs this problem's inputs and scales at all.
+void print_fp8_candidates(const GemmDesc& d, const DeviceInfo& dev, const LaunchPlan& chosen) {
+  std::printf("\nsm90-fp8 candidates (128-wide K stages of 8-bit values; cost: waves x tile area / speed, "
+              "relative)\n");
+  std::printf("  %-18s %7s %5s %9s %6s %9s %9s %11s %7s %7s %7s %6s %8s %s\n", "variant", "tile", "clus", "stage KiB",
+              "stages", "fit", "smem KiB", "regs p/c", "CTA/SM", "tiles", "waves", "eff", "cost", "");
+  for (int i = 0; i < kFp8Variants; ++i) {
+    const Fp8Variant v = static_cast<Fp8Variant>(i);
+    const Resources r = fp8_variant_resources(v);
+    const Budget b = budget_of(r, dev);
+    const ClusterShape c = fp8_cluster_shape(v);
+    const WavePlan w = wave_plan(d.m, d.n, d.batch, fp8_tile_shape(v), dev.sm_count, c.m, c.n);
+    const bool runs = fp8_variant_runs(v, d.a.dtype, d.b.dtype, d.scales);
+    char tile[16], cluster[8], regtext[16], cost[16];
+    std::snprintf(tile, sizeof(tile), "%dx%d", r.block_m, r.block_n);
+    std::snprintf(cluster, sizeof(cluster), "%dx%d", c.m, c.n);
+    std::snprintf(regtext, sizeof(regtext), "%d/%d", r.producer_registers, r.consumer_registers);
+    std::snprintf(cost, sizeof(cost), "%.0f", fp8_variant_cost(v, d.m, d.n, d.batch, dev.sm_count) / 1024.0);
+    const bool picked = chosen.family == KernelFamily::kSm90Fp8 && chosen.fp8_variant == v;
+    std::printf("  %-18s %7s %5s %9.1f %6d %9d %9.1f %11s %7d %7lld %7.2f %5.0f%% %8s %s\n", fp8_variant_name(v), tile,
+                cluster, r.stage_bytes / 1024.0, r.stages, b.stages_fit, r.smem_bytes / 1024.0, regtext, b.per_sm,
+                static_cast<long long>(w.tiles), w.waves, 100 * w.efficiency, runs ? cost : "-",
+                picked ? "<- planned" : runs ? "" : "(does not run these inputs or scales)");
+  }
 }
 
 void print_gemm_candidates(const GemmDesc& d, const DeviceInfo& dev, const LaunchPlan& chosen) {
@@ -193,12 +243,8 @@ void print_gemm_candidates(const GemmDesc& d, const DeviceInfo& dev, const Launc
                                   Sm90Variant::kFitSingle192, Sm90Variant::kFitSingle224, Sm90Variant::kTallStreamK};
   for (Sm90Variant v : kAll) {
     const Resources r = variant_resources(v);
-    const int fixed = r.smem_bytes - r.stages * r.stage_bytes;
-    const int stages_fit = (dev.smem_per_block_bytes - fixed) / r.stage_bytes;
-    const int regs = 128 * r.producer_registers + 128 * r.consumers * r.consumer_registers;
-    const int by_smem = dev.smem_per_sm_bytes / (r.smem_bytes + 1024);  // 1 KiB reserved per CTA
-    const int by_regs = dev.registers_per_sm / regs;
-    const int per_sm = by_smem < by_regs ? by_smem : by_regs;
+    const Budget b = budget_of(r, dev);
+    const int stages_fit = b.stages_fit, per_sm = b.per_sm;
     const WavePlan w = v == Sm90Variant::kTallStreamK ? wave_plan(d.m, d.n, d.batch, tile_shape(v), sms)
                                                       : variant_wave_plan(v, d.m, d.n, d.batch, sms);
     const double units = v == Sm90Variant::kTallStreamK ? stream_k_cost(d.m, d.n, d.k, d.batch, sms)
@@ -249,7 +295,7 @@ void print_sm100_budget(const GemmDesc& d, int out_bytes) {
               "  clusters of 2, 4 or %d CTAs (portable; 16 opt-in), %.0f TFLOP/s dense at %.2f GHz, %.1f TB/s\n",
               b.sm_count, b.smem_per_sm_bytes / 1024, b.smem_per_block_bytes / 1024, b.tmem_columns,
               b.max_cluster_portable, b.peak_flops() * 1e-12, b.sustained_clock_ghz, b.hbm_bytes_per_second * 1e-12);
-  print_roofline(d, b, out_bytes);
+  print_roofline(d, b, 2, out_bytes, 1.0);
   std::printf("\n2-CTA tiles (tcgen05.mma.cta_group::2: each CTA holds 128 rows of A and half of B per 64-wide K step)\n");
   std::printf("  %-9s %9s %9s %9s %7s %11s %7s %7s %6s\n", "tile", "A KiB/CTA", "B KiB/CTA", "stage KiB", "stages",
               "TMEM cols", "accums", "waves", "eff");
@@ -296,12 +342,14 @@ int run(int argc, char** argv) {
               dev.smem_per_block_bytes / 1024, dev.registers_per_sm, static_cast<double>(dev.l2_bytes) / (1 << 20));
   const LaunchPlan chosen = plan(d, dev);
   if (o.in == DataType::kE4M3) {
-    // sm90-fp8 (docs/fp8.md): the 16-bit candidates' budgets below do not apply.
+    // sm90-fp8 (docs/fp8.md): its own configurations; the decode kernels read 16-bit inputs only.
+    print_roofline(d, dev, 1, out_bytes, 2.0);
+    print_fp8_candidates(d, dev, chosen);
     std::printf("\n");
     print_plan(chosen, d, stdout);
     return chosen.family == KernelFamily::kNone ? 1 : 0;
   }
-  print_roofline(d, dev, out_bytes);
+  print_roofline(d, dev, 2, out_bytes, 1.0);
   print_gemm_candidates(d, dev, chosen);
   if (o.m <= 256) {
     print_decode_candidates(d, dev, chosen);
