@@ -162,4 +162,21 @@ constexpr auto with_fp8_variant_config(Fp8Variant variant, F&& f) {
   return f(Fp8WidePair{});
 }
 
+// The planner's host-side description of each FP8 configuration (fp8_plan.h: tile,
+// cluster, stages) is the configuration's own, checked here at compile time.
+constexpr bool fp8_plan_matches_configs() {
+  bool all = true;
+  for (int i = 0; i < kFp8Variants; ++i) {
+    const Fp8Variant v = static_cast<Fp8Variant>(i);
+    all = all && with_fp8_variant_config(v, [v](auto config) {
+            using C = decltype(config);
+            return C::kBlockM == fp8_tile_shape(v).block_m && C::kBlockN == fp8_tile_shape(v).block_n &&
+                   C::kClusterM == fp8_cluster_shape(v).m && C::kClusterN == fp8_cluster_shape(v).n &&
+                   C::kStages == fp8_stages(v) && C::kBlockScales == fp8_block_variant(v);
+          });
+  }
+  return all;
+}
+static_assert(fp8_plan_matches_configs(), "fp8_plan.h's tiles, clusters and stages must be the configurations'");
+
 }  // namespace anvil::detail
