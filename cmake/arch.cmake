@@ -10,6 +10,8 @@ foreach(arch IN LISTS ANVIL_CUDA_ARCHS)
   list(APPEND ANVIL_GENCODE_FLAGS "-gencode=arch=compute_${arch},code=sm_${arch}")
 endforeach()
 
+option(ANVIL_SM90_HANG_CHECK "Hopper mbarrier waits of over a second print where they are and exit (a diagnostic build)" OFF)
+
 # Applies anvil's device-code flags to a target that has CUDA sources.
 function(anvil_cuda_target target)
   set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES OFF CUDA_SEPARABLE_COMPILATION OFF)
@@ -21,4 +23,7 @@ function(anvil_cuda_target target)
     $<$<COMPILE_LANGUAGE:CUDA>:-Xptxas=-warn-spills>
     $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic>)
+  if(ANVIL_SM90_HANG_CHECK)
+    target_compile_definitions(${target} PRIVATE ANVIL_SM90_HANG_CHECK=1)
+  endif()
 endfunction()

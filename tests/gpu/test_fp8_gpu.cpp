@@ -63,6 +63,9 @@ void run_and_check(const GemmDesc& desc, uint64_t seed, int variant = -1, bool c
                (c_is_d ? ", C = D" : ""));
   anvil_test::Operands op;
   ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, desc, seed, c_is_d));
+  // The reference first: when C is D, the GEMM overwrites the C the reference reads.
+  CHECK_CUDA(anvil::verify::reference_gemm(desc, op.args, op.ref.as_float(), nullptr));
+  CHECK_CUDA(cudaDeviceSynchronize());
   anvil::Diagnostic diag;
   PlanOverrides overrides;
   overrides.fp8_variant = variant;
@@ -74,8 +77,6 @@ void run_and_check(const GemmDesc& desc, uint64_t seed, int variant = -1, bool c
     ASSERT_EQ(static_cast<int>(ran.fp8_variant), variant) << "the forced variant did not run";
   }
   CHECK_CUDA(cudaGetLastError());
-  CHECK_CUDA(cudaDeviceSynchronize());
-  CHECK_CUDA(anvil::verify::reference_gemm(desc, op.args, op.ref.as_float(), nullptr));
   CHECK_CUDA(cudaDeviceSynchronize());
   const auto tol = anvil::verify::tolerance_for(desc);
   const auto cmp = anvil::verify::compare(desc, op.d.get(), op.ref.as_float(), tol, nullptr);
@@ -371,6 +372,51 @@ TEST(Fp8ColumnMajorInPlace, ColumnMajorPlain) {
 TEST(Fp8ColumnMajorInPlace, RowMajorWithCAndGelu) {
   REQUIRE_SM90();
   run_and_check(column_major_in_place(1060, 4000, 1024, Order::kRowMajor, true, Activation::kGeluErf), 7002, -1, true);
+}
+
+TEST(Fp8ColumnMajorInPlace, ColumnMajorWithCOnly) {
+  REQUIRE_SM90();
+  run_and_check(column_major_in_place(1060, 4000, 1024, Order::kColMajor, true, Activation::kIdentity), 7004, -1,
+                true);
+}
+
+TEST(Fp8ColumnMajorInPlace, ColumnMajorWithGeluOnly) {
+  REQUIRE_SM90();
+  run_and_check(column_major_in_place(1060, 4000, 1024, Order::kColMajor, false, Activation::kGeluErf), 7005);
+}
+
+TEST(Fp8ColumnMajorInPlace, ColumnMajorWithCAndGeluTensorScales) {
+  REQUIRE_SM90();
+  GemmDesc d = column_major_in_place(1060, 4000, 1024, Order::kColMajor, true, Activation::kGeluErf);
+  d.scales = ScaleMode::kTensor;
+  run_and_check(d, 7006, -1, true);
+}
+
+TEST(Fp8ColumnMajorInPlace, ColumnMajorWithCAndGeluOneTile) {
+  REQUIRE_SM90();
+  run_and_check(column_major_in_place(128, 128, 128, Order::kColMajor, true, Activation::kGeluErf), 7007, -1, true);
+}
+
+TEST(Fp8ColumnMajorInPlace, ColumnMajorWithCAndGeluOneWave) {
+  REQUIRE_SM90();
+  run_and_check(column_major_in_place(256, 2048, 512, Order::kColMajor, true, Activation::kGeluErf), 7008, -1, true);
+}
+
+TEST(Fp8ColumnMajorInPlace, ColumnMajorWithSeparateCAndGelu) {
+  REQUIRE_SM90();
+  run_and_check(column_major_in_place(1060, 4000, 1024, Order::kColMajor, true, Activation::kGeluErf), 7009);
+}
+
+TEST(Fp8ColumnMajorInPlace, ColumnMajorWithCAndGeluPairsAlongM) {
+  REQUIRE_SM90();
+  run_and_check(column_major_in_place(1060, 4000, 1024, Order::kColMajor, true, Activation::kGeluErf), 7010,
+                static_cast<int>(anvil::detail::Fp8Variant::kBlockPair), true);
+}
+
+TEST(Fp8ColumnMajorInPlace, ColumnMajorWithCAndGeluPairsAlongN) {
+  REQUIRE_SM90();
+  run_and_check(column_major_in_place(1060, 4000, 1024, Order::kColMajor, true, Activation::kGeluErf), 7011,
+                static_cast<int>(anvil::detail::Fp8Variant::kBlockPairN), true);
 }
 
 TEST(Fp8ColumnMajorInPlace, ColumnMajorWithCAndGeluEveryWarpgroupHasRows) {

@@ -67,6 +67,8 @@ const char* kUsage =
     "  --decode-splits S    force the decode kernels' K split (1-8) on the anvil rows\n"
     "  --row-split never|always\n"
     "                       never, or always, hand sm90-gemm's last rows to a decode kernel\n"
+    "  --fp8-variant NAME   e4m3: force this sm90-fp8 configuration (fp8-wide-pair, ...,\n"
+    "                       as anvil-plan --dtype e4m3 lists them) on the anvil rows\n"
     "  --trace-plans        print each plan the anvil rows run (stderr, once per problem)\n"
     "  --seed N             base seed of the random inputs\n"
     "  --inputs uniform|normal\n"
@@ -337,6 +339,15 @@ Options parse_options(int argc, char** argv) {
       if (v == "never") opt.overrides.row_split = anvil::detail::PlanOverrides::RowSplit::kNever;
       else if (v == "always") opt.overrides.row_split = anvil::detail::PlanOverrides::RowSplit::kAlways;
       else usage_error("--row-split takes never or always, not '" + v + "'");
+      opt.overridden = true;
+    } else if (a == "--fp8-variant") {
+      const std::string v = value();
+      int found = -1;
+      for (int i = 0; i < anvil::detail::kFp8Variants; ++i) {
+        if (v == anvil::detail::fp8_variant_name(static_cast<anvil::detail::Fp8Variant>(i))) found = i;
+      }
+      if (found < 0) usage_error("--fp8-variant takes an sm90-fp8 configuration name (anvil-plan --dtype e4m3), not '" + v + "'");
+      opt.overrides.fp8_variant = found;
       opt.overridden = true;
     } else if (a == "--trace-plans") {
       opt.overrides.trace = true;

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#if defined(ANVIL_SM90_HANG_CHECK)
+#include <cstdio>
+#endif
 
 namespace anvil::sm90 {
 
@@ -78,9 +81,25 @@ __device__ __forceinline__ bool mbarrier_test_wait(uint64_t* bar, uint32_t phase
 
 // Blocks until phase `phase` of the barrier has completed. try_wait suspends the thread
 // for a hardware-chosen time, so the loop is cheap.
+// Built with ANVIL_SM90_HANG_CHECK (cmake -DANVIL_SM90_HANG_CHECK=ON), a wait that lasts
+// about 2^31 cycles (over a second) prints the barrier's shared-memory address, the
+// phase, the CTA and the thread, and the thread exits: the kernel then ends (with a wrong
+// result) and the printout, flushed at the next synchronisation, names every stuck wait.
 __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t phase) {
+#if defined(ANVIL_SM90_HANG_CHECK)
+  const long long start = clock64();
+  while (!mbarrier_try_wait(bar, phase)) {
+    if (clock64() - start > (1ll << 31)) {
+      printf("sm90 hang check: barrier 0x%x phase %u, CTA %d thread %d\n",
+             static_cast<unsigned>(__cvta_generic_to_shared(bar)), phase, static_cast<int>(blockIdx.x),
+             static_cast<int>(threadIdx.x));
+      asm volatile("exit;");
+    }
+  }
+#else
   while (!mbarrier_try_wait(bar, phase)) {
   }
+#endif
 }
 
 }  // namespace anvil::sm90

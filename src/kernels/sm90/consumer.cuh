@@ -104,10 +104,16 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
 // warpgroup adds part * sa(row, kb) * sb(n block, kb) to the fp32 total in acc. The tensor
 // cores' FP8 accumulation keeps fewer mantissa bits than fp32 (docs/fp8.md measures the
 // difference), so the running total never stays in it for more than one K block.
-// The stage is freed as soon as its wgmma group retires: the promotion needs only
-// registers. Each K block's scales are loaded two blocks ahead: a block's wgmma takes a few
-// hundred cycles, less than a scale's first read from DRAM, and the promotion waits on
-// both. Rows past M get scale 0 (they are never stored).
+//
+// The tensor core idles from the moment a block's wgmma group retires until the next
+// block's group is issued, unless the other warpgroup's group fills the gap; so that gap
+// holds only the promotion's FMAs and the next group's issue. Everything else is done
+// while the group runs: the next stage's full-barrier wait, the scale loads (two blocks
+// ahead: a block's wgmma takes a few hundred cycles, less than a scale's first read from
+// DRAM), and the descriptors, which are the first stage's plus a constant offset. The
+// stage is freed as soon as its group retires: the promotion needs only registers.
+// Rows past M read row M - 1's scale and K blocks past the last read the last one's: those
+// sums are never stored, or are never computed.
 template <class Config, sm90::Input kInput>
 __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::kSlabs][Config::kBlockN / 2],
                                                           int consumer, int k_tiles, const Fp8Scales& scales,
@@ -124,15 +130,13 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
   const int t = threadIdx.x % 128;
   // The two rows this thread's fragment holds (fragment_epilogue.cuh): l / 4 and l / 4 + 8
   // of its warp's 16.
-  const int64_t row0 = int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer) + (t / 32) * 16 +
-                       (t % 32) / 4;
-  const int64_t row1 = row0 + 8;
-  const bool has_row0 = row0 < scales.rows, has_row1 = row1 < scales.rows;
+  const int64_t tile_row0 = int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer);
+  const int64_t row0 = tile_row0 + (t / 32) * 16 + (t % 32) / 4;
   // Every row of this warpgroup past M (the second warpgroup when M <= 64), or every column
   // of the tile past N (a pair along N's second CTA when the tile columns are odd): wait
   // for and free the stages, multiply nothing and read no scale (run_consumer_mainloop's
   // no_rows; such outputs are never stored).
-  const bool no_rows = int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer) >= scales.rows;
+  const bool no_rows = tile_row0 >= scales.rows;
   const bool no_cols = int64_t{tile.n_tile} * Config::kBlockN >= scales.cols;
   if (no_rows || no_cols) {
     for (int kt = 0; kt < k_tiles; ++kt) {
@@ -142,42 +146,62 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
     }
     return;
   }
+  if (k_tiles == 0) return;
+  const float* scale_a0 = scales.a + (row0 < scales.rows ? row0 : scales.rows - 1);
+  const float* scale_a1 = scales.a + (row0 + 8 < scales.rows ? row0 + 8 : scales.rows - 1);
   const float* scale_b = scales.b + int64_t{tile.n_tile} * k_tiles;
   struct BlockScales {
-    float b, a0, a1;
+    float a0, a1, b;
   };
   const auto load_scales = [&](int kt) {
-    BlockScales s{0.0f, 0.0f, 0.0f};
-    if (kt < k_tiles) {
-      s.b = __ldg(scale_b + kt);
-      if (has_row0) s.a0 = __ldg(scales.a + int64_t{kt} * scales.rows + row0);
-      if (has_row1) s.a1 = __ldg(scales.a + int64_t{kt} * scales.rows + row1);
-    }
-    return s;
+    const int64_t k = kt < k_tiles ? kt : k_tiles - 1;
+    return BlockScales{__ldg(scale_a0 + k * scales.rows), __ldg(scale_a1 + k * scales.rows), __ldg(scale_b + k)};
   };
-  BlockScales next = load_scales(0), after_next = load_scales(1);
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    const BlockScales now = next;
-    next = after_next;
-    after_next = load_scales(kt + 2);
-    sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
+  // Stage s's descriptors: stage 0's plus s stages' bytes in the 16-byte address field
+  // (bits 0-13), which shared memory (under 256 KiB) never carries out of.
+  const uint64_t desc_a0 = sm90::make_kmajor_sw128_desc(tiles_a[0] + consumer_row_offset<Config>(consumer) * 128);
+  const uint64_t desc_b0 = sm90::make_kmajor_sw128_desc(tiles_b[0]);
+  const auto issue_block = [&](int stage) {
+    const uint64_t desc_a = desc_a0 + static_cast<uint64_t>(stage * (Config::kStageBytesA >> 4));
+    const uint64_t desc_b = desc_b0 + static_cast<uint64_t>(stage * (Config::kStageBytesB >> 4));
     sm90::wgmma_fence();
-    const uint8_t* a = tiles_a[ring.stage] + consumer_row_offset<Config>(consumer) * 128;
-    const uint8_t* b = tiles_b[ring.stage];
 #pragma unroll
     for (int kk = 0; kk < Config::kRowBytes / 32; ++kk) {
-      Mma::template mma<0, 0>(part, sm90::make_kmajor_sw128_desc(a + kk * 32), sm90::make_kmajor_sw128_desc(b + kk * 32),
-                              kk > 0);
+      // A K step of 32 8-bit values is 32 bytes along each swizzled row: 2 in the field.
+      Mma::template mma<0, 0>(part, desc_a + 2 * kk, desc_b + 2 * kk, kk > 0);
     }
     sm90::wgmma_commit_group();
+  };
+
+  // Block kt's scales, loaded at the top of iteration kt - 2 and only moved since.
+  BlockScales now{}, next = load_scales(0), after_next = load_scales(1);
+  // Waits for the group reading `stage`, frees the stage and adds the block to the total.
+  const auto retire_block = [&](int stage) {
     sm90::wgmma_wait_group<0>();
     sm90::wgmma_fence_operands(part);
-    release_stage<Config>(barriers, ring.stage);
-    ring.advance();
+    release_stage<Config>(barriers, stage);
     const float f0 = now.a0 * now.b, f1 = now.a1 * now.b;
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) acc[0][i] = fmaf(part[i], (i & 2) ? f1 : f0, acc[0][i]);
+  };
+  sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
+  issue_block(ring.stage);
+  // Every block but the last issues its successor; no wgmma sits on a conditional path,
+  // which would make ptxas serialize them.
+  for (int kt = 0; kt + 1 < k_tiles; ++kt) {
+    now = next;
+    next = after_next;
+    after_next = load_scales(kt + 2);
+    const int stage = ring.stage;
+    ring.advance();
+    sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
+    retire_block(stage);
+    issue_block(ring.stage);
   }
+  now = next;
+  const int last_stage = ring.stage;
+  ring.advance();
+  retire_block(last_stage);
 }
 
 }  // namespace anvil::detail
