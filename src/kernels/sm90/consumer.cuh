@@ -142,7 +142,11 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
     }
     return;
   }
-  const float* scale_b = scales.b + int64_t{tile.n_tile} * k_tiles;
+  // This launch's K blocks [first, first + k_tiles) of the problem's k_blocks: all of
+  // them, or one split-K slice's (the batch index is then the slice, Fp8Scales).
+  const int64_t first = int64_t{tile.batch} * scales.k_blocks_per_batch;
+  const float* scale_b = scales.b + int64_t{tile.n_tile} * scales.k_blocks + first;
+  const float* scale_a = scales.a + first * scales.rows;
   struct BlockScales {
     float b, a0, a1;
   };
@@ -150,8 +154,8 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
     BlockScales s{0.0f, 0.0f, 0.0f};
     if (kt < k_tiles) {
       s.b = __ldg(scale_b + kt);
-      if (has_row0) s.a0 = __ldg(scales.a + int64_t{kt} * scales.rows + row0);
-      if (has_row1) s.a1 = __ldg(scales.a + int64_t{kt} * scales.rows + row1);
+      if (has_row0) s.a0 = __ldg(scale_a + int64_t{kt} * scales.rows + row0);
+      if (has_row1) s.a1 = __ldg(scale_a + int64_t{kt} * scales.rows + row1);
     }
     return s;
   };
