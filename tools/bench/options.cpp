@@ -67,6 +67,9 @@ const char* kUsage =
     "  --decode-splits S    force the decode kernels' K split (1-8) on the anvil rows\n"
     "  --row-split never|always\n"
     "                       never, or always, hand sm90-gemm's last rows to a decode kernel\n"
+    "  --split-k S          sm90-gemm's and sm90-fp8's split-K on the anvil rows: 1 never\n"
+    "                       splits, S > 1 forces S slices where K divides into them (FP8:\n"
+    "                       whole 128-wide K blocks, at least 4 a slice)   [the planner's rule]\n"
     "  --trace-plans        print each plan the anvil rows run (stderr, once per problem)\n"
     "  --seed N             base seed of the random inputs\n"
     "  --inputs uniform|normal\n"
@@ -338,6 +341,10 @@ Options parse_options(int argc, char** argv) {
       else if (v == "always") opt.overrides.row_split = anvil::detail::PlanOverrides::RowSplit::kAlways;
       else usage_error("--row-split takes never or always, not '" + v + "'");
       opt.overridden = true;
+    } else if (a == "--split-k") {
+      opt.overrides.split_k_slices =
+          static_cast<int>(parse_int(value(), "--split-k", 1, anvil::detail::kSplitKMaxSlices));
+      opt.overridden = true;
     } else if (a == "--trace-plans") {
       opt.overrides.trace = true;
       opt.overridden = true;
@@ -479,8 +486,9 @@ std::vector<KernelSpec> expand_kernels(const std::vector<std::string>& names) {
 void apply_overrides(const Options& opt, std::vector<KernelSpec>& specs) {
   if (!opt.overridden) return;
   using anvil::detail::KernelFamily;
-  constexpr KernelFamily kFamilies[] = {KernelFamily::kSm90Gemm, KernelFamily::kDecodeTma, KernelFamily::kDecodeLdg,
-                                        KernelFamily::kDecodeR64, KernelFamily::kDecodeLdgR64};
+  constexpr KernelFamily kFamilies[] = {KernelFamily::kSm90Gemm,  KernelFamily::kDecodeTma,
+                                        KernelFamily::kDecodeLdg, KernelFamily::kDecodeR64,
+                                        KernelFamily::kDecodeLdgR64, KernelFamily::kSm90Fp8};
   for (KernelSpec& spec : specs) {
     if (spec.kind == KernelSpec::Kind::kAnvilAuto || spec.kind == KernelSpec::Kind::kAnvilPlain) {
       spec.planned = true;
