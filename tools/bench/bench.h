@@ -117,7 +117,7 @@ struct Row {
   std::string message;
   std::optional<std::string> dispatched;
   std::string method;
-  std::string algo;  // cuBLASLt's chosen configuration, for the record
+  std::string algo;  // cuBLASLt's chosen configuration, or anvil's split-K, for the record
   std::vector<double> samples_us;
   double us_median = kNaN, us_min = kNaN, us_max = kNaN;
   double tflops = kNaN, gbps = kNaN, speedup_vs_cublas = kNaN;
