@@ -394,7 +394,9 @@ void run_split_and_check(const GemmDesc& desc, uint64_t seed, SplitRequest reque
                           << " slices; tolerance rel_frobenius " << tol.rel_frobenius << ", element " << tol.max_abs
                           << " + " << tol.max_rel << " |ref|)";
   anvil_test::expect_padding_untouched(op);
-  if (d_bytes != nullptr) ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.d, *d_bytes));
+  if (d_bytes != nullptr) {
+    ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.d, *d_bytes));
+  }
 }
 
 // DeepSeek-V3's kv_a and q_a at 64 and 128 tokens and a single token: the planner splits,
