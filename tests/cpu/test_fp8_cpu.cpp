@@ -168,7 +168,7 @@ TEST(Fp8Planner, FP8GoesToSm90Fp8Only) {
       // Whole tiles, or split-K (fp8_plan.h) with its partials as the only workspace.
       EXPECT_EQ(p.workspace_bytes, p.k_splits > 1 ? size_t{4} * m * 7168 * static_cast<size_t>(p.k_splits) : 0u);
       if (m == 4096) {
-        EXPECT_EQ(p.k_splits, 1) << "1792 tiles: " << p.split_reason;
+        EXPECT_EQ(p.k_splits, 1) << "hundreds of tiles: " << p.split_reason;
       }
       EXPECT_EQ(fp8_block_variant(p.fp8_variant), scales == ScaleMode::kBlock128) << fp8_variant_name(p.fp8_variant);
     }
