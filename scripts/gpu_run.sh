@@ -278,10 +278,15 @@ if want moe; then
 fi
 
 if want fp8; then
-  # sm90-fp8 against cuBLASLt's FP8 matmul on suites/fp8.json, per-tensor and block scales.
+  # sm90-fp8 against cuBLASLt's FP8 matmul on suites/fp8.json, per-tensor and block scales;
+  # then anvil on whole tiles only (--split-k 1), for what split-K gains where it is taken
+  # (the first run's JSON names the split in each row's "algo").
   for scales in tensor block; do
     "$bench" --shapes suites/fp8.json --dtype e4m3 --scales $scales --json "$OUT/fp8-$scales-$stamp.json" \
       2>"$OUT/fp8-$scales.err" | tee "$OUT/fp8-$scales.txt" || status=1
+    "$bench" --shapes suites/fp8.json --dtype e4m3 --scales $scales --kernels anvil,cublas --split-k 1 \
+      --json "$OUT/fp8-$scales-whole-tiles-$stamp.json" 2>"$OUT/fp8-$scales-whole-tiles.err" \
+      | tee "$OUT/fp8-$scales-whole-tiles.txt" || status=1
   done
 fi
 

@@ -138,10 +138,12 @@ Status can_implement(const GemmDesc& desc, const GemmArgs* args, Diagnostic* dia
 // Workspace bytes gemm(desc, ...) runs fastest with, assuming 16-byte-aligned A and B base
 // pointers. Two parts: operands with other layouts or odd strides are repacked into it
 // before the tensor-core kernel (required: less is kWorkspaceTooSmall); and where the
-// output tiles would leave SMs idle in the last wave (e.g. 256 x 10240), sm90-gemm's
-// stream-K plan parks partial tiles there (optional: with less, or a workspace that is
-// not 16-byte aligned, the call runs a whole-tile plan, and results may differ in the
-// last bits). 0 for the nn.Linear layout with aligned strides and well-filled waves.
+// output tiles would leave SMs idle (e.g. 256 x 10240 in its last wave, or few tiles and
+// a long K such as an FP8 64 x 576 x 7168), sm90-gemm's stream-K plan parks partial tiles
+// there, or sm90-gemm's and sm90-fp8's split-K plans write one fp32 partial per slice
+// (optional: with less, or a workspace that is not 16-byte aligned, the call runs a
+// whole-tile plan, and results may differ in the last bits). 0 for the nn.Linear layout
+// with aligned strides and well-filled waves.
 size_t workspace_size(const GemmDesc& desc);
 // The same for these pointers (a misaligned A or B base is repacked too).
 size_t workspace_size(const GemmDesc& desc, const GemmArgs& args);

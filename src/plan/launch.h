@@ -3,6 +3,7 @@
 #pragma once
 
 #include "anvil/gemm.h"
+#include "kernels/sm90/split_k.h"
 #include "plan/planner.h"
 
 namespace anvil::detail {
@@ -28,6 +29,16 @@ Status launch_decode_ldg_plan(const DecodePlan& plan, const GemmDesc& desc, cons
 // sm90-gemm's split-K, second launch: D from the k_splits fp32 partials at args.workspace
 // (gemm_split_k.cu).
 Status launch_split_k_sum(const GemmDesc& desc, const GemmArgs& args, int slices, Diagnostic* diag);
+// Both launches of a split-K plan (kernels/sm90/split_k.h), sm90-gemm's and sm90-fp8's:
+// launch_slices(slices_desc, slices_args) runs the slices as one strided batch of the
+// family's kernel into the workspace's fp32 partials (split_k_slices_desc and
+// split_k_slices_args say how), then their sum through the epilogue into D.
+template <class LaunchSlices>
+Status launch_split_k(const GemmDesc& desc, const GemmArgs& args, const LaunchPlan& plan, LaunchSlices&& launch_slices,
+                      Diagnostic* diag) {
+  const Status s = launch_slices(split_k_slices_desc(desc, plan.k_splits, plan.slice_k), split_k_slices_args(args));
+  return s != Status::kSuccess ? s : launch_split_k_sum(desc, args, plan.k_splits, diag);
+}
 // sm90-fp8 (gemm_sm90_fp8.cu): the planned configuration.
 Status launch_fp8_plan(const LaunchPlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag);
 // Any plan, by its family (a table of launchers, no lookup by name).

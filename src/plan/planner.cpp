@@ -356,8 +356,48 @@ bool fp8_inputs(const GemmDesc& desc) {
   return f8(desc.a.dtype) && f8(desc.b.dtype);
 }
 
-// sm90-fp8's plan: the configuration (fp8_plan.h), whole tiles, no workspace.
-void plan_fp8(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides& ov) {
+// sm90-fp8's split-K (fp8_plan.h): as sm90-gemm's (plan_split_k), in whole 128-wide K
+// blocks. Batch 1 only (the slices are the batch), a 16-byte aligned workspace with room for
+// the partials; with less the whole-tile plan runs. FP8 is never batch-invariant
+// (validate.cpp). The variant fields then describe the slices' launch.
+bool plan_fp8_split_k(LaunchPlan& p, const GemmDesc& desc, const PlanOverrides& ov, const CallFacts& facts, int sms,
+                      bool forced_variant) {
+  if (ov.split_k_slices == 1 || desc.batch != 1) return false;
+  SplitKPlan split;
+  if (ov.split_k_slices > 1) {
+    if (fp8_split_k_possible(desc.k, ov.split_k_slices)) split = SplitKPlan{ov.split_k_slices, desc.k / ov.split_k_slices};
+  } else if (!forced_variant) {
+    split = choose_fp8_split_k(desc.m, desc.n, desc.k, desc.batch, sms, desc.a.dtype, desc.b.dtype, desc.scales);
+  }
+  if (split.slices <= 1) return false;
+  const size_t bytes = split_k_workspace_bytes(split, desc.m, desc.n);
+  if (!facts.workspace_aligned16 || facts.workspace_bytes < bytes) {
+    say(p.split_reason, "none: split-K would need %zu workspace bytes, 16-byte aligned", bytes);
+    return false;
+  }
+  const Fp8Variant whole = p.fp8_variant;
+  const int64_t whole_ctas = wave_plan(desc.m, desc.n, 1, p.tile, sms, p.cluster.m, p.cluster.n).tiles;
+  if (!forced_variant) {
+    p.fp8_variant = choose_fp8_variant(desc.m, desc.n, split.slices, sms, desc.a.dtype, desc.b.dtype, desc.scales);
+    p.tile = fp8_tile_shape(p.fp8_variant);
+    p.cluster = fp8_cluster_shape(p.fp8_variant);
+    p.stages = fp8_stages(p.fp8_variant);
+  }
+  const WavePlan w = wave_plan(desc.m, desc.n, split.slices, p.tile, sms, p.cluster.m, p.cluster.n);
+  say(p.tile_reason, "%s for the slices: %lld CTAs, %.2f waves (whole tiles: %s, %lld CTAs)",
+      fp8_variant_name(p.fp8_variant), static_cast<long long>(w.tiles), w.waves, fp8_variant_name(whole),
+      static_cast<long long>(whole_ctas));
+  p.k_splits = split.slices;
+  p.slice_k = split.slice_k;
+  p.workspace_bytes = bytes;
+  say(p.split_reason, "split-K%s: %d slices of K = %lld (%lld blocks), summed in slice order", ov.split_k_slices > 1 ? " forced" : "",
+      split.slices, static_cast<long long>(split.slice_k), static_cast<long long>(split.slice_k / kFp8KBlock));
+  return true;
+}
+
+// sm90-fp8's plan: the configuration (fp8_plan.h), whole tiles or split-K.
+void plan_fp8(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides& ov,
+              const CallFacts& facts) {
   const int sms = device.sm_count;
   p.family = KernelFamily::kSm90Fp8;
   const bool forced = ov.fp8_variant >= 0 && ov.fp8_variant < kFp8Variants &&
@@ -372,6 +412,7 @@ void plan_fp8(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, con
   p.main_rows = desc.m;
   p.k_splits = 1;
   p.workspace_bytes = 0;
+  say(p.row_split_reason, "none: one kernel takes every row");
   const WavePlan w = wave_plan(desc.m, desc.n, desc.batch, p.tile, sms, p.cluster.m, p.cluster.n);
   if (forced) {
     say(p.tile_reason, "%s forced: %lld tiles, %.2f waves", fp8_variant_name(v), static_cast<long long>(w.tiles), w.waves);
@@ -383,7 +424,7 @@ void plan_fp8(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, con
         static_cast<long long>(w.tiles), w.waves);
   }
   say(p.split_reason, "none: whole tiles");
-  say(p.row_split_reason, "none: one kernel takes every row");
+  plan_fp8_split_k(p, desc, ov, facts, sms, forced);
 }
 
 void plan_decode_family(LaunchPlan& p, KernelFamily family, const GemmDesc& desc, const DeviceInfo& device,
@@ -560,7 +601,7 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
       return p;
     }
     say(p.family_reason, "sm90-fp8: 8-bit inputs");
-    plan_fp8(p, desc, device, ov);
+    plan_fp8(p, desc, device, ov, *facts);
     p.kernel_name = family_name(p.family);
     return p;
   }
@@ -629,6 +670,7 @@ void print_plan(const LaunchPlan& p, const GemmDesc& desc, void* file) {
   } else if (p.family == KernelFamily::kSm90Fp8) {
     std::fprintf(f, "  tile:      %dx%d, cluster %dx%d, %d stages, scales %s - %s\n", p.tile.block_m, p.tile.block_n,
                  p.cluster.m, p.cluster.n, p.stages, scale_mode_name(desc.scales), p.tile_reason);
+    if (p.k_splits > 1) std::fprintf(f, "  workspace: %zu bytes (the slices' fp32 partials)\n", p.workspace_bytes);
   } else if (p.family != KernelFamily::kNone && p.family != KernelFamily::kFallback) {
     std::fprintf(f, "  tile:      %s\n", p.tile_reason);
   }

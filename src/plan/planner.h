@@ -96,8 +96,9 @@ struct PlanOverrides {
   bool fit_widths = true;                     // false: only the 128/256-wide tiles and stream-K
   bool allow_stream_k = true;
   int decode_splits = 0;                      // 1..8 forces the decode kernels' K split
-  // sm90-gemm's split-K (kernels/sm90/split_k.h): 0 the planner's rule, 1 never, s > 1
-  // forces s slices (taken where K divides into s slices of whole 16-byte groups).
+  // Split-K (sm90-gemm: kernels/sm90/split_k.h; sm90-fp8: fp8_plan.h): 0 the planner's
+  // rule, 1 never, s > 1 forces s slices (taken where K divides into s equal slices of
+  // whole 16-byte groups, or for FP8 of whole 128-wide K blocks, at least 4 of them).
   int split_k_slices = 0;
   enum class RowSplit : int { kAuto = 0, kNever, kAlways } row_split = RowSplit::kAuto;
   int fp8_variant = -1;                       // an Fp8Variant to run (where it runs the problem), or -1
@@ -158,8 +159,8 @@ struct LaunchPlan {
   DecodePlan tail;
   // Decode families: the launch itself.
   DecodePlan decode;
-  int k_splits = 1;           // the K split of the main launch (decode splits; sm90-gemm's split-K slices)
-  int64_t slice_k = 0;        // sm90-gemm split-K: K of each slice (k_splits x slice_k = K); the
+  int k_splits = 1;           // the K split of the main launch (decode splits; sm90-gemm's and sm90-fp8's split-K slices)
+  int64_t slice_k = 0;        // split-K: K of each slice (k_splits x slice_k = K); the
                               // variant fields then describe the slices' strided-batched launch
   size_t workspace_bytes = 0;
   bool batch_invariant = false;

@@ -196,6 +196,11 @@ FuzzProblem make_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits& li
   return p;
 }
 
+// The FP8 problems drawn in split-K's shapes: indices kFp8SplitShapeSlot mod
+// kFp8SplitShapeEvery.
+constexpr int64_t kFp8SplitShapeEvery = 5;
+constexpr int64_t kFp8SplitShapeSlot = 3;
+
 FuzzProblem make_fp8_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits& limits) {
   FuzzProblem p = make_fuzz_problem(seed, index, limits);
   // A stream of its own, so the 16-bit draw above stays what it is for this (seed, index).
@@ -204,6 +209,25 @@ FuzzProblem make_fp8_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits
   const int64_t pair = rng.below(10);
   const DataType a = pair == 8 ? DataType::kE5M2 : DataType::kE4M3;
   const DataType b = pair == 9 ? DataType::kE5M2 : DataType::kE4M3;
+  // Split-K's shapes (fp8_plan.h): one matrix of few output tiles, M <= 256 and N <= 2048,
+  // and a K of at least 8 whole 128-wide blocks, which the planner cuts into slices. Only
+  // where the limits allow such a K; D keeps its order and padding, C is D's layout. In
+  // fixed slots (every fifth index) and from a stream of their own, so the problems at every
+  // other index stay what they were (docs/fp8.md and the GPU tests name some by index).
+  if (index % kFp8SplitShapeEvery == kFp8SplitShapeSlot && limits.max_extent >= 8 * 128) {
+    Random split_rng(Random(p.data_seed ^ 0x5A11CE5A11CE5A11ull).next());
+    const bool swiglu = d.epilogue.activation == Activation::kSwiGLU;
+    const int64_t d_pad = d.d.ld - (d.d.order == Order::kRowMajor ? (swiglu ? d.n / 2 : d.n) : d.m);
+    d.batch = 1;
+    d.m = split_rng.log_uniform(std::min<int64_t>(256, limits.max_extent));
+    d.n = draw_extent(split_rng, std::min<int64_t>(2048, limits.max_extent));
+    if (swiglu) d.n = std::max<int64_t>(128, d.n / 128 * 128);
+    d.k = 128 * split_rng.between(8, limits.max_extent / 128);
+    while (fuzz_macs(d) > limits.max_large_macs && d.k >= 2 * 8 * 128) d.k = d.k / 256 * 128;
+    d.d.ld = (d.d.order == Order::kRowMajor ? (swiglu ? d.n / 2 : d.n) : d.m) + d_pad;
+    d.d.batch_stride = 0;
+    d.c = d.d;
+  }
   d.k = std::max<int64_t>(16, (d.k + 15) / 16 * 16);
   const auto kmajor = [&](DataType t, Order order, int64_t rows) {
     MatrixLayout l;

@@ -47,7 +47,9 @@ FuzzProblem make_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits& li
 // mostly, sometimes an e5m2 pair; K-major operands; K, leading dimensions, batch strides
 // and base offsets in whole 16-byte units; a scale mode (block scales on e4m3 pairs and
 // one matrix, row/column scales on one matrix); never batch-invariant. The epilogue, D,
-// C and alpha/beta are the 16-bit draw's.
+// C and alpha/beta are the 16-bit draw's. Every fifth problem (index 3 mod 5), where the
+// limits allow a K of 1024, takes split-K's shapes instead: one matrix, M <= 256,
+// N <= 2048 and K of whole 128-wide blocks, at least 8.
 FuzzProblem make_fp8_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits& limits);
 
 // One line with everything needed to rebuild the problem by hand.

@@ -165,8 +165,11 @@ TEST(Fp8Planner, FP8GoesToSm90Fp8Only) {
       EXPECT_EQ(p.family, KernelFamily::kSm90Fp8) << m << " " << p.family_reason;
       EXPECT_STREQ(p.kernel_name, "sm90-fp8");
       EXPECT_GT(std::strlen(p.tile_reason), 0u);
-      EXPECT_EQ(p.workspace_bytes, 0u);
-      EXPECT_EQ(p.k_splits, 1);
+      // Whole tiles, or split-K (fp8_plan.h) with its partials as the only workspace.
+      EXPECT_EQ(p.workspace_bytes, p.k_splits > 1 ? size_t{4} * m * 7168 * static_cast<size_t>(p.k_splits) : 0u);
+      if (m == 4096) {
+        EXPECT_EQ(p.k_splits, 1) << "hundreds of tiles: " << p.split_reason;
+      }
       EXPECT_EQ(fp8_block_variant(p.fp8_variant), scales == ScaleMode::kBlock128) << fp8_variant_name(p.fp8_variant);
     }
   }
@@ -259,6 +262,85 @@ TEST(Fp8Planner, ForcedVariantIsHonoured) {
   o.fp8_variant = static_cast<int>(Fp8Variant::kWidePair);
   EXPECT_EQ(plan(fp8_linear(256, 256, 256, ScaleMode::kBlock128), DeviceInfo::h200(), &o).fp8_variant,
             Fp8Variant::kBlockPair);
+}
+
+// Split-K (fp8_plan.h): kv_a at 64 tokens makes 6 CTAs of whole tiles; the plan cuts K
+// into slices of whole 128-wide blocks, asks for the partials' workspace, and says so.
+TEST(Fp8Planner, SplitKForFewTilesAndLongK) {
+  const DeviceInfo device = DeviceInfo::h200();
+  for (ScaleMode scales : {ScaleMode::kNone, ScaleMode::kTensor, ScaleMode::kRowColumn, ScaleMode::kBlock128}) {
+    const GemmDesc d = fp8_linear(64, 576, 7168, scales);
+    const LaunchPlan p = plan(d, device);
+    ASSERT_EQ(p.family, KernelFamily::kSm90Fp8);
+    ASSERT_GT(p.k_splits, 1) << p.split_reason;
+    EXPECT_EQ(p.k_splits * p.slice_k, 7168);
+    EXPECT_EQ(p.slice_k % 128, 0);
+    EXPECT_EQ(p.workspace_bytes, size_t{4} * 64 * 576 * static_cast<size_t>(p.k_splits));
+    EXPECT_NE(std::string(p.split_reason).find("split-K"), std::string::npos) << p.split_reason;
+    EXPECT_EQ(fp8_block_variant(p.fp8_variant), scales == ScaleMode::kBlock128) << fp8_variant_name(p.fp8_variant);
+    EXPECT_TRUE(fp8_variant_runs(p.fp8_variant, d.a.dtype, d.b.dtype, scales));
+    // The slices' configuration is the planner's choice for that batch of slices.
+    EXPECT_EQ(p.fp8_variant, choose_fp8_variant(64, 576, p.k_splits, device.sm_count, d.a.dtype, d.b.dtype, scales));
+  }
+}
+
+// Without room for the partials, or with a workspace that is not 16-byte aligned (the sum
+// reads the partials as float4), the whole-tile plan runs, as for sm90-gemm's split-K: the
+// workspace is optional.
+TEST(Fp8Planner, SplitKWorkspaceIsOptional) {
+  const DeviceInfo device = DeviceInfo::h200();
+  const GemmDesc d = fp8_linear(64, 576, 7168, ScaleMode::kBlock128);
+  const LaunchPlan split = plan(d, device);
+  ASSERT_GT(split.k_splits, 1);
+  CallFacts small;
+  small.workspace_bytes = split.workspace_bytes - 1;
+  const LaunchPlan whole = plan(d, device, nullptr, &small);
+  EXPECT_EQ(whole.family, KernelFamily::kSm90Fp8);
+  EXPECT_EQ(whole.k_splits, 1);
+  EXPECT_EQ(whole.workspace_bytes, 0u);
+  EXPECT_NE(std::string(whole.split_reason).find("workspace"), std::string::npos) << whole.split_reason;
+  CallFacts unaligned;
+  unaligned.workspace_aligned16 = false;
+  EXPECT_EQ(plan(d, device, nullptr, &unaligned).k_splits, 1);
+  // The public entry point asks for the partials' room; a call with less is still taken.
+  EXPECT_EQ(anvil::workspace_size(d), split.workspace_bytes);
+  GemmArgs args = fp8_args();
+  std::string message;
+  EXPECT_TRUE(accepted(check(d, &args, &message))) << message;
+}
+
+TEST(Fp8Planner, SplitKForcedOrRefused) {
+  const DeviceInfo device = DeviceInfo::h200();
+  PlanOverrides never;
+  never.split_k_slices = 1;
+  EXPECT_EQ(plan(fp8_linear(64, 576, 7168), device, &never).k_splits, 1);
+  PlanOverrides four;
+  four.split_k_slices = 4;
+  // Forced on a problem the rule leaves whole (hundreds of tiles) ...
+  const LaunchPlan forced = plan(fp8_linear(1024, 4096, 4096), device, &four);
+  EXPECT_EQ(forced.k_splits, 4);
+  EXPECT_EQ(forced.slice_k, 1024);
+  EXPECT_EQ(forced.workspace_bytes, size_t{4} * 1024 * 4096 * 4);
+  // ... but only in whole blocks, at least 4 of them, and on one matrix.
+  PlanOverrides five;
+  five.split_k_slices = 5;
+  EXPECT_EQ(plan(fp8_linear(64, 576, 7168), device, &five).k_splits, 1);  // 56 blocks
+  EXPECT_EQ(plan(fp8_linear(64, 576, 4096 + 16), device, &four).k_splits, 1);
+  EXPECT_EQ(plan(fp8_linear(64, 576, 1024), device, &four).k_splits, 1);  // 2 blocks a slice
+  GemmDesc batched = fp8_linear(64, 576, 7168);
+  batched.batch = 2;
+  batched.a.batch_stride = 64 * 7168;
+  batched.b.batch_stride = 576 * 7168;
+  batched.d.batch_stride = 64 * 576;
+  EXPECT_EQ(plan(batched, device, &four).k_splits, 1);
+  // A forced configuration runs whole tiles unless the split is forced too.
+  PlanOverrides variant;
+  variant.fp8_variant = static_cast<int>(Fp8Variant::kNarrowPair);
+  EXPECT_EQ(plan(fp8_linear(64, 576, 7168), device, &variant).k_splits, 1);
+  variant.split_k_slices = 8;
+  const LaunchPlan both = plan(fp8_linear(64, 576, 7168), device, &variant);
+  EXPECT_EQ(both.k_splits, 8);
+  EXPECT_EQ(both.fp8_variant, Fp8Variant::kNarrowPair);
 }
 
 // ---- verification helpers ----

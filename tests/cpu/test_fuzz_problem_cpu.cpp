@@ -9,6 +9,7 @@
 #include <string>
 
 #include "anvil/anvil.h"
+#include "plan/planner.h"
 #include "verify/fuzz_problem.h"
 #include "verify/verify.h"
 
@@ -188,7 +189,7 @@ TEST(FuzzProblem, ReachesEveryCornerItPromises) {
 // the same index untouched.
 TEST(FuzzProblem, Fp8ProblemsAreWhatTheFp8KernelTakes) {
   const verify::FuzzLimits limits = verify::default_fuzz_limits();
-  int modes[4] = {0, 0, 0, 0}, mixed = 0;
+  int modes[4] = {0, 0, 0, 0}, split[4] = {0, 0, 0, 0}, mixed = 0;
   for (int64_t i = 0; i < kProblems; ++i) {
     const verify::FuzzProblem p = verify::make_fp8_fuzz_problem(kSeed, i, limits);
     const GemmDesc& d = p.desc;
@@ -210,6 +211,12 @@ TEST(FuzzProblem, Fp8ProblemsAreWhatTheFp8KernelTakes) {
     }
     ++modes[static_cast<int>(d.scales)];
     mixed += d.a.dtype != d.b.dtype ? 1 : 0;
+    const anvil::detail::LaunchPlan plan = anvil::detail::plan(d, anvil::detail::DeviceInfo::h200());
+    if (plan.k_splits > 1) {
+      ++split[static_cast<int>(d.scales)];
+      EXPECT_EQ(plan.k_splits * plan.slice_k, d.k);
+      EXPECT_GT(anvil::workspace_size(d), 0u) << "split-K's partials";
+    }
     anvil::Diagnostic diag;
     const anvil::Status s = anvil::can_implement(d, nullptr, &diag);
     EXPECT_TRUE(s == anvil::Status::kSuccess || s == anvil::Status::kDriverUnavailable ||
@@ -219,5 +226,7 @@ TEST(FuzzProblem, Fp8ProblemsAreWhatTheFp8KernelTakes) {
         << "the 16-bit draw of the same index stays 16-bit";
   }
   for (int m = 0; m < 4; ++m) EXPECT_GT(modes[m], 0) << "scale mode " << m << " never drawn";
+  // Split-K's shapes in every scale mode, split by the planner (H200's 132 SMs).
+  for (int m = 0; m < 4; ++m) EXPECT_GE(split[m], 20) << "scale mode " << m << ": too few problems split K";
   EXPECT_GT(mixed, 0);
 }

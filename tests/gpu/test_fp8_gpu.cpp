@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -267,7 +268,10 @@ void promotion_error(bool positive, double* unpromoted_rel, double* promoted_rel
     args.scale_b = sb;
     CHECK_CUDA(anvil::verify::poison(op.d.get(), DataType::kF32, kM * kN, nullptr));
     anvil::Diagnostic diag;
-    ASSERT_EQ(anvil::gemm(desc, args, &diag), Status::kSuccess) << diag.message;
+    // Whole tiles: split-K would cut the K this measures into slices.
+    PlanOverrides whole;
+    whole.split_k_slices = 1;
+    ASSERT_EQ(anvil::detail::gemm(desc, args, &whole, &diag), Status::kSuccess) << diag.message;
     CHECK_CUDA(cudaDeviceSynchronize());
     std::vector<unsigned char> d_host;
     ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.d, d_host));
@@ -321,6 +325,176 @@ TEST(Fp8Fuzz, FixedSeedSmallProblemsMatchTheReference) {
         << anvil::verify::describe(problem) << ": " << outcome.kernel << ": " << outcome.message << " "
         << anvil::verify::describe(outcome.comparison);
     ASSERT_FALSE(outcome.context_lost) << "the CUDA context is unusable after " << anvil::verify::describe(problem);
+  }
+}
+
+// ---- split-K (fp8_plan.h, docs/fp8.md "Split-K") ----
+//
+// Few output tiles and a long K: K in slices of whole 128-wide blocks, one strided batch of
+// sm90-fp8 into fp32 partials, summed in slice order through the epilogue. Each case runs
+// through the planner, checks the plan it ran split (or not) as asked, compares D with the
+// reference of the dequantized operands at sm90-fp8's tolerances (verify::tolerance_for:
+// block scales 2^-10 of the typical magnitude; tensor, row/column and no scales
+// 2^-12 x (K / 32 + 8)), and checks D's padding. The workspace is poisoned with NaN first,
+// so a partial tile no slice wrote shows in D. Block scales are random per block ([0.5,
+// 1.5], verify::fill_scales): a slice reading another slice's blocks is far off.
+
+constexpr ScaleMode kEveryScaleMode[] = {ScaleMode::kNone, ScaleMode::kTensor, ScaleMode::kRowColumn,
+                                         ScaleMode::kBlock128};
+
+// What a split-K run should be: the planner's own choice (kAuto: it must split), forced
+// slices, or forced whole tiles.
+struct SplitRequest {
+  enum Kind { kAuto, kForced, kNever } kind = kAuto;
+  int slices = 0;
+};
+
+// Runs desc as requested with a workspace of workspace_bytes (SIZE_MAX: what the plan asks
+// for), checks the slices it ran and D; the bytes of D come back in *d_bytes when asked.
+void run_split_and_check(const GemmDesc& desc, uint64_t seed, SplitRequest request, bool c_is_d = false,
+                         std::vector<unsigned char>* d_bytes = nullptr, size_t workspace_bytes = SIZE_MAX,
+                         int expect_slices = -1) {
+  SCOPED_TRACE(anvil_test::describe(desc) + (c_is_d ? ", C = D" : "") + ", split request " +
+               std::to_string(int(request.kind)) + "/" + std::to_string(request.slices));
+  anvil_test::Operands op;
+  ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, desc, seed, c_is_d));
+  PlanOverrides overrides;
+  overrides.split_k_slices = request.kind == SplitRequest::kNever ? 1 : request.kind == SplitRequest::kForced ? request.slices : 0;
+  const size_t planned = anvil::detail::workspace_size(desc, nullptr, &overrides);
+  const size_t bytes = workspace_bytes == SIZE_MAX ? planned : workspace_bytes;
+  anvil_test::DeviceBuffer workspace;
+  op.args.workspace = nullptr;
+  op.args.workspace_bytes = bytes;
+  if (bytes > 0) {
+    CHECK_CUDA(workspace.allocate(bytes));
+    CHECK_CUDA(cudaMemset(workspace.get(), 0xFF, bytes));  // NaN in every fp32 partial
+    op.args.workspace = workspace.get();
+  }
+  anvil::Diagnostic diag;
+  LaunchPlan ran;
+  const Status s = anvil::detail::gemm(desc, op.args, &overrides, &diag, &ran);
+  ASSERT_EQ(s, Status::kSuccess) << diag.message;
+  ASSERT_EQ(ran.family, KernelFamily::kSm90Fp8);
+  if (expect_slices >= 0) {
+    ASSERT_EQ(ran.k_splits, expect_slices) << ran.split_reason;
+  } else if (request.kind == SplitRequest::kAuto) {
+    ASSERT_GT(ran.k_splits, 1) << "the planner was expected to split: " << ran.split_reason;
+  } else if (request.kind == SplitRequest::kForced) {
+    ASSERT_EQ(ran.k_splits, request.slices) << ran.split_reason;
+  } else {
+    ASSERT_EQ(ran.k_splits, 1) << ran.split_reason;
+  }
+  CHECK_CUDA(cudaGetLastError());
+  CHECK_CUDA(cudaDeviceSynchronize());
+  CHECK_CUDA(anvil::verify::reference_gemm(desc, op.args, op.ref.as_float(), nullptr));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  const auto tol = anvil::verify::tolerance_for(desc);
+  const auto cmp = anvil::verify::compare(desc, op.d.get(), op.ref.as_float(), tol, nullptr);
+  EXPECT_TRUE(cmp.passed) << anvil_test::describe(cmp) << "; " << worst_element(op, cmp) << " ("
+                          << anvil::detail::fp8_variant_name(ran.fp8_variant) << ", " << ran.k_splits
+                          << " slices; tolerance rel_frobenius " << tol.rel_frobenius << ", element " << tol.max_abs
+                          << " + " << tol.max_rel << " |ref|)";
+  anvil_test::expect_padding_untouched(op);
+  if (d_bytes != nullptr) {
+    ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.d, *d_bytes));
+  }
+}
+
+// DeepSeek-V3's kv_a and q_a at 64 and 128 tokens and a single token: the planner splits,
+// in every scale mode and output dtype.
+TEST(Fp8SplitK, PlannedSplitMatchesTheReferenceInEveryScaleMode) {
+  REQUIRE_SM90();
+  const int64_t shapes[][3] = {{64, 576, 7168}, {128, 1536, 7168}, {1, 576, 7168}, {100, 200, 4096}};
+  for (const auto& shape : shapes) {
+    for (ScaleMode scales : kEveryScaleMode) {
+      for (DataType out : {DataType::kBF16, DataType::kF32}) {
+        ASSERT_NO_FATAL_FAILURE(run_split_and_check(fp8_desc(shape[0], shape[1], shape[2], scales, out),
+                                                    9000 + uint64_t(shape[0] + shape[1]), SplitRequest{}));
+      }
+    }
+  }
+}
+
+// alpha, bias, activations and beta * C are applied once, after the sum: column and row
+// bias with GELU, SwiGLU, C in place with beta = -1, a separate C with ReLU into a padded
+// fp16 D, a column-major D.
+TEST(Fp8SplitK, FusedEpilogueAppliedOnceAfterTheSum) {
+  REQUIRE_SM90();
+  for (ScaleMode scales : kEveryScaleMode) {
+    GemmDesc d = fp8_desc(64, 576, 7168, scales);
+    d.alpha = 0.75f;
+    d.epilogue.bias = BiasMode::kPerColumn;
+    d.epilogue.activation = Activation::kGeluTanh;
+    ASSERT_NO_FATAL_FAILURE(run_split_and_check(d, 9100, SplitRequest{}));
+    GemmDesc swiglu = fp8_desc(64, 1536, 7168, scales);
+    swiglu.epilogue.activation = Activation::kSwiGLU;
+    swiglu.d.ld = 768;
+    ASSERT_NO_FATAL_FAILURE(run_split_and_check(swiglu, 9101, SplitRequest{}));
+    GemmDesc in_place = fp8_desc(64, 576, 7168, scales, DataType::kF32);
+    in_place.beta = -1.0f;
+    in_place.c = in_place.d;
+    in_place.epilogue.bias = BiasMode::kPerRow;
+    in_place.epilogue.bias_dtype = DataType::kBF16;
+    ASSERT_NO_FATAL_FAILURE(run_split_and_check(in_place, 9102, SplitRequest{}, true));
+    GemmDesc residual = fp8_desc(77, 500, 7168, scales, DataType::kF16);
+    residual.d.ld = 512;
+    residual.c = residual.d;
+    residual.beta = 0.5f;
+    residual.alpha = -1.25f;
+    residual.epilogue.activation = Activation::kReLU;
+    ASSERT_NO_FATAL_FAILURE(run_split_and_check(residual, 9103, SplitRequest{}));
+    GemmDesc column = fp8_desc(64, 576, 7168, scales);
+    column.d.order = Order::kColMajor;
+    column.d.ld = 72;
+    column.epilogue.activation = Activation::kSiLU;
+    ASSERT_NO_FATAL_FAILURE(run_split_and_check(column, 9104, SplitRequest{}));
+  }
+}
+
+// Forced slice counts, from 2 to the most K allows, on shapes off the tile grid; and the
+// same problems forced unsplit.
+TEST(Fp8SplitK, ForcedSlicesAndForcedWholeTiles) {
+  REQUIRE_SM90();
+  for (ScaleMode scales : kEveryScaleMode) {
+    for (int slices : {2, 4, 7, 14}) {
+      ASSERT_NO_FATAL_FAILURE(
+          run_split_and_check(fp8_desc(33, 300, 7168, scales), 9200 + uint64_t(slices), {SplitRequest::kForced, slices}));
+    }
+    ASSERT_NO_FATAL_FAILURE(run_split_and_check(fp8_desc(300, 700, 2048, scales, DataType::kF32), 9210,
+                                                {SplitRequest::kForced, 4}));
+    ASSERT_NO_FATAL_FAILURE(run_split_and_check(fp8_desc(64, 576, 7168, scales), 9211, {SplitRequest::kNever, 1}));
+  }
+  // The mixed e5m2 pairs on their one configuration.
+  ASSERT_NO_FATAL_FAILURE(run_split_and_check(
+      fp8_desc(64, 576, 7168, ScaleMode::kRowColumn, DataType::kBF16, DataType::kE5M2, DataType::kE4M3), 9220,
+      {SplitRequest::kForced, 8}));
+}
+
+// Bitwise reproducible: the slice count depends on the shape alone and the sum adds the
+// slices in slice order, so two runs on the same inputs give the same bits.
+TEST(Fp8SplitK, TwoRunsAreBitwiseEqual) {
+  REQUIRE_SM90();
+  for (ScaleMode scales : kEveryScaleMode) {
+    GemmDesc d = fp8_desc(64, 1536, 7168, scales, DataType::kF32);
+    d.epilogue.bias = BiasMode::kPerColumn;
+    std::vector<unsigned char> first, second;
+    ASSERT_NO_FATAL_FAILURE(run_split_and_check(d, 9300, SplitRequest{}, false, &first));
+    ASSERT_NO_FATAL_FAILURE(run_split_and_check(d, 9300, SplitRequest{}, false, &second));
+    ASSERT_EQ(first.size(), second.size());
+    EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size()), 0) << "scales " << anvil::to_string(scales);
+  }
+}
+
+// With less workspace than the partials need (or none) the call still runs, on whole
+// tiles, as sm90-gemm's split-K does.
+TEST(Fp8SplitK, TooSmallWorkspaceRunsWholeTiles) {
+  REQUIRE_SM90();
+  for (ScaleMode scales : {ScaleMode::kTensor, ScaleMode::kBlock128}) {
+    const GemmDesc d = fp8_desc(64, 576, 7168, scales);
+    const size_t need = anvil::workspace_size(d);
+    ASSERT_GT(need, 0u);
+    ASSERT_NO_FATAL_FAILURE(run_split_and_check(d, 9400, SplitRequest{}, false, nullptr, need - 16, 1));
+    ASSERT_NO_FATAL_FAILURE(run_split_and_check(d, 9401, SplitRequest{}, false, nullptr, 0, 1));
   }
 }
 

@@ -57,7 +57,7 @@ struct Options {
   bool verify = true;
   bool batch_invariant = false;  // GemmDesc::batch_invariant on the anvil rows
   // The planner's choices forced on the anvil rows (--decode-splits, --row-split,
-  // --trace-plans); `overridden` when any flag set them.
+  // --split-k, --trace-plans); `overridden` when any flag set them.
   anvil::detail::PlanOverrides overrides;
   bool overridden = false;
   bool list = false;
@@ -89,7 +89,7 @@ struct KernelSpec {
   Kind kind = Kind::kAnvilAuto;
   // Run through the planner with these overrides (anvil::detail::gemm) instead of by name
   // or the public entry point: the automatic pick and the families' names under --decode-
-  // splits, --row-split or --trace-plans.
+  // splits, --row-split, --split-k or --trace-plans.
   bool planned = false;
   anvil::detail::PlanOverrides overrides;
 };
@@ -117,7 +117,7 @@ struct Row {
   std::string message;
   std::optional<std::string> dispatched;
   std::string method;
-  std::string algo;  // cuBLASLt's chosen configuration, for the record
+  std::string algo;  // cuBLASLt's chosen configuration, or anvil's split-K, for the record
   std::vector<double> samples_us;
   double us_median = kNaN, us_min = kNaN, us_max = kNaN;
   double tflops = kNaN, gbps = kNaN, speedup_vs_cublas = kNaN;

@@ -466,6 +466,17 @@ void run_problem(const Problem& p, int index, int total, const Options& opt,
         if (picked) row.dispatched = std::string(picked);
       }
       if (st == anvil::Status::kSuccess && !spec.planned) st = anvil::can_implement(c.desc, nullptr, &diag);
+      if (st == anvil::Status::kSuccess && spec.kind != KernelSpec::Kind::kAnvilNamed) {
+        // Split-K, where the plan takes it, for the record (--split-k compares with and without).
+        anvil::detail::LaunchPlan plan;
+        const bool sm90 = anvil::detail::plan_for(c.desc, nullptr, spec.planned ? &spec.overrides : nullptr, &plan,
+                                                  nullptr) == anvil::Status::kSuccess &&
+                          (plan.family == anvil::detail::KernelFamily::kSm90Gemm ||
+                           plan.family == anvil::detail::KernelFamily::kSm90Fp8);
+        if (sm90 && plan.k_splits > 1) {
+          row.algo = "split-K " + std::to_string(plan.k_splits) + " slices of K = " + std::to_string(plan.slice_k);
+        }
+      }
       if (st != anvil::Status::kSuccess) {
         row.status = "unsupported";
         row.message = status_text(st, diag);

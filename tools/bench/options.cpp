@@ -69,6 +69,9 @@ const char* kUsage =
     "                       never, or always, hand sm90-gemm's last rows to a decode kernel\n"
     "  --fp8-variant NAME   e4m3: force this sm90-fp8 configuration (fp8-wide-pair, ...,\n"
     "                       as anvil-plan --dtype e4m3 lists them) on the anvil rows\n"
+    "  --split-k S          sm90-gemm's and sm90-fp8's split-K on the anvil rows: 1 never\n"
+    "                       splits, S > 1 forces S slices where K divides into them (FP8:\n"
+    "                       whole 128-wide K blocks, at least 4 a slice)   [the planner's rule]\n"
     "  --trace-plans        print each plan the anvil rows run (stderr, once per problem)\n"
     "  --seed N             base seed of the random inputs\n"
     "  --inputs uniform|normal\n"
@@ -349,6 +352,10 @@ Options parse_options(int argc, char** argv) {
       if (found < 0) usage_error("--fp8-variant takes an sm90-fp8 configuration name (anvil-plan --dtype e4m3), not '" + v + "'");
       opt.overrides.fp8_variant = found;
       opt.overridden = true;
+    } else if (a == "--split-k") {
+      opt.overrides.split_k_slices =
+          static_cast<int>(parse_int(value(), "--split-k", 1, anvil::detail::kSplitKMaxSlices));
+      opt.overridden = true;
     } else if (a == "--trace-plans") {
       opt.overrides.trace = true;
       opt.overridden = true;
@@ -490,8 +497,9 @@ std::vector<KernelSpec> expand_kernels(const std::vector<std::string>& names) {
 void apply_overrides(const Options& opt, std::vector<KernelSpec>& specs) {
   if (!opt.overridden) return;
   using anvil::detail::KernelFamily;
-  constexpr KernelFamily kFamilies[] = {KernelFamily::kSm90Gemm, KernelFamily::kDecodeTma, KernelFamily::kDecodeLdg,
-                                        KernelFamily::kDecodeR64, KernelFamily::kDecodeLdgR64};
+  constexpr KernelFamily kFamilies[] = {KernelFamily::kSm90Gemm,  KernelFamily::kDecodeTma,
+                                        KernelFamily::kDecodeLdg, KernelFamily::kDecodeR64,
+                                        KernelFamily::kDecodeLdgR64, KernelFamily::kSm90Fp8};
   for (KernelSpec& spec : specs) {
     if (spec.kind == KernelSpec::Kind::kAnvilAuto || spec.kind == KernelSpec::Kind::kAnvilPlain) {
       spec.planned = true;

@@ -8,8 +8,9 @@
 // For each sm90-gemm configuration: shared memory per stage and in total, the stages that
 // would fit, registers (the setmaxnreg split), CTAs per SM, tiles, waves and wave
 // efficiency, and the planner's cost estimate; for each decode kernel, its grid and K
-// split. Then the problem's arithmetic intensity and its roofline floor at the clock the
-// card sustains, and the plan. --sm100 prints Blackwell's budget for the shape instead.
+// split; for e4m3, sm90-fp8's configurations and its split-K candidates. Then the
+// problem's arithmetic intensity and its roofline floor at the clock the card sustains,
+// and the plan. --sm100 prints Blackwell's budget for the shape instead.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -231,6 +232,39 @@ void print_fp8_candidates(const GemmDesc& d, const DeviceInfo& dev, const Launch
   }
 }
 
+// sm90-fp8's split-K (fp8_plan.h): the whole tiles' estimate, then every slice count K
+// divides into whole 128-wide blocks, with the slices' configuration, CTAs and estimate.
+void print_fp8_split_k(const GemmDesc& d, const DeviceInfo& dev, const LaunchPlan& chosen) {
+  const int sms = dev.sm_count;
+  std::printf("\nsm90-fp8 split-K (slices of whole 128-wide K blocks, at least %lld; est: fp8_plan.h's model, us)\n",
+              static_cast<long long>(kFp8SplitKMinSliceBlocks));
+  if (d.batch != 1 || d.k % kFp8KBlock != 0) {
+    std::printf("  none possible: %s\n", d.batch != 1 ? "a strided batch (the slices are the batch)"
+                                                     : "K is not a multiple of 128");
+    return;
+  }
+  const Fp8Variant whole = choose_fp8_variant(d.m, d.n, 1, sms, d.a.dtype, d.b.dtype, d.scales);
+  const int64_t whole_tiles = fp8_whole_tiles(d.m, d.n, sms, d.a.dtype, d.b.dtype, d.scales);
+  const double whole_us = fp8_whole_tiles_us(d.m, d.n, d.k, sms, d.a.dtype, d.b.dtype, d.scales);
+  std::printf("  whole tiles: %s, %lld tiles (%.0f%% of the SMs; split-K only at <= %.0f%%), est %.1f us; a split "
+              "must save %.0f%%\n",
+              fp8_variant_name(whole), static_cast<long long>(whole_tiles), 100.0 * whole_tiles / sms,
+              100 * kFp8SplitKMaxTileFill, whole_us, 100 * kFp8SplitKMinSaving);
+  std::printf("  %7s %9s %7s %-18s %7s %9s %8s\n", "slices", "slice K", "blocks", "variant", "CTAs", "partials", "est us");
+  for (int s = 2; s <= kSplitKMaxSlices; ++s) {
+    if (!fp8_split_k_possible(d.k, s)) continue;
+    const Fp8Variant v = choose_fp8_variant(d.m, d.n, s, sms, d.a.dtype, d.b.dtype, d.scales);
+    const ClusterShape c = fp8_cluster_shape(v);
+    const int64_t ctas = wave_plan(d.m, d.n, s, fp8_tile_shape(v), sms, c.m, c.n).tiles;
+    const double bytes = static_cast<double>(split_k_workspace_bytes(SplitKPlan{s, d.k / s}, d.m, d.n));
+    const bool picked = chosen.family == KernelFamily::kSm90Fp8 && chosen.k_splits == s;
+    std::printf("  %7d %9lld %7lld %-18s %7lld %7.1fMB %8.1f %s\n", s, static_cast<long long>(d.k / s),
+                static_cast<long long>(d.k / s / kFp8KBlock), fp8_variant_name(v), static_cast<long long>(ctas),
+                bytes * 1e-6, fp8_split_k_estimated_us(d.m, d.n, d.k, s, sms, d.a.dtype, d.b.dtype, d.scales),
+                picked ? "<- planned" : "");
+  }
+}
+
 void print_gemm_candidates(const GemmDesc& d, const DeviceInfo& dev, const LaunchPlan& chosen) {
   const int sms = dev.sm_count;
   const double k_steps = static_cast<double>(ceil_div(d.k, 64));
@@ -345,6 +379,7 @@ int run(int argc, char** argv) {
     // sm90-fp8 (docs/fp8.md): its own configurations; the decode kernels read 16-bit inputs only.
     print_roofline(d, dev, 1, out_bytes, 2.0);
     print_fp8_candidates(d, dev, chosen);
+    print_fp8_split_k(d, dev, chosen);
     std::printf("\n");
     print_plan(chosen, d, stdout);
     return chosen.family == KernelFamily::kNone ? 1 : 0;

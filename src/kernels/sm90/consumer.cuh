@@ -147,9 +147,12 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
     return;
   }
   if (k_tiles == 0) return;
-  const float* scale_a0 = scales.a + (row0 < scales.rows ? row0 : scales.rows - 1);
-  const float* scale_a1 = scales.a + (row0 + 8 < scales.rows ? row0 + 8 : scales.rows - 1);
-  const float* scale_b = scales.b + int64_t{tile.n_tile} * k_tiles;
+  // This launch's K blocks [first, first + k_tiles) of the problem's k_blocks: all of
+  // them, or one split-K slice's (the batch index is then the slice, Fp8Scales).
+  const int64_t first = int64_t{tile.batch} * scales.k_blocks_per_batch;
+  const float* scale_b = scales.b + int64_t{tile.n_tile} * scales.k_blocks + first;
+  const float* scale_a0 = scales.a + first * scales.rows + (row0 < scales.rows ? row0 : scales.rows - 1);
+  const float* scale_a1 = scales.a + first * scales.rows + (row0 + 8 < scales.rows ? row0 + 8 : scales.rows - 1);
   struct BlockScales {
     float a0, a1, b;
   };

@@ -4,10 +4,12 @@
 // each wgmma step reads 32 of them (m64nNk32).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "anvil/gemm.h"
 #include "kernels/sm90/plan.h"
+#include "kernels/sm90/split_k.h"
 
 namespace anvil::detail {
 
@@ -101,6 +103,124 @@ inline Fp8Variant choose_fp8_variant(int64_t m, int64_t n, int64_t batch, int sm
     if (!fp8_variant_runs(v, a, b, scales)) continue;
     const double cost = fp8_variant_cost(v, m, n, batch, sm_count);
     if (!found || cost < best_cost) best = v, best_cost = cost, found = true;
+  }
+  return best;
+}
+
+// ---- split-K (split_k.h's scheme on sm90-fp8's kernel) ----
+//
+// Few output tiles and a long K (DeepSeek-V3's kv_a and q_a projections at M = 64-128:
+// 64 x 576 x 7168 is 6 CTAs of 128 x 128 for 132 SMs; single tokens on 8192-wide weights,
+// 64) keep most SMs idle. As for the 16-bit GEMM, K is cut into equal slices that run as
+// one strided batch of the planned configuration into fp32 partials, summed in slice order
+// through the epilogue by sm90-gemm's sum kernel.
+//
+// A slice is whole 128-wide K blocks: a stage of every FP8 configuration holds one, and a
+// block scale covers one, so slice s reads the block scales of its own blocks
+// (Fp8Scales::k_blocks_per_batch). Per-tensor and row/column scales multiply whole sums
+// and are linear: each slice's partial is scaled as an unsplit tile would be
+// (apply_output_scales), and their sum is the scaled sum. alpha, bias, activation and
+// beta * C are the sum kernel's, applied once.
+inline constexpr int64_t kFp8KBlock = 128;
+// The shortest slice: 4 K blocks (512 values). Below that the ring (6 stages) never fills
+// and a slice's fixed cost (prologue, pipeline fill, the partial's store) is most of it.
+inline constexpr int64_t kFp8SplitKMinSliceBlocks = 4;
+// Only where whole tiles leave most SMs idle: the output tiles of the whole-tile plan
+// (not counting a pair's CTA past the edge, which has no rows of its own) are at most half
+// as many as the SMs, so that two slices at least fit one wave.
+inline constexpr double kFp8SplitKMaxTileFill = 0.5;
+// Per-CTA time of one 128-wide K block of a 128 x 128 tile, H200, suites/fp8.json on
+// whole tiles (bench/results/h200-2026-12-02-2b52fbe-fp8-*.json: time / K blocks on the
+// shapes that make one partial wave):
+//   - the math: 0.30 us where the tile's rows end in its first warpgroup (M <= 64; the
+//     second one multiplies nothing), 0.385 us with both (M = 128: kv_a and q_a), and
+//     with block scales, whose promotion drains the wgmma pipe every block, 0.45 and
+//     0.665 us;
+//   - the weight's stream: 56-64 CTAs streaming a weight larger than the L2 (o, mlp_down,
+//     llama70b's decode rows) took 0.50-0.76 us per block of 16 KiB, ~29 GB/s per CTA.
+// A block takes the longer of the two; a 128 x 256 tile twice as long.
+inline constexpr double kFp8HalfTileBlockMicroseconds = 0.30;
+inline constexpr double kFp8TileBlockMicroseconds = 0.385;
+inline constexpr double kFp8HalfTileScaledBlockMicroseconds = 0.45;
+inline constexpr double kFp8TileScaledBlockMicroseconds = 0.665;
+inline constexpr double kFp8StreamBlockMicroseconds = 0.57;
+// What a wave of tiles costs beyond its K blocks: the prologue, the pipeline's fill and
+// the epilogue's store.
+inline constexpr double kFp8TileFixedMicroseconds = 2.0;
+// The estimates rest on one run of one suite: a split must promise this much.
+inline constexpr double kFp8SplitKMinSaving = 0.15;
+
+// One CTA's time for one K block of variant v's tile on a problem of m rows.
+inline double fp8_block_us(Fp8Variant v, int64_t m) {
+  const bool half = m <= 64;
+  const double math = fp8_block_variant(v) ? (half ? kFp8HalfTileScaledBlockMicroseconds : kFp8TileScaledBlockMicroseconds)
+                                           : (half ? kFp8HalfTileBlockMicroseconds : kFp8TileBlockMicroseconds);
+  return std::max(math, kFp8StreamBlockMicroseconds) * (fp8_tile_shape(v).block_n / 128.0);
+}
+
+// Variant v's whole tiles over `batch` matrices of m x n x (k_blocks 128-wide blocks):
+// waves of CTAs (a pair's CTAs past the edge included), each the blocks plus a fixed cost.
+inline double fp8_tiles_us(Fp8Variant v, int64_t m, int64_t n, int64_t batch, int64_t k_blocks, int sm_count) {
+  const ClusterShape cluster = fp8_cluster_shape(v);
+  const WavePlan w = wave_plan(m, n, batch, fp8_tile_shape(v), sm_count, cluster.m, cluster.n);
+  const double waves = static_cast<double>(ceil_div(w.tiles, sm_count));
+  return waves * (static_cast<double>(k_blocks) * fp8_block_us(v, m) + kFp8TileFixedMicroseconds);
+}
+
+// The operands read once, one byte an element: the floor under every plan.
+inline double fp8_operand_stream_us(int64_t m, int64_t n, int64_t k) {
+  return static_cast<double>(k) * static_cast<double>(m + n) / kSplitKBytesPerMicrosecond;
+}
+
+// Whole tiles of the variant the planner would take, over all of K.
+inline double fp8_whole_tiles_us(int64_t m, int64_t n, int64_t k, int sm_count, DataType a, DataType b,
+                                 ScaleMode scales) {
+  const Fp8Variant v = choose_fp8_variant(m, n, 1, sm_count, a, b, scales);
+  return std::max(fp8_tiles_us(v, m, n, 1, ceil_div(k, kFp8KBlock), sm_count), fp8_operand_stream_us(m, n, k));
+}
+
+// `slices` slices of K (whole blocks each) as one batch of the variant the planner takes
+// for them, then the partials' round trip (written once, read once) and the sum's launch.
+inline double fp8_split_k_estimated_us(int64_t m, int64_t n, int64_t k, int slices, int sm_count, DataType a,
+                                       DataType b, ScaleMode scales) {
+  const Fp8Variant v = choose_fp8_variant(m, n, slices, sm_count, a, b, scales);
+  const double gemm = std::max(fp8_tiles_us(v, m, n, slices, k / kFp8KBlock / slices, sm_count),
+                               fp8_operand_stream_us(m, n, k));
+  const double partials = 2.0 * slices * static_cast<double>(m) * static_cast<double>(n) * sizeof(float);
+  return gemm + partials / kSplitKBytesPerMicrosecond + kSplitKReduceFixedMicroseconds;
+}
+
+// The output tiles of the whole-tile plan's configuration, the edges' partial tiles
+// included, a cluster's padding not.
+inline int64_t fp8_whole_tiles(int64_t m, int64_t n, int sm_count, DataType a, DataType b, ScaleMode scales) {
+  const Fp8Variant whole = choose_fp8_variant(m, n, 1, sm_count, a, b, scales);
+  return wave_plan(m, n, 1, fp8_tile_shape(whole), sm_count).tiles;
+}
+
+// Whether `slices` slices are possible: K in equal whole blocks, none shorter than the
+// minimum, at most kSplitKMaxSlices of them.
+inline bool fp8_split_k_possible(int64_t k, int64_t slices) {
+  return slices >= 2 && slices <= kSplitKMaxSlices && k % (slices * kFp8KBlock) == 0 &&
+         k / (slices * kFp8KBlock) >= kFp8SplitKMinSliceBlocks;
+}
+
+// The split for one FP8 matrix (batch 1), or slices = 1: where the whole-tile plan's tiles
+// are at most half as many as the SMs, the slice count whose estimate (fp8_split_k_estimated_us)
+// beats the whole tiles' by kFp8SplitKMinSaving, the fastest such. It depends on M.
+inline SplitKPlan choose_fp8_split_k(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, DataType a,
+                                     DataType b, ScaleMode scales) {
+  SplitKPlan none;
+  if (batch != 1 || sm_count <= 0 || m <= 0 || n <= 0 || k % kFp8KBlock != 0 ||
+      k / kFp8KBlock < 2 * kFp8SplitKMinSliceBlocks) {
+    return none;
+  }
+  if (static_cast<double>(fp8_whole_tiles(m, n, sm_count, a, b, scales)) > kFp8SplitKMaxTileFill * sm_count) return none;
+  SplitKPlan best = none;
+  double best_us = fp8_whole_tiles_us(m, n, k, sm_count, a, b, scales) * (1.0 - kFp8SplitKMinSaving);
+  for (int s = 2; s <= kSplitKMaxSlices; ++s) {
+    if (!fp8_split_k_possible(k, s)) continue;
+    const double us = fp8_split_k_estimated_us(m, n, k, s, sm_count, a, b, scales);
+    if (us < best_us) best_us = us, best = SplitKPlan{s, k / s};
   }
   return best;
 }

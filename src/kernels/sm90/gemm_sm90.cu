@@ -156,15 +156,9 @@ Status launch_sm90_plan(const LaunchPlan& plan, const GemmDesc& desc, const Gemm
   if (plan.k_splits > 1) {
     // Split-K (the planner takes it only for operands read in place): the slices into the
     // workspace's fp32 partials, then their sum through the epilogue.
-    GemmArgs slice_args = args;
-    slice_args.d = args.workspace;
-    slice_args.c = nullptr;
-    slice_args.bias = nullptr;
-    slice_args.workspace = nullptr;
-    slice_args.workspace_bytes = 0;
-    const Status s = launch_variant(plan.variant, kName, split_k_slices_desc(desc, plan.k_splits, plan.slice_k),
-                                    slice_args, diag);
-    return s != Status::kSuccess ? s : launch_split_k_sum(desc, args, plan.k_splits, diag);
+    return launch_split_k(desc, args, plan, [&](const GemmDesc& slices, const GemmArgs& slice_args) {
+      return launch_variant(plan.variant, kName, slices, slice_args, diag);
+    }, diag);
   }
   if (!plan.row_split()) return launch_variant(plan.variant, kName, repack.packed, packed_args, diag);
   GemmDesc head = repack.packed;

@@ -38,6 +38,23 @@ Status launch_fp8_plan(const LaunchPlan& plan, const GemmDesc& desc, const GemmA
                 fp8_variant_name(plan.fp8_variant), to_string(desc.a.dtype), to_string(desc.b.dtype),
                 to_string(desc.scales));
   }
+  if (plan.k_splits > 1) {
+    // Split-K (fp8_plan.h): the slices as one strided batch of the planned configuration
+    // into the workspace's fp32 partials (their scales applied as to whole tiles, block
+    // scales from each slice's first K block on), then the sum through the epilogue.
+    if (plan.slice_k % kFp8KBlock != 0 || plan.slice_k * plan.k_splits != desc.k) {
+      return fail(diag, Status::kInternalError, "%s: split-K slices of K = %lld are not whole %lld-wide blocks of K = %lld",
+                  kName, static_cast<long long>(plan.slice_k), static_cast<long long>(kFp8KBlock),
+                  static_cast<long long>(desc.k));
+    }
+    LaunchPolicy slices_policy = kSm90GemmPolicy;
+    slices_policy.batch_is_k_slice = true;
+    return launch_split_k(desc, args, plan, [&](const GemmDesc& slices, const GemmArgs& slice_args) {
+      return with_fp8_variant_config(plan.fp8_variant, [&](auto config) {
+        return sm90_launch<decltype(config)>(kName, slices_policy, slices, slice_args, diag);
+      });
+    }, diag);
+  }
   return with_fp8_variant_config(plan.fp8_variant, [&](auto config) {
     using Config = decltype(config);
     return sm90_launch<Config>(kName, kSm90GemmPolicy, desc, args, diag);
@@ -50,13 +67,20 @@ Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   return launch_with_family(KernelFamily::kSm90Fp8, desc, args, diag);
 }
 
+// Split-K's partials, where the plan splits (the registry entry's plan, as its launch).
+size_t workspace(const GemmDesc& desc, const GemmArgs* args) {
+  PlanOverrides overrides;
+  overrides.family = KernelFamily::kSm90Fp8;
+  return workspace_size(desc, args, &overrides);
+}
+
 }  // namespace
 
 extern const KernelInfo kSm90Fp8{kName,
                                  "FP8 (e4m3 x e4m3, e5m2 x e4m3, e4m3 x e5m2), fp32 accumulation: sm90-gemm's kernel "
                                  "with 128-wide K stages; per-tensor, per-row/column or DeepSeek-V3 block scales "
                                  "(1x128 activations, 128x128 weights, promoted to fp32 every K block); "
-                                 "K-major operands read in place",
-                                 check, launch, nullptr};
+                                 "K-major operands read in place; split-K in whole K blocks for few tiles",
+                                 check, launch, workspace};
 
 }  // namespace anvil::detail

@@ -18,6 +18,9 @@ namespace anvil::detail {
 struct LaunchPolicy {
   bool persistent = false;  // grid = co-resident clusters, each looping over tiles
   int band = 1;             // raster band height in cluster rows (TileScheduler)
+  // The batch index is a split-K slice of one problem (split_k.h): block scales are then
+  // read from the slice's first K block on (Fp8Scales::k_blocks_per_batch).
+  bool batch_is_k_slice = false;
 };
 
 // What every sm90-gemm configuration runs with: persistent, bands of 8 cluster rows.
@@ -72,6 +75,10 @@ Status build_sm90_params(LaunchPolicy policy, const GemmDesc& desc, const GemmAr
   params.scales.mode = desc.scales;
   params.scales.rows = desc.m;
   params.scales.cols = desc.n;
+  // A slice covers k_tiles whole 128-wide K blocks (the planner cuts K only at block
+  // boundaries), slice after slice.
+  params.scales.k_blocks_per_batch = policy.batch_is_k_slice ? params.k_tiles : 0;
+  params.scales.k_blocks = policy.batch_is_k_slice ? int64_t{params.k_tiles} * desc.batch : params.k_tiles;
   params.tma_store = Config::kTmaStore && plain_epilogue(desc) && d_layout_tma_storable(desc) && aligned16(args.d);
   if (params.tma_store) {
     TensorMapRequest store;
@@ -174,12 +181,13 @@ Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, 
   };
   thread_local PlanName plan_name;
   if (plan_name.name != name || plan_name.policy.persistent != policy.persistent ||
-      plan_name.policy.band != policy.band) {
-    std::snprintf(plan_name.text, sizeof(plan_name.text), "%s/%dx%dx%d/c%dx%d/s%d/p%d/%s%s", name, Config::kBlockM,
+      plan_name.policy.band != policy.band || plan_name.policy.batch_is_k_slice != policy.batch_is_k_slice) {
+    std::snprintf(plan_name.text, sizeof(plan_name.text), "%s/%dx%dx%d/c%dx%d/s%d/p%d/%s%s%s", name, Config::kBlockM,
                   Config::kBlockN, Config::kStages, Config::kClusterM, Config::kClusterN,
                   int(Config::kTmaStore) * Config::kStoreRounds, int(policy.persistent) * policy.band,
                   Config::kStreamK ? "sk" : Config::kPingPong ? "pp" : "coop",
-                  Config::kBlockScales ? "/fp8-block" : Config::kElementBytes == 1 ? "/fp8" : "");
+                  Config::kBlockScales ? "/fp8-block" : Config::kElementBytes == 1 ? "/fp8" : "",
+                  policy.batch_is_k_slice ? "/k-slices" : "");
     plan_name.name = name;
     plan_name.policy = policy;
   }

@@ -13,11 +13,18 @@ namespace anvil::detail {
 
 // FP8 scales (anvil::ScaleMode): fp32 arrays in device memory. rows = M (also the stride
 // of A's M-major block scales), cols = N (the GEMM width).
+// Block scales only: k_blocks is ceil(K / 128) of the whole problem, the length of one
+// 128-column block's row of B scales. Under split-K (split_k.h) the launch's batch index
+// is a slice of K, not a matrix: slice s starts at K block s x k_blocks_per_batch, and its
+// scale reads are offset by that; 0 for a launch whose batches are matrices (block scales
+// take one matrix, so its only batch starts at block 0).
 struct Fp8Scales {
   const float* a = nullptr;
   const float* b = nullptr;
   ScaleMode mode = ScaleMode::kNone;
   int64_t rows = 0, cols = 0;
+  int64_t k_blocks = 0;
+  int k_blocks_per_batch = 0;
 };
 
 struct Sm90Params {

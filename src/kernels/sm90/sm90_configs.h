@@ -172,11 +172,15 @@ constexpr bool fp8_plan_matches_configs() {
             using C = decltype(config);
             return C::kBlockM == fp8_tile_shape(v).block_m && C::kBlockN == fp8_tile_shape(v).block_n &&
                    C::kClusterM == fp8_cluster_shape(v).m && C::kClusterN == fp8_cluster_shape(v).n &&
-                   C::kStages == fp8_stages(v) && C::kBlockScales == fp8_block_variant(v);
+                   C::kStages == fp8_stages(v) && C::kBlockScales == fp8_block_variant(v) &&
+                   C::kBlockK == kFp8KBlock;
           });
   }
   return all;
 }
-static_assert(fp8_plan_matches_configs(), "fp8_plan.h's tiles, clusters and stages must be the configurations'");
+// kBlockK: split-K cuts K at multiples of kFp8KBlock, so each slice's K tiles are whole
+// blocks of the problem's and its block scales line up with them.
+static_assert(fp8_plan_matches_configs(),
+              "fp8_plan.h's tiles, clusters, stages and K block must be the configurations'");
 
 }  // namespace anvil::detail

@@ -109,4 +109,16 @@ inline GemmDesc split_k_slices_desc(const GemmDesc& desc, int slices, int64_t sl
   return s;
 }
 
+// The slices' arguments: the same operands (and FP8 scales), D the workspace's partials;
+// no C, bias or workspace of their own (the sum applies the epilogue).
+inline GemmArgs split_k_slices_args(const GemmArgs& args) {
+  GemmArgs s = args;
+  s.d = args.workspace;
+  s.c = nullptr;
+  s.bias = nullptr;
+  s.workspace = nullptr;
+  s.workspace_bytes = 0;
+  return s;
+}
+
 }  // namespace anvil::detail
