@@ -12,7 +12,10 @@
 //   kContiguous (prefill): A [rows, K] with the tokens sorted by expert; expert e owns
 //     rows offsets[e] .. offsets[e+1] of A and of D [rows, N_out]. offsets has E + 1
 //     non-decreasing entries in [0, rows]. Rows outside [offsets[0], offsets[E]) are not
-//     written. Segments need not be aligned to anything.
+//     written. Segments need not be aligned to anything. With offsets_are_ends, offsets
+//     holds E entries, the cumulative row ends (torch._grouped_mm's and
+//     torch._scaled_grouped_mm's offs): expert e owns rows ends[e-1] .. ends[e], from row 0
+//     for e = 0.
 //   kMasked (decode): A [E, max_rows, K] and D [E, max_rows, N_out]; expert e uses its
 //     first counts[e] rows (0 <= counts[e] <= max_rows). Rows counts[e] .. max_rows of
 //     D_e are not written.
@@ -57,6 +60,8 @@ struct GroupedGemmDesc {
   DataType input = DataType::kBF16;   // A and W: bf16, fp16 or e4m3
   DataType output = DataType::kBF16;  // D: bf16, fp16 or fp32
   IndexType index_type = IndexType::kInt32;  // of offsets / counts
+  // kContiguous only: bounds holds the E cumulative row ends instead of E + 1 offsets.
+  bool offsets_are_ends = false;
   float alpha = 1.0f;
   // Activation (any, SwiGLU included) and bias: kNone or kPerColumn, one vector of N per
   // expert (bias [E, N]). No C operand, no per-row bias.
@@ -80,7 +85,8 @@ struct GroupedGemmArgs {
   const void* w = nullptr;
   void* d = nullptr;
   const void* bias = nullptr;
-  // kContiguous: E + 1 row offsets; kMasked: E row counts. Device memory, index_type.
+  // kContiguous: E + 1 row offsets (E row ends with offsets_are_ends); kMasked: E row
+  // counts. Device memory, index_type.
   const void* bounds = nullptr;
   int* error_flags = nullptr;  // optional device int: GroupedError bits are OR-ed in
   void* workspace = nullptr;   // grouped_workspace_size() bytes (0 today)
@@ -102,8 +108,8 @@ const char* grouped_dispatch_name(const GroupedGemmDesc& desc);
 
 // kSuccess for 0; otherwise kInvalidArgument with the invalid bounds named in diag.
 Status grouped_error_status(int error_flags, Diagnostic* diag = nullptr);
-// Host check of offsets (E + 1 entries) or counts (E) the caller holds on the host: the
-// same rules as the kernel's, naming the first offending expert.
+// Host check of offsets (E + 1 entries, or E ends) or counts (E) the caller holds on the
+// host: the same rules as the kernel's, naming the first offending expert.
 Status check_grouped_bounds(const GroupedGemmDesc& desc, const int64_t* host_bounds, Diagnostic* diag = nullptr);
 
 }  // namespace anvil

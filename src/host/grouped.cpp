@@ -51,6 +51,9 @@ Status validate_grouped_desc(const GroupedGemmDesc& d, Diagnostic* diag) {
   if (d.index_type != IndexType::kInt32 && d.index_type != IndexType::kInt64) {
     return fail(diag, Status::kInvalidArgument, "grouped: unknown index type %d", static_cast<int>(d.index_type));
   }
+  if (d.offsets_are_ends && d.layout != GroupedLayout::kContiguous) {
+    return fail(diag, Status::kInvalidArgument, "grouped: offsets_are_ends applies to the contiguous layout (masked takes counts)");
+  }
   if (d.experts < 1 || d.experts > kMaxExperts) {
     return fail(diag, Status::kInvalidArgument, "grouped: experts must be in [1, %lld], got %lld",
                 static_cast<long long>(kMaxExperts), static_cast<long long>(d.experts));
@@ -196,6 +199,22 @@ Status grouped_error_status(int flags, Diagnostic* diag) {
 
 Status check_grouped_bounds(const GroupedGemmDesc& desc, const int64_t* b, Diagnostic* diag) {
   if (b == nullptr) return fail(diag, Status::kInvalidArgument, "grouped: no bounds given");
+  if (desc.layout == GroupedLayout::kContiguous && desc.offsets_are_ends) {
+    // E ends: the rules of E + 1 offsets whose first is 0.
+    for (int64_t e = 0; e < desc.experts; ++e) {
+      const int64_t begin = e == 0 ? 0 : b[e - 1];
+      if (b[e] < begin) {
+        return fail(diag, Status::kInvalidArgument,
+                    "grouped: row ends decrease at expert %lld (%lld < %lld): tokens must be sorted by expert",
+                    static_cast<long long>(e), static_cast<long long>(b[e]), static_cast<long long>(begin));
+      }
+      if (b[e] < 0 || b[e] > desc.rows) {
+        return fail(diag, Status::kInvalidArgument, "grouped: expert %lld's row end %lld lies outside [0, rows = %lld]",
+                    static_cast<long long>(e), static_cast<long long>(b[e]), static_cast<long long>(desc.rows));
+      }
+    }
+    return Status::kSuccess;
+  }
   for (int64_t e = 0; e < desc.experts; ++e) {
     if (desc.layout == GroupedLayout::kMasked) {
       if (b[e] < 0 || b[e] > desc.rows) {

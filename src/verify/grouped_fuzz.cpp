@@ -116,6 +116,8 @@ GroupedFuzzProblem make_grouped_fuzz_problem(uint64_t seed, int64_t index, bool 
     d.scales = scales < 1 ? ScaleMode::kNone : scales < 4 ? ScaleMode::kTensor : ScaleMode::kRowColumn;
     d.scale_b_per_expert = r.percent(80);
   }
+  // torch's offs (E row ends) where the first expert starts at row 0.
+  if (d.layout == GroupedLayout::kContiguous && p.lead == 0) d.offsets_are_ends = r.percent(40);
   return p;
 }
 
@@ -123,6 +125,7 @@ std::vector<int64_t> grouped_bounds(const GroupedFuzzProblem& p) {
   if (p.desc.layout == GroupedLayout::kMasked) return p.rows;
   std::vector<int64_t> offsets{p.lead};
   for (int64_t rows : p.rows) offsets.push_back(offsets.back() + rows);
+  if (p.desc.offsets_are_ends) offsets.erase(offsets.begin());
   return offsets;
 }
 
@@ -133,7 +136,7 @@ std::string describe(const GroupedFuzzProblem& p) {
   char text[360];
   std::snprintf(text, sizeof(text),
                 "#%lld %s E=%lld N=%lld K=%lld rows=%lld (%lld routed, %lld experts empty, lead %lld) %s->%s idx%s "
-                "act %d bias %d/%s alpha %g hint %lld scales %s%s",
+                "act %d bias %d/%s alpha %g hint %lld scales %s%s%s",
                 static_cast<long long>(p.index), d.layout == GroupedLayout::kMasked ? "masked" : "contiguous",
                 static_cast<long long>(d.experts), static_cast<long long>(d.n), static_cast<long long>(d.k),
                 static_cast<long long>(d.rows), static_cast<long long>(total), static_cast<long long>(empty),
@@ -141,7 +144,8 @@ std::string describe(const GroupedFuzzProblem& p) {
                 d.index_type == IndexType::kInt64 ? "64" : "32", static_cast<int>(d.epilogue.activation),
                 static_cast<int>(d.epilogue.bias), to_string(d.epilogue.bias_dtype), static_cast<double>(d.alpha),
                 static_cast<long long>(d.expected_rows_per_expert), to_string(d.scales),
-                d.scales != ScaleMode::kNone && !d.scale_b_per_expert ? " (B shared)" : "");
+                d.scales != ScaleMode::kNone && !d.scale_b_per_expert ? " (B shared)" : "",
+                d.offsets_are_ends ? " ends" : "");
   return text;
 }
 

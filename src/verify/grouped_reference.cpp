@@ -22,6 +22,9 @@ std::vector<ExpertRows> expert_rows(const GroupedGemmDesc& desc, const std::vect
   for (int64_t e = 0; e < desc.experts; ++e) {
     if (desc.layout == GroupedLayout::kMasked) {
       out[e] = {e * desc.rows, bounds[e]};
+    } else if (desc.offsets_are_ends) {
+      const int64_t begin = e == 0 ? 0 : bounds[e - 1];
+      out[e] = {begin, bounds[e] - begin};
     } else {
       out[e] = {bounds[e], bounds[e + 1] - bounds[e]};
     }

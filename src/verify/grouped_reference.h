@@ -18,7 +18,7 @@ namespace anvil::verify {
 struct ExpertRows {
   int64_t first = 0, rows = 0;
 };
-// From offsets (E + 1) or counts (E) as the kernel reads them; bounds must be valid.
+// From offsets (E + 1, or E ends) or counts (E) as the kernel reads them; bounds must be valid.
 std::vector<ExpertRows> expert_rows(const GroupedGemmDesc& desc, const std::vector<int64_t>& bounds);
 
 // Expert e's problem as a GemmDesc / GemmArgs on the same buffers; FP8 scales point into

@@ -11,6 +11,7 @@
 #include "host/grouped_launch.h"
 #include "plan/grouped_plan.h"
 #include "verify/grouped_fuzz.h"
+#include "verify/grouped_reference.h"
 
 namespace {
 
@@ -197,6 +198,31 @@ TEST(GroupedBoundsHost, NamesTheFirstOffendingExpert) {
   EXPECT_NE(std::string(diag.message).find("counts[2]"), std::string::npos) << diag.message;
 }
 
+TEST(GroupedBoundsHost, RowEndsFollowTheSameRules) {
+  GroupedGemmDesc d = contiguous(4, 256, 128, 200);
+  d.offsets_are_ends = true;
+  anvil::Diagnostic diag;
+  const std::vector<int64_t> ends{10, 10, 150, 190};
+  EXPECT_EQ(anvil::check_grouped_bounds(d, ends.data(), &diag), Status::kSuccess) << diag.message;
+  const std::vector<int64_t> unsorted{10, 5, 150, 190};
+  EXPECT_EQ(anvil::check_grouped_bounds(d, unsorted.data(), &diag), Status::kInvalidArgument);
+  EXPECT_NE(std::string(diag.message).find("decrease at expert 1"), std::string::npos) << diag.message;
+  const std::vector<int64_t> beyond{10, 20, 30, 201};
+  EXPECT_EQ(anvil::check_grouped_bounds(d, beyond.data(), &diag), Status::kInvalidArgument);
+  EXPECT_NE(std::string(diag.message).find("expert 3"), std::string::npos) << diag.message;
+  // The same routing as E + 1 offsets: the same experts' rows.
+  const std::vector<anvil::verify::ExpertRows> rows = anvil::verify::expert_rows(d, ends);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].first, 0);
+  EXPECT_EQ(rows[0].rows, 10);
+  EXPECT_EQ(rows[1].rows, 0);
+  EXPECT_EQ(rows[2].first, 10);
+  EXPECT_EQ(rows[3].rows, 40);
+  // Masked layouts take counts: the flag is refused there.
+  d.layout = GroupedLayout::kMasked;
+  EXPECT_EQ(check(d), Status::kInvalidArgument);
+}
+
 TEST(GroupedErrorWord, SaysWhatWasWrong) {
   anvil::Diagnostic diag;
   EXPECT_EQ(anvil::grouped_error_status(0, &diag), Status::kSuccess);
@@ -257,7 +283,7 @@ TEST(GroupedFuzzProblems, ValidDeterministicAndCovering) {
   const DeviceInfo h200 = DeviceInfo::h200();
   int layouts[2] = {}, variants[anvil::detail::kGroupedVariants] = {}, swiglu = 0;
   int64_t empty = 0, one_row = 0, many_experts = 0, single_expert = 0;
-  int fp8_scales[3] = {}, fp8_shared_b = 0, fp8_variants[anvil::detail::kGroupedVariants] = {};
+  int fp8_scales[3] = {}, fp8_shared_b = 0, fp8_variants[anvil::detail::kGroupedVariants] = {}, ends = 0;
   for (bool small : {false, true}) {
     for (int64_t i = 0; i < 1500; ++i) {
       const verify::GroupedFuzzProblem p = verify::make_grouped_fuzz_problem(7, i, small);
@@ -276,6 +302,10 @@ TEST(GroupedFuzzProblems, ValidDeterministicAndCovering) {
       for (int64_t r : p.rows) empty += r == 0, one_row += r == 1;
       many_experts += p.desc.experts > 128;
       single_expert += p.desc.experts == 1;
+      if (p.desc.offsets_are_ends) {
+        ++ends;
+        ASSERT_EQ(bounds.size(), size_t(p.desc.experts)) << verify::describe(p);
+      }
       if (p.desc.input == DataType::kE4M3) {
         ASSERT_EQ(p.desc.k % 16, 0) << verify::describe(p);
         ++fp8_scales[static_cast<int>(p.desc.scales)];
@@ -296,6 +326,7 @@ TEST(GroupedFuzzProblems, ValidDeterministicAndCovering) {
   EXPECT_GT(fp8_scales[1], 100);
   EXPECT_GT(fp8_scales[2], 300);
   EXPECT_GT(fp8_shared_b, 50);
+  EXPECT_GT(ends, 200);
   for (int v = 0; v < anvil::detail::kGroupedVariants; ++v) EXPECT_GT(fp8_variants[v], 20) << "fp8 variant " << v;
 }
 

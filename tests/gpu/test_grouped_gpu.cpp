@@ -64,6 +64,7 @@ struct GroupedCase {
   const char* expect_kernel = nullptr;
   anvil::ScaleMode scales = anvil::ScaleMode::kNone;  // e4m3 inputs
   bool scale_b_per_expert = true;
+  bool ends = false;  // contiguous, lead 0: the bounds are torch's E row ends
 };
 
 std::ostream& operator<<(std::ostream& os, const GroupedCase& c) { return os << c.name; }
@@ -98,6 +99,7 @@ GroupedGemmDesc make_desc(const GroupedCase& c) {
   d.expected_rows_per_expert = c.hint;
   d.scales = c.scales;
   d.scale_b_per_expert = c.scale_b_per_expert;
+  d.offsets_are_ends = c.ends;
   if (c.layout == GroupedLayout::kMasked) {
     d.rows = c.max_rows;
   } else {
@@ -112,6 +114,7 @@ std::vector<int64_t> make_bounds(const GroupedCase& c) {
   if (c.layout == GroupedLayout::kMasked) return c.rows;
   std::vector<int64_t> offsets{c.lead};
   for (int64_t r : c.rows) offsets.push_back(offsets.back() + r);
+  if (c.ends) offsets.erase(offsets.begin());
   return offsets;
 }
 
@@ -380,6 +383,13 @@ std::vector<GroupedCase> grouped_cases() {
   }
   {
     GroupedCase c;
+    c.name = "contig_row_ends";
+    c.rows = {0, 1, 300, 77, 0, 129, 128, 5};
+    c.trail = 3, c.ends = true, c.n = 256, c.k = 128;
+    add(c);
+  }
+  {
+    GroupedCase c;
     c.name = "contig_all_empty";
     c.rows = {0, 0, 0};
     c.lead = 4, c.trail = 4;
@@ -436,6 +446,12 @@ std::vector<GroupedCase> grouped_fp8_cases() {
     GroupedCase c = fp8("contig_rowcol_64_experts_k2048");
     c.rows = mixed_rows(64, 400, 13);
     c.n = 768, c.k = 2048, c.hint = 4000, c.expect_kernel = kWideFp8;
+    cases.push_back(c);
+  }
+  {
+    GroupedCase c = fp8("contig_rowcol_row_ends_short");
+    c.rows = {0, 1, 37, 0, 300, 64, 129, 5};
+    c.trail = 11, c.ends = true, c.n = 384, c.k = 256, c.hint = 16, c.expect_kernel = kShortFp8;
     cases.push_back(c);
   }
   {

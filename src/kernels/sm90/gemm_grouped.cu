@@ -82,6 +82,7 @@ Status build_params(const GroupedPlan& plan, const GroupedGemmDesc& desc, const 
   params.schedule.block_m = Config::kBlockM;
   params.schedule.masked = masked;
   params.schedule.bounds_int64 = desc.index_type == IndexType::kInt64;
+  params.schedule.ends_only = !masked && desc.offsets_are_ends;
 
   params.epilogue = grouped_epilogue(desc, args);
   const int64_t n_out = grouped_output_cols(desc);
@@ -107,7 +108,8 @@ bool same_problem(const GroupedGemmDesc& x, const GroupedGemmDesc& y) {
          x.input == y.input && x.output == y.output && x.index_type == y.index_type && x.alpha == y.alpha &&
          x.epilogue.activation == y.epilogue.activation && x.epilogue.bias == y.epilogue.bias &&
          x.epilogue.bias_dtype == y.epilogue.bias_dtype && x.expected_rows_per_expert == y.expected_rows_per_expert &&
-         x.scales == y.scales && x.scale_b_per_expert == y.scale_b_per_expert;
+         x.scales == y.scales && x.scale_b_per_expert == y.scale_b_per_expert &&
+         x.offsets_are_ends == y.offsets_are_ends;
 }
 
 // Everything the parameters hold (the stream is not among them).
