@@ -180,6 +180,41 @@ TEST(GroupedFp8Plan, SameTileRuleWithTheEightBitConfigurations) {
   EXPECT_STREQ(anvil::detail::grouped_variant_name(GroupedVariant::kWide, false), "sm90-grouped/128x256");
 }
 
+// The reference runs expert e as a dense FP8 GEMM: its scales must point at the expert's
+// first storage row of A's and at the expert's block of B's (or the shared block).
+TEST(GroupedFp8Reference, ExpertScalesPointIntoTheGroupedArrays) {
+  using anvil::ScaleMode;
+  namespace verify = anvil::verify;
+  static float sa[1000], sb[1000];
+  anvil::GroupedGemmArgs args;
+  args.scale_a = sa;
+  args.scale_b = sb;
+  GroupedGemmDesc d = fp8(4, 16, 32, 100, ScaleMode::kRowColumn);
+  const verify::ExpertRows r{37, 5};
+  anvil::GemmArgs g = verify::expert_args(d, args, 2, r, nullptr);
+  EXPECT_EQ(g.scale_a, sa + 37);
+  EXPECT_EQ(g.scale_b, sb + 2 * 16);
+  EXPECT_EQ(verify::expert_desc(d, 5).scales, ScaleMode::kRowColumn);
+  d.scale_b_per_expert = false;
+  g = verify::expert_args(d, args, 2, r, nullptr);
+  EXPECT_EQ(g.scale_b, sb);
+  d = fp8(4, 16, 32, 100, ScaleMode::kTensor);
+  g = verify::expert_args(d, args, 3, r, nullptr);
+  EXPECT_EQ(g.scale_a, sa);
+  EXPECT_EQ(g.scale_b, sb + 3);
+  d.scale_b_per_expert = false;
+  g = verify::expert_args(d, args, 3, r, nullptr);
+  EXPECT_EQ(g.scale_b, sb);
+  // Masked: expert e's first storage row is e x max_rows.
+  d = fp8(4, 16, 32, 20, ScaleMode::kRowColumn);
+  d.layout = GroupedLayout::kMasked;
+  const std::vector<verify::ExpertRows> rows = verify::expert_rows(d, {3, 0, 20, 1});
+  g = verify::expert_args(d, args, 2, rows[2], nullptr);
+  EXPECT_EQ(g.scale_a, sa + 40);
+  // The operands: e4m3 A rows and W blocks at one byte per element.
+  EXPECT_EQ(verify::expert_desc(d, 5).a.dtype, DataType::kE4M3);
+}
+
 TEST(GroupedBoundsHost, NamesTheFirstOffendingExpert) {
   const GroupedGemmDesc d = contiguous(4, 256, 128, 200);
   anvil::Diagnostic diag;
