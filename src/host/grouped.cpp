@@ -65,8 +65,12 @@ Status validate_grouped_desc(const GroupedGemmDesc& d, Diagnostic* diag) {
   if (d.n > kMaxExtent || d.k > kMaxExtent || grouped_storage_rows(d) > kMaxExtent) {
     return fail(diag, Status::kNotSupported, "grouped: n, k and the rows of A must stay below 2^30");
   }
-  if (!is_known_input(d.input) || !is_known(d.output) || !is_known(d.epilogue.bias_dtype)) {
+  if (!is_known_input(d.input) || !is_known_input(d.output) || !is_known_input(d.epilogue.bias_dtype)) {
     return fail(diag, Status::kInvalidArgument, "grouped: unknown dtype value");
+  }
+  if (!is_known(d.output) || !is_known(d.epilogue.bias_dtype)) {
+    return fail(diag, Status::kNotSupported, "grouped: D and the bias are bf16, fp16 or fp32 (got D %s, bias %s)",
+                to_string(d.output), to_string(d.epilogue.bias_dtype));
   }
   if (!is_half(d.input) && d.input != DataType::kE4M3) {
     return fail(diag, Status::kNotSupported, "grouped: A and W must be bf16, fp16 or e4m3 (got %s)", to_string(d.input));

@@ -131,6 +131,10 @@ TEST(GroupedFp8Desc, RefusesWithAReason) {
   d.scales = ScaleMode::kTensor;  // bf16 with scales
   EXPECT_EQ(check(d, &why), Status::kNotSupported);
   EXPECT_NE(why.find("e4m3 inputs only"), std::string::npos) << why;
+  d = fp8(4, 256, 128, 10, ScaleMode::kRowColumn);
+  d.output = DataType::kE4M3;  // 8-bit floats are inputs only
+  EXPECT_EQ(check(d, &why), Status::kNotSupported);
+  EXPECT_NE(why.find("D and the bias are bf16, fp16 or fp32"), std::string::npos) << why;
   d = fp8(4, 256, 128, 10, static_cast<ScaleMode>(9));
   EXPECT_EQ(check(d, &why), Status::kInvalidArgument);
   EXPECT_NE(why.find("scale mode"), std::string::npos) << why;
