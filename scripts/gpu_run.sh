@@ -9,9 +9,11 @@
 #   scripts/gpu_run.sh full          every developer phase below, in this order (`all` too).
 #   scripts/gpu_run.sh phase ...     only these phases: build tests fuzz sanitize probe llm
 #                                    decode splits streamk fit anchors ablations epilogue
-#                                    unaligned square ladder moe fp8 sweep torch.
+#                                    unaligned square ladder moe moe-fp8 fp8 sweep torch.
 #                                    (torch needs the Python package installed:
-#                                    pip install --no-build-isolation .)
+#                                    pip install --no-build-isolation .; moe-fp8's
+#                                    anvil-vs-torch rows need it too, and are skipped
+#                                    without it)
 #
 # Environment: OUT (results folder), ANVIL_BUILD_DIR (default build-gpu), DTYPE (bf16),
 # FUZZ_SEED (default: today's date as a number), FUZZ_PROBLEMS (2000).
@@ -275,6 +277,20 @@ if want moe; then
   python3 scripts/bench_moe_torch.py ${MOE_ONLY:+--only ${MOE_ONLY//,/ }} --json "$OUT/moe-torch-bf16-$stamp.json" \
     2>"$OUT/moe-torch.err" || status=1
   tail -3 "$OUT/moe-torch.err"
+fi
+
+if want moe-fp8; then
+  # The grouped GEMM with e4m3 inputs and row-wise scales on the MoE suite against a loop of
+  # cuBLASLt FP8 matmuls, then torch._scaled_grouped_mm (use_fast_accum off and on) and
+  # anvil.scaled_grouped_mm on the same inputs (the latter when the package is installed).
+  "$bench" --grouped suites/moe.json ${MOE_ONLY:+--only $MOE_ONLY} --dtype e4m3 --kernels anvil,anvil-masked,cublas-loop \
+    --json "$OUT/moe-e4m3-$stamp.json" 2>"$OUT/moe-fp8.err" | tee "$OUT/moe-fp8.txt" || status=1
+  tail -3 "$OUT/moe-fp8.err"
+  with_anvil=()
+  python3 -c "import anvil" 2>/dev/null && with_anvil=(--anvil)
+  python3 scripts/bench_moe_torch.py --fp8 ${with_anvil[@]+"${with_anvil[@]}"} ${MOE_ONLY:+--only ${MOE_ONLY//,/ }} \
+    --json "$OUT/moe-torch-e4m3-$stamp.json" 2>"$OUT/moe-torch-fp8.err" || status=1
+  tail -3 "$OUT/moe-torch-fp8.err"
 fi
 
 if want fp8; then

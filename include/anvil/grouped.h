@@ -2,12 +2,20 @@
 //
 // For every expert e:   D_e = act(alpha * A_e W_e^T + bias_e)     (bf16/fp16 in, fp32 accumulate)
 //
+// FP8 (e4m3 A and W): the fp32 sums are scaled before alpha, bias and activation,
+//   z[i,j] = alpha * sa(i) * sb_e(j) * sum_k A[i,k] W_e[j,k]
+// with the scales of GroupedGemmDesc::scales (torch._scaled_grouped_mm's row-wise recipe
+// is kRowColumn: scale_a one per row of A, scale_b [E, N]; docs/grouped.md).
+//
 // W is [E, N, K] row-major (each expert's weight in the nn.Linear layout, K contiguous), all
 // experts the same N and K. A_e holds the expert's tokens, in one of two layouts:
 //   kContiguous (prefill): A [rows, K] with the tokens sorted by expert; expert e owns
 //     rows offsets[e] .. offsets[e+1] of A and of D [rows, N_out]. offsets has E + 1
 //     non-decreasing entries in [0, rows]. Rows outside [offsets[0], offsets[E]) are not
-//     written. Segments need not be aligned to anything.
+//     written. Segments need not be aligned to anything. With offsets_are_ends, offsets
+//     holds E entries, the cumulative row ends (torch._grouped_mm's and
+//     torch._scaled_grouped_mm's offs): expert e owns rows ends[e-1] .. ends[e], from row 0
+//     for e = 0.
 //   kMasked (decode): A [E, max_rows, K] and D [E, max_rows, N_out]; expert e uses its
 //     first counts[e] rows (0 <= counts[e] <= max_rows). Rows counts[e] .. max_rows of
 //     D_e are not written.
@@ -49,13 +57,24 @@ struct GroupedGemmDesc {
   // kContiguous: rows of A and D (all experts' tokens). kMasked: max_rows, the rows of
   // each expert's slice of A and D.
   int64_t rows = 0;
-  DataType input = DataType::kBF16;   // A and W
+  DataType input = DataType::kBF16;   // A and W: bf16, fp16 or e4m3
   DataType output = DataType::kBF16;  // D: bf16, fp16 or fp32
   IndexType index_type = IndexType::kInt32;  // of offsets / counts
+  // kContiguous only: bounds holds the E cumulative row ends instead of E + 1 offsets.
+  bool offsets_are_ends = false;
   float alpha = 1.0f;
   // Activation (any, SwiGLU included) and bias: kNone or kPerColumn, one vector of N per
   // expert (bias [E, N]). No C operand, no per-row bias.
   EpilogueDesc epilogue;
+  // FP8 inputs only (input kE4M3; kNone otherwise): how the sums are scaled. Row indices
+  // are rows of A's storage (contiguous: the row of A; masked: e * max_rows + row).
+  //   kNone:      no scales.
+  //   kTensor:    sa = scale_a[0]; sb_e = scale_b[e] (scale_b_per_expert) or scale_b[0].
+  //   kRowColumn: sa(i) = scale_a[i], one per storage row (rows, or E x max_rows, floats);
+  //               sb_e(j) = scale_b[e * N + j] ([E, N], scale_b_per_expert) or scale_b[j].
+  // kBlock128 is not supported by the grouped kernel.
+  ScaleMode scales = ScaleMode::kNone;
+  bool scale_b_per_expert = true;
   // Planning hint: the rows an expert typically has (0: rows / E for kContiguous, rows for
   // kMasked). Only the choice of tile depends on it; results never do.
   int64_t expected_rows_per_expert = 0;
@@ -66,12 +85,16 @@ struct GroupedGemmArgs {
   const void* w = nullptr;
   void* d = nullptr;
   const void* bias = nullptr;
-  // kContiguous: E + 1 row offsets; kMasked: E row counts. Device memory, index_type.
+  // kContiguous: E + 1 row offsets (E row ends with offsets_are_ends); kMasked: E row
+  // counts. Device memory, index_type.
   const void* bounds = nullptr;
   int* error_flags = nullptr;  // optional device int: GroupedError bits are OR-ed in
   void* workspace = nullptr;   // grouped_workspace_size() bytes (0 today)
   size_t workspace_bytes = 0;
   cudaStream_t stream = nullptr;
+  // fp32 scales in device memory, laid out as GroupedGemmDesc::scales says (null for kNone).
+  const float* scale_a = nullptr;
+  const float* scale_b = nullptr;
 };
 
 // Whether grouped_gemm(desc, args) would run; args may be null to check the description alone.
@@ -85,8 +108,8 @@ const char* grouped_dispatch_name(const GroupedGemmDesc& desc);
 
 // kSuccess for 0; otherwise kInvalidArgument with the invalid bounds named in diag.
 Status grouped_error_status(int error_flags, Diagnostic* diag = nullptr);
-// Host check of offsets (E + 1 entries) or counts (E) the caller holds on the host: the
-// same rules as the kernel's, naming the first offending expert.
+// Host check of offsets (E + 1 entries, or E ends) or counts (E) the caller holds on the
+// host: the same rules as the kernel's, naming the first offending expert.
 Status check_grouped_bounds(const GroupedGemmDesc& desc, const int64_t* host_bounds, Diagnostic* diag = nullptr);
 
 }  // namespace anvil

@@ -50,6 +50,7 @@ from ._ops import (  # noqa: E402  (the ops must be loaded before their fake ker
     linear_swiglu,
     matmul,
     quantize_fp8,
+    scaled_grouped_mm,
     unfuse_gate_up,
 )
 from . import nn  # noqa: E402
@@ -72,5 +73,6 @@ __all__ = [
     "nn",
     "patch",
     "quantize_fp8",
+    "scaled_grouped_mm",
     "unfuse_gate_up",
 ]

@@ -127,8 +127,8 @@ def grouped_mm(
     Rows no expert owns (from ``offsets[-1]`` on) are zeros. Invalid offsets (decreasing, or
     outside [0, rows]) cannot be refused, since the host never reads them: anvil skips an
     expert whose bounds are invalid, leaving its rows zero unless a neighbour's range, shifted
-    by the bad offset, covers them (sort the tokens by expert). The offsets are never read by the host (the E + 1 offsets anvil takes are
-    built on the device), so the op is CUDA-graph capturable and a captured graph replays
+    by the bad offset, covers them (sort the tokens by expert). The offsets are never read by
+    the host (anvil's kernel reads the row ends as they are), so the op is CUDA-graph capturable and a captured graph replays
     with whatever routing is in ``offsets`` at replay. K must be a multiple of 8. No autograd:
     the op has no backward (an inference kernel)."""
     _check_grouped("grouped_mm", x, weight, offsets, bias, activation)
@@ -190,6 +190,42 @@ def linear_fp8(
     _check_linear_fp8(x_q, weight_q, x_scale, weight_scale, scales, bias, activation, out_dtype)
     return torch.ops.anvil.linear_fp8(
         x_q, weight_q, x_scale, weight_scale, scales=scales, bias=bias, activation=activation, out_dtype=out_dtype
+    )
+
+
+def scaled_grouped_mm(
+    mat_a: torch.Tensor,
+    mat_b: torch.Tensor,
+    scale_a: torch.Tensor,
+    scale_b: torch.Tensor,
+    offs: Optional[torch.Tensor] = None,
+    bias: Optional[torch.Tensor] = None,
+    scale_result: Optional[torch.Tensor] = None,
+    out_dtype: Optional[torch.dtype] = None,
+    use_fast_accum: bool = False,
+) -> torch.Tensor:
+    """torch._scaled_grouped_mm on anvil's grouped FP8 kernel, same arguments in the same order.
+
+    mat_a [rows, K] float8_e4m3fn, contiguous, the tokens sorted by expert, with ``offs`` [E]
+    int32 (or int64) the cumulative row ends (expert e owns rows ``offs[e-1] .. offs[e]``, from
+    row 0 for e = 0); or mat_a [E, M, K] with offs None (every expert its M rows).
+    mat_b [E, K, N] float8_e4m3fn, the transpose of the experts' weights [E, N, K]
+    (``weight.transpose(-2, -1)``, K contiguous), as torch takes it. Scales fp32, multiplying
+    the values they cover (dequantized = q * scale):
+
+    - row-wise (torch's recipe): scale_a [rows] (or [E, M]), scale_b [E, N];
+    - per tensor: scale_a one value, scale_b one value ([] or [1]) or one per expert ([E]).
+
+    bias [E, N] (out_dtype or fp32) or None; scale_result must be None; out_dtype bf16 (the
+    default), fp16 or fp32; K a multiple of 16. Returns [rows, N] or [E, M, N]; as with
+    torch's op, rows from ``offs[E-1]`` on are left unwritten (the output comes from
+    torch.empty: zero-filling it would cost a pass over the whole output).
+    ``use_fast_accum`` is accepted for the signature and changes nothing: anvil sums the whole K in the tensor cores' accumulator (torch's
+    use_fast_accum=True arithmetic; docs/fp8.md). offs is read on the device only, so the op
+    is CUDA-graph capturable. No autograd (an inference kernel)."""
+    _check_scaled_grouped_mm(mat_a, mat_b, scale_a, scale_b, offs, bias, scale_result, out_dtype)
+    return torch.ops.anvil.scaled_grouped_mm(
+        mat_a, mat_b, scale_a, scale_b, offs, bias, scale_result, out_dtype, use_fast_accum
     )
 
 
@@ -568,6 +604,124 @@ def _check_quantize_fp8(x, block, dtype, devices=False):
     return [m, k], dtype, scale_shape
 
 
+def _strides(t):
+    return "(" + ", ".join(str(v) for v in t.stride()) + ")"
+
+
+def _check_scaled_grouped_mm(mat_a, mat_b, scale_a, scale_b, offs, bias, scale_result, out_dtype, devices=False):
+    op = "scaled_grouped_mm"
+    for name, t in (("mat_a", mat_a), ("mat_b", mat_b)):
+        if t.dtype != torch.float8_e4m3fn:
+            raise TypeError(f"anvil.{op}: {name} must be float8_e4m3fn, got {_fp8_name(t.dtype)}")
+    out_dtype = torch.bfloat16 if out_dtype is None else out_dtype
+    if out_dtype not in (torch.bfloat16, torch.float16, torch.float32):
+        raise TypeError(f"anvil.{op}: out_dtype must be bf16, fp16 or fp32, got {_dtype_name(out_dtype)}")
+    if scale_result is not None:
+        raise ValueError(f"anvil.{op}: scale_result is not supported (pass None, as torch._scaled_grouped_mm requires)")
+    if mat_a.dim() not in (2, 3):
+        raise ValueError(
+            f"anvil.{op}: mat_a must be 2-D [rows, K] or 3-D [E, M, K], got {mat_a.dim()}-D with sizes {list(mat_a.shape)}"
+        )
+    if mat_b.dim() != 3:
+        raise ValueError(
+            f"anvil.{op}: mat_b must be 3-D [E, K, N] (the experts' [E, N, K] weights transposed), "
+            f"got {mat_b.dim()}-D with sizes {list(mat_b.shape)}"
+        )
+    stacked = mat_a.dim() == 3
+    experts, k, n = mat_b.shape
+    if mat_a.shape[-1] != k:
+        raise ValueError(
+            f"anvil.{op}: mat_b is {list(mat_b.shape)} but mat_a has K = {mat_a.shape[-1]} (its last dimension); "
+            f"mat_b must be [E, {mat_a.shape[-1]}, N]"
+        )
+    if not 1 <= experts <= MAX_EXPERTS:
+        raise ValueError(f"anvil.{op}: mat_b must hold between 1 and {MAX_EXPERTS} experts, got {experts}")
+    if stacked:
+        if mat_a.shape[0] != experts:
+            raise ValueError(
+                f"anvil.{op}: mat_a has {mat_a.shape[0]} experts (its first dimension) but mat_b has {experts}"
+            )
+        if offs is not None:
+            raise ValueError(
+                f"anvil.{op}: offs must be None when mat_a is 3-D [E, M, K] (every expert uses its M rows)"
+            )
+    else:
+        if offs is None:
+            raise ValueError(
+                f"anvil.{op}: offs is required when mat_a is 2-D "
+                "(the cumulative row ends of the experts, as torch._scaled_grouped_mm's offs)"
+            )
+        if offs.dtype not in (torch.int32, torch.int64):
+            raise TypeError(f"anvil.{op}: offs must be int32 or int64, got {_dtype_name(offs.dtype)}")
+        if offs.dim() != 1 or offs.shape[0] != experts:
+            raise ValueError(
+                f"anvil.{op}: offs must be 1-D of length {experts} (the cumulative row ends of the experts), "
+                f"got sizes {list(offs.shape)}"
+            )
+    _check_fp8_k(op, k)
+    for name, t in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if t.dtype != torch.float32:
+            raise TypeError(f"anvil.{op}: {name} must be fp32, got {_dtype_name(t.dtype)}")
+    if scale_b.dim() == 2:
+        if list(scale_b.shape) != [experts, n]:
+            raise ValueError(
+                f"anvil.{op}: scale_b must be [E, N] = {[experts, n]} for row-wise scales "
+                f"(one per expert and output column), got sizes {list(scale_b.shape)}"
+            )
+        a_rows = [experts, mat_a.shape[1]] if stacked else [mat_a.shape[0]]
+        if list(scale_a.shape) != a_rows:
+            raise ValueError(
+                f"anvil.{op}: scale_a must be {a_rows} for row-wise scales (one per row of mat_a), "
+                f"got sizes {list(scale_a.shape)}"
+            )
+    else:
+        if not (scale_b.numel() == 1 or (scale_b.dim() == 1 and scale_b.shape[0] == experts)):
+            raise ValueError(
+                f"anvil.{op}: scale_b must be [E, N] (row-wise), [E] (one per expert) or [] / [1] (one for all), "
+                f"got sizes {list(scale_b.shape)}"
+            )
+        if scale_a.numel() != 1 or scale_a.dim() > 1:
+            raise ValueError(
+                f"anvil.{op}: scale_a must hold one value (sizes [] or [1]) when scale_b is per tensor or per expert, "
+                f"got sizes {list(scale_a.shape)}"
+            )
+    if bias is not None:
+        if bias.dtype not in (out_dtype, torch.float32):
+            raise TypeError(
+                f"anvil.{op}: bias must be {_dtype_name(out_dtype)} (out_dtype) or fp32, got {_dtype_name(bias.dtype)}"
+            )
+        if bias.dim() != 2 or list(bias.shape) != [experts, n]:
+            raise ValueError(
+                f"anvil.{op}: bias must be [E, N] = {[experts, n]} (one row per expert), got sizes {list(bias.shape)}"
+            )
+    if not mat_a.is_contiguous():
+        raise ValueError(
+            f"anvil.{op}: mat_a has strides {_strides(mat_a)}; it must be contiguous (row-major, K contiguous)"
+        )
+    if not mat_b.transpose(-2, -1).is_contiguous():
+        raise ValueError(
+            f"anvil.{op}: mat_b has strides {_strides(mat_b)}; it must be the transpose of a contiguous [E, N, K] "
+            "weight (weight.transpose(-2, -1), K contiguous)"
+        )
+    if devices:
+        tensors = [("mat_a", mat_a), ("mat_b", mat_b), ("scale_a", scale_a), ("scale_b", scale_b)]
+        tensors += [("offs", offs)] if offs is not None else []
+        tensors += [("bias", bias)] if bias is not None else []
+        _check_devices(op, tensors)
+    shape = [experts, mat_a.shape[1], n] if stacked else [mat_a.shape[0], n]
+    return shape, out_dtype
+
+
+@torch.library.register_fake("anvil::scaled_grouped_mm")
+def _scaled_grouped_mm_fake(
+    mat_a, mat_b, scale_a, scale_b, offs=None, bias=None, scale_result=None, out_dtype=None, use_fast_accum=False
+):
+    shape, dtype = _check_scaled_grouped_mm(
+        mat_a, mat_b, scale_a, scale_b, offs, bias, scale_result, out_dtype, devices=True
+    )
+    return mat_a.new_empty(shape, dtype=dtype)
+
+
 @torch.library.register_fake("anvil::grouped_mm")
 def _grouped_mm_fake(x, weight, offsets, bias=None, activation="none"):
     return x.new_empty(_check_grouped("grouped_mm", x, weight, offsets, bias, activation, devices=True))
@@ -739,5 +893,5 @@ def _no_backward(op: str):
     torch.library.register_autograd(f"anvil::{op}", backward, setup_context=setup)
 
 
-for _op in ("grouped_mm", "grouped_mm_masked", "linear_fp8", "quantize_fp8"):
+for _op in ("grouped_mm", "grouped_mm_masked", "linear_fp8", "quantize_fp8", "scaled_grouped_mm"):
     _no_backward(_op)

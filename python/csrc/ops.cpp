@@ -428,6 +428,8 @@ void run_grouped(const char* op, anvil::GroupedLayout layout, const at::Tensor& 
   desc.input = to_anvil(x.scalar_type());
   desc.output = desc.input;
   desc.index_type = bounds.scalar_type() == at::kLong ? anvil::IndexType::kInt64 : anvil::IndexType::kInt32;
+  // The contiguous layout reads torch's offs as they are: the E cumulative row ends.
+  desc.offsets_are_ends = layout == anvil::GroupedLayout::kContiguous;
   desc.epilogue.activation = act;
   desc.epilogue.bias = bias ? anvil::BiasMode::kPerColumn : anvil::BiasMode::kNone;
   desc.epilogue.bias_dtype = bias ? to_anvil(bias->scalar_type()) : anvil::DataType::kF32;
@@ -452,9 +454,8 @@ void run_grouped(const char* op, anvil::GroupedLayout layout, const at::Tensor& 
 }
 
 // Contiguous layout. offsets follows torch._grouped_mm's `offs`: E cumulative row ends,
-// expert e owning rows offsets[e-1] .. offsets[e] (offsets[-1] = 0). anvil takes E + 1
-// offsets starting at 0, so they are built on the device (a zero and a copy, both on the
-// current stream): the host never reads the routing.
+// expert e owning rows offsets[e-1] .. offsets[e] (from row 0 for e = 0), which anvil reads
+// as they are (GroupedGemmDesc::offsets_are_ends): the host never reads the routing.
 at::Tensor grouped_mm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& offsets,
                       const std::optional<at::Tensor>& bias, c10::string_view activation) {
   const char* op = "grouped_mm";
@@ -466,10 +467,8 @@ at::Tensor grouped_mm(const at::Tensor& x, const at::Tensor& weight, const at::T
   const int64_t rows = x.size(0), n = weight.size(1);
   at::Tensor y = at::zeros({rows, n}, x.options());
   if (rows == 0 || n == 0) return y;
-  at::Tensor bounds = at::empty({experts + 1}, offsets.options());
-  bounds.narrow(0, 0, 1).zero_();
-  bounds.narrow(0, 1, experts).copy_(offsets);
-  run_grouped(op, anvil::GroupedLayout::kContiguous, x, weight, bounds, bias, act, rows, y);
+  (void)experts;
+  run_grouped(op, anvil::GroupedLayout::kContiguous, x, weight, offsets.contiguous(), bias, act, rows, y);
   return y;
 }
 
@@ -591,6 +590,130 @@ at::Tensor linear_fp8(const at::Tensor& x_q, const at::Tensor& weight_q, const a
   return y;
 }
 
+// ---- grouped FP8 (torch._scaled_grouped_mm) ------------------------------------------
+
+// torch._scaled_grouped_mm's 2-D x 3-D and 3-D x 3-D cases, argument for argument:
+// mat_a [rows, K] (tokens sorted by expert, offs their cumulative row ends) or [E, M, K]
+// (offs None), e4m3, row-major; mat_b [E, K, N] e4m3, the transpose of the experts'
+// weights [E, N, K] (K contiguous); row-wise scales scale_a [rows] or [E, M] and scale_b
+// [E, N], or per-tensor ones: scale_a one value, scale_b one value or one per expert ([E]).
+// Returns [rows, N] or [E, M, N] in out_dtype (bf16 unless given). The output is allocated
+// uninitialised, as torch's is: rows from offs[E-1] on are not written (zero-filling them
+// would cost a pass over the whole output, 10-25% of a prefill call). use_fast_accum is taken for the signature: anvil sums the whole K in the tensor
+// cores' accumulator either way (torch's use_fast_accum=True arithmetic; docs/fp8.md).
+at::Tensor scaled_grouped_mm(const at::Tensor& mat_a, const at::Tensor& mat_b, const at::Tensor& scale_a,
+                             const at::Tensor& scale_b, const std::optional<at::Tensor>& offs,
+                             const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& scale_result,
+                             std::optional<at::ScalarType> out_dtype, bool use_fast_accum) {
+  (void)use_fast_accum;
+  const char* op = "scaled_grouped_mm";
+  for (const auto& [name, t] : {std::pair<const char*, const at::Tensor*>{"mat_a", &mat_a}, {"mat_b", &mat_b}}) {
+    TORCH_CHECK_TYPE(t->scalar_type() == at::kFloat8_e4m3fn, "anvil.", op, ": ", name, " must be float8_e4m3fn, got ",
+                     dtype_name(t->scalar_type()));
+  }
+  const at::ScalarType out_t = out_dtype.value_or(at::kBFloat16);
+  TORCH_CHECK_TYPE(out_t == at::kBFloat16 || out_t == at::kHalf || out_t == at::kFloat, "anvil.", op,
+                   ": out_dtype must be bf16, fp16 or fp32, got ", dtype_name(out_t));
+  TORCH_CHECK_VALUE(!scale_result, "anvil.", op, ": scale_result is not supported (pass None, as torch._scaled_grouped_mm requires)");
+  TORCH_CHECK_VALUE(mat_a.dim() == 2 || mat_a.dim() == 3, "anvil.", op, ": mat_a must be 2-D [rows, K] or 3-D [E, M, K], got ",
+                    num(mat_a.dim()), "-D with sizes ", shape_string(mat_a.sizes()));
+  TORCH_CHECK_VALUE(mat_b.dim() == 3, "anvil.", op, ": mat_b must be 3-D [E, K, N] (the experts' [E, N, K] weights transposed), got ",
+                    num(mat_b.dim()), "-D with sizes ", shape_string(mat_b.sizes()));
+  const bool stacked = mat_a.dim() == 3;
+  const int64_t experts = mat_b.size(0), k = mat_b.size(1), n = mat_b.size(2);
+  TORCH_CHECK_VALUE(mat_a.size(-1) == k, "anvil.", op, ": mat_b is ", shape_string(mat_b.sizes()), " but mat_a has K = ",
+                    num(mat_a.size(-1)), " (its last dimension); mat_b must be [E, ", num(mat_a.size(-1)), ", N]");
+  TORCH_CHECK_VALUE(experts >= 1 && experts <= kMaxExperts, "anvil.", op, ": mat_b must hold between 1 and ",
+                    num(kMaxExperts), " experts, got ", num(experts));
+  if (stacked) {
+    TORCH_CHECK_VALUE(mat_a.size(0) == experts, "anvil.", op, ": mat_a has ", num(mat_a.size(0)),
+                      " experts (its first dimension) but mat_b has ", num(experts));
+    TORCH_CHECK_VALUE(!offs, "anvil.", op, ": offs must be None when mat_a is 3-D [E, M, K] (every expert uses its M rows)");
+  } else {
+    TORCH_CHECK_VALUE(offs.has_value(), "anvil.", op,
+                      ": offs is required when mat_a is 2-D (the cumulative row ends of the experts, as torch._scaled_grouped_mm's offs)");
+    TORCH_CHECK_TYPE(offs->scalar_type() == at::kInt || offs->scalar_type() == at::kLong, "anvil.", op,
+                     ": offs must be int32 or int64, got ", dtype_name(offs->scalar_type()));
+    TORCH_CHECK_VALUE(offs->dim() == 1 && offs->size(0) == experts, "anvil.", op, ": offs must be 1-D of length ", num(experts),
+                      " (the cumulative row ends of the experts), got sizes ", shape_string(offs->sizes()));
+  }
+  check_fp8_k(op, k);
+  for (const auto& [name, t] : {std::pair<const char*, const at::Tensor*>{"scale_a", &scale_a}, {"scale_b", &scale_b}}) {
+    TORCH_CHECK_TYPE(t->scalar_type() == at::kFloat, "anvil.", op, ": ", name, " must be fp32, got ", dtype_name(t->scalar_type()));
+  }
+  const bool row_wise = scale_b.dim() == 2;
+  if (row_wise) {
+    TORCH_CHECK_VALUE(scale_b.size(0) == experts && scale_b.size(1) == n, "anvil.", op, ": scale_b must be [E, N] = ",
+                      shape_string({experts, n}), " for row-wise scales (one per expert and output column), got sizes ",
+                      shape_string(scale_b.sizes()));
+    const std::vector<int64_t> a_rows = stacked ? std::vector<int64_t>{experts, mat_a.size(1)} : std::vector<int64_t>{mat_a.size(0)};
+    TORCH_CHECK_VALUE(scale_a.sizes() == at::IntArrayRef(a_rows), "anvil.", op, ": scale_a must be ", shape_string(a_rows),
+                      " for row-wise scales (one per row of mat_a), got sizes ", shape_string(scale_a.sizes()));
+  } else {
+    TORCH_CHECK_VALUE(scale_b.numel() == 1 || (scale_b.dim() == 1 && scale_b.size(0) == experts), "anvil.", op,
+                      ": scale_b must be [E, N] (row-wise), [E] (one per expert) or [] / [1] (one for all), got sizes ",
+                      shape_string(scale_b.sizes()));
+    TORCH_CHECK_VALUE(scale_a.numel() == 1 && scale_a.dim() <= 1, "anvil.", op,
+                      ": scale_a must hold one value (sizes [] or [1]) when scale_b is per tensor or per expert, got sizes ",
+                      shape_string(scale_a.sizes()));
+  }
+  if (bias) {
+    TORCH_CHECK_TYPE(bias->scalar_type() == out_t || bias->scalar_type() == at::kFloat, "anvil.", op, ": bias must be ",
+                     dtype_name(out_t), " (out_dtype) or fp32, got ", dtype_name(bias->scalar_type()));
+    TORCH_CHECK_VALUE(bias->dim() == 2 && bias->size(0) == experts && bias->size(1) == n, "anvil.", op,
+                      ": bias must be [E, N] = ", shape_string({experts, n}), " (one row per expert), got sizes ",
+                      shape_string(bias->sizes()));
+  }
+  TORCH_CHECK_VALUE(mat_a.is_contiguous(), "anvil.", op, ": mat_a has strides ", strides_string(mat_a),
+                    "; it must be contiguous (row-major, K contiguous)");
+  // W = mat_b.transpose(-2, -1) must be a contiguous [E, N, K]: strides (N K, 1, K).
+  TORCH_CHECK_VALUE(mat_b.transpose(-2, -1).is_contiguous(), "anvil.", op, ": mat_b has strides ", strides_string(mat_b),
+                    "; it must be the transpose of a contiguous [E, N, K] weight (weight.transpose(-2, -1), K contiguous)");
+  std::vector<std::pair<const char*, const at::Tensor*>> tensors = {
+      {"mat_a", &mat_a}, {"mat_b", &mat_b}, {"scale_a", &scale_a}, {"scale_b", &scale_b}};
+  if (offs) tensors.push_back({"offs", &*offs});
+  if (bias) tensors.push_back({"bias", &*bias});
+  check_devices(op, tensors);
+
+  const c10::cuda::CUDAGuard guard(mat_a.device());
+  const int64_t rows = stacked ? mat_a.size(1) : mat_a.size(0);
+  at::Tensor y = stacked ? at::empty({experts, rows, n}, mat_a.options().dtype(out_t))
+                         : at::empty({rows, n}, mat_a.options().dtype(out_t));
+  if (rows == 0 || n == 0) return y;
+  // 2-D: torch's offs as they are (E row ends); 3-D: the masked layout, every count M.
+  const at::Tensor bounds = stacked ? at::full({experts}, rows, mat_a.options().dtype(at::kInt)) : offs->contiguous();
+  const at::Tensor sa = scale_a.contiguous(), sb = scale_b.contiguous();
+  const at::Tensor bias_c = bias ? bias->contiguous() : at::Tensor();
+  anvil::GroupedGemmDesc desc;
+  desc.layout = stacked ? anvil::GroupedLayout::kMasked : anvil::GroupedLayout::kContiguous;
+  desc.experts = experts;
+  desc.n = n;
+  desc.k = k;
+  desc.rows = rows;
+  desc.input = anvil::DataType::kE4M3;
+  desc.output = to_anvil(out_t);
+  desc.index_type = bounds.scalar_type() == at::kLong ? anvil::IndexType::kInt64 : anvil::IndexType::kInt32;
+  desc.offsets_are_ends = !stacked;
+  desc.epilogue.bias = bias ? anvil::BiasMode::kPerColumn : anvil::BiasMode::kNone;
+  desc.epilogue.bias_dtype = bias ? to_anvil(bias->scalar_type()) : anvil::DataType::kF32;
+  desc.scales = row_wise ? anvil::ScaleMode::kRowColumn : anvil::ScaleMode::kTensor;
+  desc.scale_b_per_expert = row_wise || sb.numel() == experts;
+  anvil::GroupedGemmArgs args;
+  args.a = mat_a.data_ptr();
+  args.w = mat_b.data_ptr();
+  args.d = y.data_ptr();
+  args.bias = bias ? bias_c.data_ptr() : nullptr;
+  args.bounds = bounds.data_ptr();
+  args.scale_a = sa.data_ptr<float>();
+  args.scale_b = sb.data_ptr<float>();
+  args.stream = c10::cuda::getCurrentCUDAStream(mat_a.device().index()).stream();
+  anvil::Diagnostic diag;
+  const anvil::Status status = anvil::grouped_gemm(desc, args, &diag);
+  TORCH_CHECK(status == anvil::Status::kSuccess, "anvil.", op, ": anvil refused the problem (", anvil::to_string(status),
+              "): ", diag.message);
+  return y;
+}
+
 // x [M, K] bf16/fp16 to FP8 with fp32 scales: block = 128 gives one scale per row and 128
 // columns in scales='block''s x_scale layout ([ceil(K/128), M]); no block gives one scale
 // for the tensor (sizes [1], scales='tensor').
@@ -655,6 +778,8 @@ TORCH_LIBRARY(anvil, m) {
   m.def("linear_fp8(Tensor x_q, Tensor weight_q, Tensor x_scale, Tensor weight_scale, Tensor? bias=None, *, "
         "str scales='block', str activation='none', ScalarType? out_dtype=None) -> Tensor");
   m.def("quantize_fp8(Tensor x, int? block=128, ScalarType? dtype=None) -> (Tensor, Tensor)");
+  m.def("scaled_grouped_mm(Tensor mat_a, Tensor mat_b, Tensor scale_a, Tensor scale_b, Tensor? offs=None, "
+        "Tensor? bias=None, Tensor? scale_result=None, ScalarType? out_dtype=None, bool use_fast_accum=False) -> Tensor");
 }
 
 // The CUDA kernels; the same functions serve CPU tensors, which fail on the device check
@@ -669,6 +794,7 @@ TORCH_LIBRARY_IMPL(anvil, CUDA, m) {
   m.impl("grouped_mm_masked", &grouped_mm_masked);
   m.impl("linear_fp8", &linear_fp8);
   m.impl("quantize_fp8", &quantize_fp8);
+  m.impl("scaled_grouped_mm", &scaled_grouped_mm);
 }
 
 TORCH_LIBRARY_IMPL(anvil, CPU, m) {
@@ -681,4 +807,5 @@ TORCH_LIBRARY_IMPL(anvil, CPU, m) {
   m.impl("grouped_mm_masked", &grouped_mm_masked);
   m.impl("linear_fp8", &linear_fp8);
   m.impl("quantize_fp8", &quantize_fp8);
+  m.impl("scaled_grouped_mm", &scaled_grouped_mm);
 }

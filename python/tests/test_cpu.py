@@ -45,9 +45,26 @@ def test_grouped_and_fp8_schemas():
         "linear_fp8": "anvil::linear_fp8(Tensor x_q, Tensor weight_q, Tensor x_scale, Tensor weight_scale, "
         "Tensor? bias=None, *, str scales=\"block\", str activation=\"none\", ScalarType? out_dtype=None) -> Tensor",
         "quantize_fp8": "anvil::quantize_fp8(Tensor x, int? block=128, ScalarType? dtype=None) -> (Tensor, Tensor)",
+        "scaled_grouped_mm": "anvil::scaled_grouped_mm(Tensor mat_a, Tensor mat_b, Tensor scale_a, Tensor scale_b, "
+        "Tensor? offs=None, Tensor? bias=None, Tensor? scale_result=None, ScalarType? out_dtype=None, "
+        "bool use_fast_accum=False) -> Tensor",
     }
     for name, expected in schemas.items():
         assert str(getattr(torch.ops.anvil, name).default._schema) == expected
+
+
+def test_scaled_grouped_mm_takes_torchs_arguments_in_torchs_order():
+    # anvil.scaled_grouped_mm is a drop-in for torch._scaled_grouped_mm: the same arguments,
+    # types and defaults in the same order (torch names its first two self and mat2).
+    ours = torch.ops.anvil.scaled_grouped_mm.default._schema.arguments
+    theirs = torch.ops.aten._scaled_grouped_mm.default._schema.arguments
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours[2:], theirs[2:]):
+        assert (a.name, str(a.type), a.default_value) == (b.name, str(b.type), b.default_value)
+    assert [str(a.type) for a in ours[:2]] == [str(b.type) for b in theirs[:2]]
+    import inspect
+    params = list(inspect.signature(anvil.scaled_grouped_mm).parameters)
+    assert params == ["mat_a", "mat_b"] + [a.name for a in theirs[2:]]
 
 
 def test_version_mismatch_sentence():
@@ -441,6 +458,29 @@ def test_linear_fp8_fake_shapes(out_dtype):
     assert anvil.linear_fp8(xq, meta(n, k, dtype=E5M2), meta(1, dtype=F32), meta(1, dtype=F32), scales="tensor").shape == (m, n)
 
 
+@pytest.mark.parametrize("out_dtype", [None, BF16, FP16, F32])
+def test_scaled_grouped_mm_fake_shapes(out_dtype):
+    rows, e, n, k = 37, 4, 96, 272
+    a, b = meta(rows, k, dtype=E4M3), meta(e, n, k, dtype=E4M3).transpose(-2, -1)
+    expected = BF16 if out_dtype is None else out_dtype
+    for offs_dtype in (I32, I64):
+        offs = meta(e, dtype=offs_dtype)
+        y = anvil.scaled_grouped_mm(a, b, meta(rows, dtype=F32), meta(e, n, dtype=F32), offs, out_dtype=out_dtype)
+        assert y.shape == (rows, n) and y.dtype == expected
+    # Per tensor: scale_b one value or one per expert; a bias per expert.
+    for sb in (meta(dtype=F32), meta(1, dtype=F32), meta(e, dtype=F32)):
+        y = anvil.scaled_grouped_mm(a, b, meta(1, dtype=F32), sb, meta(e, dtype=I32), meta(e, n, dtype=F32),
+                                    out_dtype=out_dtype, use_fast_accum=True)
+        assert y.shape == (rows, n) and y.dtype == expected
+    # 3-D x 3-D: every expert its M rows, row-wise scales [E, M].
+    y = torch.ops.anvil.scaled_grouped_mm(meta(e, 5, k, dtype=E4M3), b, meta(e, 5, dtype=F32), meta(e, n, dtype=F32),
+                                          out_dtype=out_dtype)
+    assert y.shape == (e, 5, n) and y.dtype == expected
+    # No rows at all is a valid problem.
+    assert anvil.scaled_grouped_mm(meta(0, k, dtype=E4M3), b, meta(0, dtype=F32), meta(e, n, dtype=F32),
+                                   meta(e, dtype=I32)).shape == (0, n)
+
+
 def test_quantize_fp8_fake_shapes_feed_linear_fp8():
     x = meta(6, 272)
     q, s = anvil.quantize_fp8(x)
@@ -492,6 +532,10 @@ def test_new_ops_have_no_backward():
     y = anvil.linear_fp8(meta(4, 16, dtype=E4M3), meta(8, 16, dtype=E4M3), s, meta(1, dtype=F32), scales="tensor")
     with pytest.raises(NotImplementedError, match=r"anvil\.linear_fp8 has no backward"):
         y.float().sum().backward()
+    y = anvil.scaled_grouped_mm(meta(4, 16, dtype=E4M3), meta(2, 8, 16, dtype=E4M3).transpose(-2, -1), s,
+                                meta(1, dtype=F32), meta(2, dtype=I32))
+    with pytest.raises(NotImplementedError, match=r"anvil\.scaled_grouped_mm has no backward"):
+        y.float().sum().backward()
 
 
 # ---- grouped GEMM and FP8: argument errors ---------------------------------------------------------
@@ -524,6 +568,19 @@ def f_args(d, xq=None, wq=None, sx=None, sw=None, scales="block", **kw):
 
 def q_args(d, x=None, **kw):
     return (t(d, 4, 32) if x is None else x,), kw
+
+
+_DEFAULT = object()
+
+
+def sg_args(d, rows=6, k=32, experts=2, n=8, a=None, b=None, sa=None, sb=None, offs=_DEFAULT, bias=None, **kw):
+    # torch._scaled_grouped_mm's 2-D x 3-D case with row-wise scales unless stated.
+    a = t(d, rows, k, dtype=E4M3) if a is None else a
+    b = t(d, experts, n, k, dtype=E4M3).transpose(-2, -1) if b is None else b
+    sa = t(d, rows, dtype=F32) if sa is None else sa
+    sb = t(d, experts, n, dtype=F32) if sb is None else sb
+    offs = t(d, experts, dtype=I32) if offs is _DEFAULT else offs
+    return (a, b, sa, sb, offs, bias), kw
 
 
 NEW_ERRORS = [
@@ -562,6 +619,29 @@ NEW_ERRORS = [
     ("fp8 rowcol scale", "linear_fp8", lambda d: f_args(d, scales="rowcol", sx=t(d, 4, dtype=F32), sw=t(d, 4, dtype=F32)), ValueError, r"weight_scale must be \[8\] for scales='rowcol' \(one per row of weight_q\), got sizes \[4\]"),
     ("fp8 bias dtype", "linear_fp8", lambda d: f_args(d, bias=t(d, 8, dtype=FP16)), TypeError, r"bias must be bf16 \(out_dtype\) or fp32, got fp16"),
     ("fp8 bias length", "linear_fp8", lambda d: f_args(d, bias=t(d, 7, dtype=F32)), ValueError, r"bias must be 1-D of length 8 \(weight_q's rows\), got sizes \[7\]"),
+    ("sgmm a dtype", "scaled_grouped_mm", lambda d: sg_args(d, a=t(d, 6, 32)), TypeError, r"anvil\.scaled_grouped_mm: mat_a must be float8_e4m3fn, got bf16"),
+    ("sgmm b e5m2", "scaled_grouped_mm", lambda d: sg_args(d, b=t(d, 2, 8, 32, dtype=E5M2).transpose(-2, -1)), TypeError, r"mat_b must be float8_e4m3fn, got float8_e5m2"),
+    ("sgmm out_dtype", "scaled_grouped_mm", lambda d: sg_args(d, out_dtype=torch.float64), TypeError, r"anvil\.scaled_grouped_mm: out_dtype must be bf16, fp16 or fp32, got float64"),
+    ("sgmm scale_result", "scaled_grouped_mm", lambda d: sg_args(d, scale_result=t(d, 1, dtype=F32)), ValueError, r"scale_result is not supported \(pass None, as torch\._scaled_grouped_mm requires\)"),
+    ("sgmm a rank", "scaled_grouped_mm", lambda d: sg_args(d, a=t(d, 32, dtype=E4M3)), ValueError, r"mat_a must be 2-D \[rows, K\] or 3-D \[E, M, K\], got 1-D with sizes \[32\]"),
+    ("sgmm b rank", "scaled_grouped_mm", lambda d: sg_args(d, b=t(d, 8, 32, dtype=E4M3).t()), ValueError, r"mat_b must be 3-D \[E, K, N\] \(the experts' \[E, N, K\] weights transposed\), got 2-D"),
+    ("sgmm mismatched K", "scaled_grouped_mm", lambda d: sg_args(d, b=t(d, 2, 8, 48, dtype=E4M3).transpose(-2, -1)), ValueError, r"mat_b is \[2, 48, 8\] but mat_a has K = 32 \(its last dimension\); mat_b must be \[E, 32, N\]"),
+    ("sgmm no experts", "scaled_grouped_mm", lambda d: sg_args(d, experts=0, offs=t(d, 0, dtype=I32)), ValueError, r"mat_b must hold between 1 and 65536 experts, got 0"),
+    ("sgmm 3d experts", "scaled_grouped_mm", lambda d: sg_args(d, a=t(d, 3, 4, 32, dtype=E4M3), offs=None), ValueError, r"mat_a has 3 experts \(its first dimension\) but mat_b has 2"),
+    ("sgmm 3d offs", "scaled_grouped_mm", lambda d: sg_args(d, a=t(d, 2, 4, 32, dtype=E4M3)), ValueError, r"offs must be None when mat_a is 3-D \[E, M, K\]"),
+    ("sgmm 2d no offs", "scaled_grouped_mm", lambda d: sg_args(d, offs=None), ValueError, r"offs is required when mat_a is 2-D \(the cumulative row ends of the experts, as torch\._scaled_grouped_mm's offs\)"),
+    ("sgmm offs dtype", "scaled_grouped_mm", lambda d: sg_args(d, offs=t(d, 2, dtype=F32)), TypeError, r"offs must be int32 or int64, got fp32"),
+    ("sgmm offs length", "scaled_grouped_mm", lambda d: sg_args(d, offs=t(d, 3, dtype=I32)), ValueError, r"offs must be 1-D of length 2 \(the cumulative row ends of the experts\), got sizes \[3\]"),
+    ("sgmm K multiple of 16", "scaled_grouped_mm", lambda d: sg_args(d, k=24), ValueError, r"anvil\.scaled_grouped_mm: K must be a positive multiple of 16 .*got 24"),
+    ("sgmm scale dtype", "scaled_grouped_mm", lambda d: sg_args(d, sa=t(d, 6)), TypeError, r"scale_a must be fp32, got bf16"),
+    ("sgmm rowwise scale_b", "scaled_grouped_mm", lambda d: sg_args(d, sb=t(d, 2, 7, dtype=F32)), ValueError, r"scale_b must be \[E, N\] = \[2, 8\] for row-wise scales \(one per expert and output column\), got sizes \[2, 7\]"),
+    ("sgmm rowwise scale_a", "scaled_grouped_mm", lambda d: sg_args(d, sa=t(d, 5, dtype=F32)), ValueError, r"scale_a must be \[6\] for row-wise scales \(one per row of mat_a\), got sizes \[5\]"),
+    ("sgmm tensor scale_b", "scaled_grouped_mm", lambda d: sg_args(d, sa=t(d, 1, dtype=F32), sb=t(d, 3, dtype=F32)), ValueError, r"scale_b must be \[E, N\] \(row-wise\), \[E\] \(one per expert\) or \[\] / \[1\] \(one for all\), got sizes \[3\]"),
+    ("sgmm tensor scale_a", "scaled_grouped_mm", lambda d: sg_args(d, sb=t(d, 2, dtype=F32)), ValueError, r"scale_a must hold one value \(sizes \[\] or \[1\]\) when scale_b is per tensor or per expert, got sizes \[6\]"),
+    ("sgmm bias dtype", "scaled_grouped_mm", lambda d: sg_args(d, bias=t(d, 2, 8, dtype=FP16)), TypeError, r"anvil\.scaled_grouped_mm: bias must be bf16 \(out_dtype\) or fp32, got fp16"),
+    ("sgmm bias shape", "scaled_grouped_mm", lambda d: sg_args(d, bias=t(d, 8, dtype=F32)), ValueError, r"bias must be \[E, N\] = \[2, 8\] \(one row per expert\), got sizes \[8\]"),
+    ("sgmm mat_b layout", "scaled_grouped_mm", lambda d: sg_args(d, b=t(d, 2, 32, 8, dtype=E4M3)), ValueError, r"mat_b has strides \(256, 8, 1\); it must be the transpose of a contiguous \[E, N, K\] weight"),
+    ("sgmm mat_a layout", "scaled_grouped_mm", lambda d: sg_args(d, a=t(d, 32, 6, dtype=E4M3).t()), ValueError, r"mat_a has strides \(1, 6\); it must be contiguous \(row-major, K contiguous\)"),
     ("quantize block", "quantize_fp8", lambda d: q_args(d, block=64), ValueError, r"anvil\.quantize_fp8: block must be 128 \(one scale per row and 128 columns\) or None \(one scale for the tensor\), got 64"),
     ("quantize dtype", "quantize_fp8", lambda d: q_args(d, dtype=torch.int8), TypeError, r"dtype must be float8_e4m3fn or float8_e5m2, got int8"),
     ("quantize x dtype", "quantize_fp8", lambda d: q_args(d, x=t(d, 4, 32, dtype=F32)), TypeError, r"anvil\.quantize_fp8: x must be bf16 or fp16, got fp32"),
@@ -586,12 +666,17 @@ def test_grouped_and_fp8_argument_errors(device, direct, label, op, make, exc, p
     ("linear_fp8", lambda: f_args("cpu", bias=t("cpu", 8))),
     ("linear_fp8", lambda: f_args("cpu", scales="rowcol", sx=t("cpu", 4, dtype=F32), sw=t("cpu", 8, dtype=F32))),
     ("quantize_fp8", lambda: q_args("cpu", block=None, dtype=E5M2)),
+    ("scaled_grouped_mm", lambda: sg_args("cpu")),
+    ("scaled_grouped_mm", lambda: sg_args("cpu", sa=t("cpu", 1, dtype=F32), sb=t("cpu", 2, dtype=F32),
+                                          bias=t("cpu", 2, 8, dtype=F32), out_dtype=F32, use_fast_accum=True)),
+    ("scaled_grouped_mm", lambda: sg_args("cpu", a=t("cpu", 2, 4, 32, dtype=E4M3), sa=t("cpu", 2, 4, dtype=F32), offs=None)),
 ])
 def test_valid_cpu_calls_reach_the_device_check(op, make):
     # Arguments that pass every check: the only complaint on CPU is the device, from both
     # the wrapper and the C++ op.
     args, kwargs = make()
-    first = {"grouped_mm": "x", "grouped_mm_masked": "x", "linear_fp8": "x_q", "quantize_fp8": "x"}[op]
+    first = {"grouped_mm": "x", "grouped_mm_masked": "x", "linear_fp8": "x_q", "quantize_fp8": "x",
+             "scaled_grouped_mm": "mat_a"}[op]
     for fn in (getattr(anvil, op), getattr(torch.ops.anvil, op)):
         with pytest.raises(ValueError, match=rf"anvil\.{op}: {first} must be a CUDA tensor, got a tensor on cpu"):
             fn(*args, **kwargs)

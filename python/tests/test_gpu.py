@@ -416,7 +416,7 @@ def test_grouped_cuda_graph_replays_with_new_routing():
 
 
 def test_grouped_runs_on_the_current_stream():
-    # The offsets anvil reads are built and the output zeroed on the current stream too.
+    # The output is zeroed and the kernel reads the offsets on the current stream too.
     x, w = rand(256, 512), rand(4, 1024, 512, scale=1 / 22)
     offs = torch.tensor([64, 64, 200, 256], device=DEV, dtype=torch.int32)
     s = torch.cuda.Stream()
@@ -591,6 +591,119 @@ def test_fp8_cuda_graph_rereads_scales():
         assert torch.equal(y, step())
 
 
+# ---- grouped FP8 (torch._scaled_grouped_mm) ---------------------------------------------------
+
+
+def grouped_fp8_operands(rows, experts, n, k):
+    """Row-wise quantized MoE operands in torch._scaled_grouped_mm's layout: a [rows, K], the
+    weights [E, N, K] (pass .transpose(-2, -1)), scale_a [rows], scale_b [E, N], each scale
+    amax / fmax times a random factor in [0.5, 1.5]."""
+    x, w = rand(rows, k).float(), rand(experts, n, k, scale=k**-0.5).float()
+    sa = x.abs().amax(1).clamp_min(1e-12) / FMAX[E4M3] * (0.5 + torch.rand(rows, device=DEV))
+    sb = w.abs().amax(2).clamp_min(1e-12) / FMAX[E4M3] * (0.5 + torch.rand(experts, n, device=DEV))
+    aq = (x / sa[:, None]).clamp(-FMAX[E4M3], FMAX[E4M3]).to(E4M3)
+    wq = (w / sb[:, :, None]).clamp(-FMAX[E4M3], FMAX[E4M3]).to(E4M3)
+    return aq, wq, sa, sb
+
+
+def ref_scaled_grouped(aq, wq, sa, sb, starts, ends, bias=None):
+    """fp32 per-expert loop over the dequantized operands; sa one value or [rows], sb one
+    value, [E] or [E, N]."""
+    a = aq.float() * (sa.reshape(-1, 1) if sa.numel() > 1 else sa.reshape(()))
+    y = torch.zeros(aq.shape[0], wq.shape[1], device=DEV)
+    for e, (s, t) in enumerate(zip(starts, ends)):
+        if t > s:
+            se = sb.reshape(()) if sb.numel() == 1 else sb[e].reshape(-1, 1) if sb.dim() == 2 else sb[e]
+            y[s:t] = a[s:t] @ (wq[e].float() * se).t()
+            if bias is not None:
+                y[s:t] += bias[e].float()
+    return y
+
+
+@pytest.mark.parametrize("out_dtype", [None, FP16, torch.float32])
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
+@pytest.mark.parametrize("shape", [(384, 256), (208, 144), (512, 2048)])  # (N, K): on and off the tile grid
+def test_scaled_grouped_mm_matches_dequantized_reference(out_dtype, index_dtype, shape):
+    n, k = shape
+    counts = [0, 1, 37, 0, 300, 64, 129, 5]  # empty, one-row, unaligned and multi-tile experts
+    experts, routed = len(counts), sum(counts)
+    rows = routed + 11  # trailing rows no expert owns
+    aq, wq, sa, sb = grouped_fp8_operands(rows, experts, n, k)
+    offs, starts, ends = routing(counts, index_dtype)
+    out = BF16 if out_dtype is None else out_dtype
+    for bias in (None, rand(experts, n, dtype=torch.float32)):
+        y = anvil.scaled_grouped_mm(aq, wq.transpose(-2, -1), sa, sb, offs, bias, out_dtype=out_dtype)
+        assert y.shape == (rows, n) and y.dtype == out
+        ref = ref_scaled_grouped(aq[:routed], wq, sa[:routed], sb, starts, ends, bias)
+        assert torch.isfinite(y[:routed]).all()
+        err = rel_err(y[:routed], ref)
+        assert err < fp8_tol(out, "rowcol", k), (bias is not None, err)
+
+
+@pytest.mark.parametrize("per_expert", [False, True])
+def test_scaled_grouped_mm_per_tensor_scales(per_expert):
+    counts, n, k = [3, 0, 140, 1, 257], 256, 512
+    experts, rows = len(counts), sum(counts)
+    aq, wq, _, _ = grouped_fp8_operands(rows, experts, n, k)
+    sa = torch.tensor([0.75], device=DEV)
+    sb = (0.5 + torch.rand(experts if per_expert else 1, device=DEV)) * 0.01
+    offs, starts, ends = routing(counts, torch.int32)
+    y = anvil.scaled_grouped_mm(aq, wq.transpose(-2, -1), sa, sb if per_expert else sb.reshape(()), offs)
+    err = rel_err(y, ref_scaled_grouped(aq, wq, sa, sb, starts, ends))
+    assert err < fp8_tol(BF16, "tensor", k), err
+
+
+def test_scaled_grouped_mm_3d_uses_every_row():
+    experts, m, n, k = 5, 70, 256, 256
+    aq, wq, sa, sb = grouped_fp8_operands(experts * m, experts, n, k)
+    y = anvil.scaled_grouped_mm(aq.reshape(experts, m, k), wq.transpose(-2, -1), sa.reshape(experts, m), sb)
+    assert y.shape == (experts, m, n)
+    starts = [e * m for e in range(experts)]
+    ref = ref_scaled_grouped(aq, wq, sa, sb, starts, [s + m for s in starts])
+    assert rel_err(y.reshape(experts * m, n), ref) < fp8_tol(BF16, "rowcol", k)
+
+
+@pytest.mark.skipif(not hasattr(torch, "_scaled_grouped_mm"), reason="torch has no _scaled_grouped_mm")
+def test_scaled_grouped_mm_agrees_with_torch():
+    # The same call on torch's op: same arguments, same result up to FP8 accumulation (torch
+    # promotes to fp32 with use_fast_accum=False; anvil sums the whole K in the tensor cores).
+    counts, n, k = [0, 1, 37, 0, 300, 64, 129, 5], 512, 1024
+    experts, rows = len(counts), sum(counts)
+    aq, wq, sa, sb = grouped_fp8_operands(rows, experts, n, k)
+    offs, _, _ = routing(counts, torch.int32)
+    args = (aq, wq.transpose(-2, -1), sa, sb, offs)
+    ours = anvil.scaled_grouped_mm(*args, out_dtype=BF16)
+    theirs = torch._scaled_grouped_mm(*args, out_dtype=BF16)
+    assert rel_err(ours, theirs.float()) < fp8_tol(BF16, "rowcol", k)
+
+
+def test_scaled_grouped_mm_cuda_graph_replays_with_new_routing_and_scales():
+    experts, k, n, rows = 6, 256, 384, 200
+    aq, wq, sa, sb = grouped_fp8_operands(rows, experts, n, k)
+    offs = torch.zeros(experts, device=DEV, dtype=torch.int32)
+    routings = [[10, 0, 50, 40, 100, 0], [0, 0, 0, 0, 0, 200], [1, 2, 3, 4, 5, 6]]
+    step = lambda: anvil.scaled_grouped_mm(aq, wq.transpose(-2, -1), sa, sb, offs)  # noqa: E731
+    offs.copy_(routing(routings[0], torch.int32)[0])
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        step()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = step()
+    for r in routings:
+        o, starts, ends = routing(r, torch.int32)
+        offs.copy_(o)
+        sb.mul_(1.25)
+        g.replay()
+        torch.cuda.synchronize()
+        routed = ends[-1]
+        assert torch.equal(y[:routed], step()[:routed]), f"replay differs from eager for routing {r}"
+        ref = ref_scaled_grouped(aq[:routed], wq, sa[:routed], sb, starts, ends)
+        assert rel_err(y[:routed], ref) < fp8_tol(BF16, "rowcol", k), r
+
+
 def opcheck_fp8(op, args, kwargs):
     """torch.library.opcheck for an op with float8 inputs. torch's schema check compares each
     input before and after the call with ops (mul) that float8 tensors lack on CUDA; the same
@@ -626,3 +739,19 @@ def test_opcheck_grouped_and_fp8_ops():
             opcheck_fp8(op, args, kwargs)
         else:
             torch.library.opcheck(op, args, kwargs)
+
+
+def test_opcheck_scaled_grouped_mm():
+    # The output rows past offs[E-1] are left unwritten (torch.empty, as torch's op): every
+    # row is routed here, so the runs opcheck compares agree.
+    offs = torch.tensor([10, 10, 40], device=DEV, dtype=torch.int32)
+    aq, wq, sa, sb = grouped_fp8_operands(40, 3, 256, 128)
+    op = torch.ops.anvil.scaled_grouped_mm.default
+    cases = [
+        ((aq, wq.transpose(-2, -1), sa, sb, offs), {}),
+        ((aq, wq.transpose(-2, -1), sa[:1].clone(), sb[:, 0].contiguous(), offs.long(), rand(3, 256, dtype=torch.float32)),
+         {"out_dtype": FP16}),
+        ((aq[:36].reshape(3, 12, 128), wq.transpose(-2, -1), sa[:36].reshape(3, 12), sb), {"use_fast_accum": True}),
+    ]
+    for args, kwargs in cases:
+        opcheck_fp8(op, args, kwargs)

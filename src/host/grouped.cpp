@@ -18,7 +18,11 @@ constexpr int64_t kMaxExperts = int64_t{1} << 16;
 
 bool is_half(DataType t) { return t == DataType::kBF16 || t == DataType::kF16; }
 bool is_known(DataType t) { return is_half(t) || t == DataType::kF32; }
-int64_t element_bytes(DataType t) { return t == DataType::kF32 ? 4 : 2; }
+bool is_known_input(DataType t) { return is_known(t) || t == DataType::kE4M3 || t == DataType::kE5M2; }
+int64_t element_bytes(DataType t) {
+  if (t == DataType::kF32) return 4;
+  return t == DataType::kE4M3 || t == DataType::kE5M2 ? 1 : 2;
+}
 
 struct Span {
   uintptr_t begin, end;
@@ -47,6 +51,9 @@ Status validate_grouped_desc(const GroupedGemmDesc& d, Diagnostic* diag) {
   if (d.index_type != IndexType::kInt32 && d.index_type != IndexType::kInt64) {
     return fail(diag, Status::kInvalidArgument, "grouped: unknown index type %d", static_cast<int>(d.index_type));
   }
+  if (d.offsets_are_ends && d.layout != GroupedLayout::kContiguous) {
+    return fail(diag, Status::kInvalidArgument, "grouped: offsets_are_ends applies to the contiguous layout (masked takes counts)");
+  }
   if (d.experts < 1 || d.experts > kMaxExperts) {
     return fail(diag, Status::kInvalidArgument, "grouped: experts must be in [1, %lld], got %lld",
                 static_cast<long long>(kMaxExperts), static_cast<long long>(d.experts));
@@ -58,11 +65,27 @@ Status validate_grouped_desc(const GroupedGemmDesc& d, Diagnostic* diag) {
   if (d.n > kMaxExtent || d.k > kMaxExtent || grouped_storage_rows(d) > kMaxExtent) {
     return fail(diag, Status::kNotSupported, "grouped: n, k and the rows of A must stay below 2^30");
   }
-  if (!is_known(d.input) || !is_known(d.output) || !is_known(d.epilogue.bias_dtype)) {
+  if (!is_known_input(d.input) || !is_known_input(d.output) || !is_known_input(d.epilogue.bias_dtype)) {
     return fail(diag, Status::kInvalidArgument, "grouped: unknown dtype value");
   }
-  if (!is_half(d.input)) {
-    return fail(diag, Status::kNotSupported, "grouped: A and W must be bf16 or fp16 (got %s)", to_string(d.input));
+  if (!is_known(d.output) || !is_known(d.epilogue.bias_dtype)) {
+    return fail(diag, Status::kNotSupported, "grouped: D and the bias are bf16, fp16 or fp32 (got D %s, bias %s)",
+                to_string(d.output), to_string(d.epilogue.bias_dtype));
+  }
+  if (!is_half(d.input) && d.input != DataType::kE4M3) {
+    return fail(diag, Status::kNotSupported, "grouped: A and W must be bf16, fp16 or e4m3 (got %s)", to_string(d.input));
+  }
+  const int scales = static_cast<int>(d.scales);
+  if (scales < 0 || scales > static_cast<int>(ScaleMode::kBlock128)) {
+    return fail(diag, Status::kInvalidArgument, "grouped: unknown scale mode %d", scales);
+  }
+  if (d.input != DataType::kE4M3 && d.scales != ScaleMode::kNone) {
+    return fail(diag, Status::kNotSupported, "grouped: scales (%s) apply to e4m3 inputs only; A and W are %s",
+                to_string(d.scales), to_string(d.input));
+  }
+  if (d.scales == ScaleMode::kBlock128) {
+    return fail(diag, Status::kNotSupported,
+                "grouped: block128 scales are not supported by the grouped kernel; use tensor or row/column scales");
   }
   const auto act = d.epilogue.activation;
   if (static_cast<int>(act) < 0 || static_cast<int>(act) > static_cast<int>(Activation::kSwiGLU)) {
@@ -76,10 +99,12 @@ Status validate_grouped_desc(const GroupedGemmDesc& d, Diagnostic* diag) {
                 "grouped: SwiGLU needs the GEMM width n to be a multiple of 128 (gate/up blocks of 64), got %lld",
                 static_cast<long long>(d.n));
   }
-  if (d.k % 8 != 0) {
+  // TMA reads rows of A and W at 16-byte aligned addresses: 8 half or 16 e4m3 values.
+  const int64_t k_multiple = 16 / element_bytes(d.input);
+  if (d.k % k_multiple != 0) {
     return fail(diag, Status::kMisalignedOperand,
-                "grouped: K must be a multiple of 8 elements (TMA reads rows of A and W 16-byte aligned), got %lld",
-                static_cast<long long>(d.k));
+                "grouped: K must be a multiple of %lld %s elements (TMA reads rows of A and W 16-byte aligned), got %lld",
+                static_cast<long long>(k_multiple), to_string(d.input), static_cast<long long>(d.k));
   }
   if (d.expected_rows_per_expert < 0) {
     return fail(diag, Status::kInvalidArgument, "grouped: expected_rows_per_expert must be >= 0");
@@ -112,11 +137,28 @@ Status validate_grouped_args(const GroupedGemmDesc& d, const GroupedGemmArgs& a,
   if (reinterpret_cast<uintptr_t>(a.bounds) % index_bytes != 0 || reinterpret_cast<uintptr_t>(a.error_flags) % 4 != 0) {
     return fail(diag, Status::kMisalignedOperand, "grouped: offsets/counts and the error word must be aligned to their type");
   }
+  if (d.scales != ScaleMode::kNone) {
+    if (a.scale_a == nullptr || a.scale_b == nullptr) {
+      return fail(diag, Status::kInvalidArgument, "grouped: %s scales: scale_%s is null", to_string(d.scales),
+                  a.scale_a == nullptr ? "a" : "b");
+    }
+    if (reinterpret_cast<uintptr_t>(a.scale_a) % 4 != 0 || reinterpret_cast<uintptr_t>(a.scale_b) % 4 != 0) {
+      return fail(diag, Status::kMisalignedOperand, "grouped: scale_a and scale_b are fp32 arrays: 4-byte aligned");
+    }
+  }
   const Span d_span = span_of(a.d, storage_rows * grouped_output_cols(d) * element_bytes(d.output));
   const Span a_span = span_of(a.a, storage_rows * d.k * element_bytes(d.input));
   const Span w_span = span_of(a.w, d.experts * d.n * d.k * element_bytes(d.input));
   if (overlap(d_span, a_span) || overlap(d_span, w_span)) {
     return fail(diag, Status::kInvalidArgument, "grouped: D overlaps A or W");
+  }
+  if (d.scales != ScaleMode::kNone) {
+    const bool rows = d.scales == ScaleMode::kRowColumn;
+    const int64_t b_floats = (d.scale_b_per_expert ? d.experts : 1) * (rows ? d.n : 1);
+    if (overlap(d_span, span_of(a.scale_a, (rows ? storage_rows : 1) * 4)) ||
+        overlap(d_span, span_of(a.scale_b, b_floats * 4))) {
+      return fail(diag, Status::kInvalidArgument, "grouped: D overlaps scale_a or scale_b");
+    }
   }
   return Status::kSuccess;
 }
@@ -139,7 +181,8 @@ size_t grouped_workspace_size(const GroupedGemmDesc&) { return 0; }
 
 const char* grouped_dispatch_name(const GroupedGemmDesc& desc) {
   if (validate_grouped_desc(desc, nullptr) != Status::kSuccess) return nullptr;
-  return grouped_variant_name(plan_grouped(desc, current_device_info()).variant);
+  const GroupedPlan plan = plan_grouped(desc, current_device_info());
+  return grouped_variant_name(plan.variant, plan.fp8);
 }
 
 Status grouped_gemm(const GroupedGemmDesc& desc, const GroupedGemmArgs& args, Diagnostic* diag) {
@@ -160,6 +203,22 @@ Status grouped_error_status(int flags, Diagnostic* diag) {
 
 Status check_grouped_bounds(const GroupedGemmDesc& desc, const int64_t* b, Diagnostic* diag) {
   if (b == nullptr) return fail(diag, Status::kInvalidArgument, "grouped: no bounds given");
+  if (desc.layout == GroupedLayout::kContiguous && desc.offsets_are_ends) {
+    // E ends: the rules of E + 1 offsets whose first is 0.
+    for (int64_t e = 0; e < desc.experts; ++e) {
+      const int64_t begin = e == 0 ? 0 : b[e - 1];
+      if (b[e] < begin) {
+        return fail(diag, Status::kInvalidArgument,
+                    "grouped: row ends decrease at expert %lld (%lld < %lld): tokens must be sorted by expert",
+                    static_cast<long long>(e), static_cast<long long>(b[e]), static_cast<long long>(begin));
+      }
+      if (b[e] < 0 || b[e] > desc.rows) {
+        return fail(diag, Status::kInvalidArgument, "grouped: expert %lld's row end %lld lies outside [0, rows = %lld]",
+                    static_cast<long long>(e), static_cast<long long>(b[e]), static_cast<long long>(desc.rows));
+      }
+    }
+    return Status::kSuccess;
+  }
   for (int64_t e = 0; e < desc.experts; ++e) {
     if (desc.layout == GroupedLayout::kMasked) {
       if (b[e] < 0 || b[e] > desc.rows) {

@@ -15,7 +15,15 @@ GroupedTileShape grouped_tile(GroupedVariant v) {
   return {128, 256};
 }
 
-const char* grouped_variant_name(GroupedVariant v) {
+const char* grouped_variant_name(GroupedVariant v, bool fp8) {
+  if (fp8) {
+    switch (v) {
+      case GroupedVariant::kWide: return "sm90-grouped-fp8/128x256";
+      case GroupedVariant::kNarrow: return "sm90-grouped-fp8/128x128";
+      case GroupedVariant::kShort: return "sm90-grouped-fp8/64x128";
+    }
+    return "sm90-grouped-fp8/?";
+  }
   switch (v) {
     case GroupedVariant::kWide: return "sm90-grouped/128x256";
     case GroupedVariant::kNarrow: return "sm90-grouped/128x128";
@@ -40,6 +48,9 @@ int64_t grouped_max_tiles(const GroupedGemmDesc& desc, int block_m, int block_n)
 
 GroupedPlan plan_grouped(const GroupedGemmDesc& desc, const DeviceInfo& device, int forced) {
   GroupedPlan plan;
+  // e4m3 runs the same tiles (a stage row is 128 bytes either way) and the same rule: at
+  // few rows per expert the weight read bounds both, at many the tile count per SM does.
+  plan.fp8 = desc.input == DataType::kE4M3;
   plan.expected_rows = grouped_expected_rows(desc);
   const int64_t wide_tiles = desc.experts * ((plan.expected_rows + 127) / 128) * ((desc.n + 255) / 256);
   if (forced >= 0 && forced < kGroupedVariants) {

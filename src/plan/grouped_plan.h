@@ -18,10 +18,12 @@ struct GroupedTileShape {
   int block_m, block_n;
 };
 GroupedTileShape grouped_tile(GroupedVariant v);
-const char* grouped_variant_name(GroupedVariant v);  // "sm90-grouped/128x256", ...
+// "sm90-grouped/128x256", ...; with fp8, the e4m3 configuration's "sm90-grouped-fp8/128x256".
+const char* grouped_variant_name(GroupedVariant v, bool fp8 = false);
 
 struct GroupedPlan {
   GroupedVariant variant = GroupedVariant::kWide;
+  bool fp8 = false;  // e4m3 inputs: the 8-bit configuration of the variant (same tile)
   int block_m = 128, block_n = 256;
   int tiles_n = 0;
   int64_t max_tiles = 0;   // most tiles any routing can make

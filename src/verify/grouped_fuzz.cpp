@@ -105,6 +105,19 @@ GroupedFuzzProblem make_grouped_fuzz_problem(uint64_t seed, int64_t index, bool 
   }
   const int64_t hint = r.below(4);
   d.expected_rows_per_expert = hint == 0 ? 0 : hint == 1 ? 16 : hint == 2 ? 200 : 5000;
+  // FP8, drawn after everything else so the 16-bit problems of a seed stay as they were:
+  // e4m3 A and W (K rounded up to the multiple of 16 TMA needs for 1-byte rows) with no,
+  // per-tensor or row/column scales, B's per expert or shared.
+  if (r.percent(35)) {
+    d.input = DataType::kE4M3;
+    if (d.output != DataType::kF32) d.output = r.percent(75) ? DataType::kBF16 : DataType::kF16;
+    d.k = (d.k + 15) / 16 * 16;
+    const int64_t scales = r.below(10);
+    d.scales = scales < 1 ? ScaleMode::kNone : scales < 4 ? ScaleMode::kTensor : ScaleMode::kRowColumn;
+    d.scale_b_per_expert = r.percent(80);
+  }
+  // torch's offs (E row ends) where the first expert starts at row 0.
+  if (d.layout == GroupedLayout::kContiguous && p.lead == 0) d.offsets_are_ends = r.percent(40);
   return p;
 }
 
@@ -112,6 +125,7 @@ std::vector<int64_t> grouped_bounds(const GroupedFuzzProblem& p) {
   if (p.desc.layout == GroupedLayout::kMasked) return p.rows;
   std::vector<int64_t> offsets{p.lead};
   for (int64_t rows : p.rows) offsets.push_back(offsets.back() + rows);
+  if (p.desc.offsets_are_ends) offsets.erase(offsets.begin());
   return offsets;
 }
 
@@ -119,17 +133,19 @@ std::string describe(const GroupedFuzzProblem& p) {
   const GroupedGemmDesc& d = p.desc;
   int64_t total = 0, empty = 0;
   for (int64_t rows : p.rows) total += rows, empty += rows == 0;
-  char text[320];
+  char text[360];
   std::snprintf(text, sizeof(text),
                 "#%lld %s E=%lld N=%lld K=%lld rows=%lld (%lld routed, %lld experts empty, lead %lld) %s->%s idx%s "
-                "act %d bias %d/%s alpha %g hint %lld",
+                "act %d bias %d/%s alpha %g hint %lld scales %s%s%s",
                 static_cast<long long>(p.index), d.layout == GroupedLayout::kMasked ? "masked" : "contiguous",
                 static_cast<long long>(d.experts), static_cast<long long>(d.n), static_cast<long long>(d.k),
                 static_cast<long long>(d.rows), static_cast<long long>(total), static_cast<long long>(empty),
                 static_cast<long long>(p.lead), to_string(d.input), to_string(d.output),
                 d.index_type == IndexType::kInt64 ? "64" : "32", static_cast<int>(d.epilogue.activation),
                 static_cast<int>(d.epilogue.bias), to_string(d.epilogue.bias_dtype), static_cast<double>(d.alpha),
-                static_cast<long long>(d.expected_rows_per_expert));
+                static_cast<long long>(d.expected_rows_per_expert), to_string(d.scales),
+                d.scales != ScaleMode::kNone && !d.scale_b_per_expert ? " (B shared)" : "",
+                d.offsets_are_ends ? " ends" : "");
   return text;
 }
 
@@ -163,7 +179,7 @@ FuzzOutcome run_grouped_fuzz_problem(const GroupedFuzzProblem& p, cudaStream_t s
   const size_t in_bytes = dtype_bytes(d.input), out_bytes = dtype_bytes(d.output);
   const size_t row_bytes = static_cast<size_t>(out_cols(d)) * out_bytes;
   const size_t d_bytes = static_cast<size_t>(rows + kGuardRows) * row_bytes;
-  Owned a, w, out, bias, bounds, flags, ref;
+  Owned a, w, out, bias, bounds, flags, ref, scale_a, scale_b;
   cudaError_t e = a.allocate(static_cast<size_t>(rows * d.k) * in_bytes);
   if (e == cudaSuccess) e = w.allocate(static_cast<size_t>(d.experts * d.n * d.k) * in_bytes);
   if (e == cudaSuccess) e = out.allocate(d_bytes);
@@ -174,6 +190,10 @@ FuzzOutcome run_grouped_fuzz_problem(const GroupedFuzzProblem& p, cudaStream_t s
   if (e == cudaSuccess) e = fill_random(a.ptr, d.input, rows * d.k, p.data_seed, 1.0f, stream);
   if (e == cudaSuccess) e = fill_random(w.ptr, d.input, d.experts * d.n * d.k, p.data_seed + 1, 1.0f, stream);
   if (e == cudaSuccess) e = fill_random(bias.ptr, d.epilogue.bias_dtype, d.experts * d.n, p.data_seed + 2, 1.0f, stream);
+  if (e == cudaSuccess) e = scale_a.allocate(static_cast<size_t>(rows) * sizeof(float));
+  if (e == cudaSuccess) e = scale_b.allocate(static_cast<size_t>(d.experts * d.n) * sizeof(float));
+  if (e == cudaSuccess) e = fill_scales(static_cast<float*>(scale_a.ptr), std::max<int64_t>(rows, 1), p.data_seed + 3, stream);
+  if (e == cudaSuccess) e = fill_scales(static_cast<float*>(scale_b.ptr), d.experts * d.n, p.data_seed + 4, stream);
   if (e == cudaSuccess) e = poison(out.ptr, d.output, static_cast<int64_t>(d_bytes / out_bytes), stream);
   if (e == cudaSuccess) e = cudaMemsetAsync(flags.ptr, 0, sizeof(int), stream);
   const std::vector<int64_t> b = grouped_bounds(p);
@@ -194,6 +214,10 @@ FuzzOutcome run_grouped_fuzz_problem(const GroupedFuzzProblem& p, cudaStream_t s
   args.bounds = bounds.ptr;
   args.error_flags = static_cast<int*>(flags.ptr);
   args.stream = stream;
+  if (d.scales != ScaleMode::kNone) {
+    args.scale_a = static_cast<const float*>(scale_a.ptr);
+    args.scale_b = static_cast<const float*>(scale_b.ptr);
+  }
   Diagnostic diag;
   const Status s = grouped_gemm(d, args, &diag);
   if (s != Status::kSuccess) {

@@ -22,6 +22,9 @@ std::vector<ExpertRows> expert_rows(const GroupedGemmDesc& desc, const std::vect
   for (int64_t e = 0; e < desc.experts; ++e) {
     if (desc.layout == GroupedLayout::kMasked) {
       out[e] = {e * desc.rows, bounds[e]};
+    } else if (desc.offsets_are_ends) {
+      const int64_t begin = e == 0 ? 0 : bounds[e - 1];
+      out[e] = {begin, bounds[e] - begin};
     } else {
       out[e] = {bounds[e], bounds[e + 1] - bounds[e]};
     }
@@ -40,6 +43,7 @@ GemmDesc expert_desc(const GroupedGemmDesc& desc, int64_t rows) {
   g.d = MatrixLayout{desc.output, Order::kRowMajor, out_cols(desc), 0};
   g.alpha = desc.alpha;
   g.epilogue = desc.epilogue;
+  g.scales = desc.scales;
   return g;
 }
 
@@ -51,6 +55,13 @@ GemmArgs expert_args(const GroupedGemmDesc& desc, const GroupedGemmArgs& args, i
   g.d = const_cast<void*>(advance(d, r.first * out_cols(desc), desc.output));
   g.bias = advance(args.bias, expert * desc.n, desc.epilogue.bias_dtype);
   g.stream = args.stream;
+  // The expert's scales as a dense GEMM's: A's rows from the expert's first storage row
+  // (kRowColumn), B's from the expert's block (or the one shared block).
+  const bool row_column = desc.scales == ScaleMode::kRowColumn;
+  if (desc.scales != ScaleMode::kNone && args.scale_a != nullptr) {
+    g.scale_a = args.scale_a + (row_column ? r.first : 0);
+    g.scale_b = args.scale_b + (desc.scale_b_per_expert ? expert * (row_column ? desc.n : 1) : 0);
+  }
   return g;
 }
 

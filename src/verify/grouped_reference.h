@@ -18,10 +18,11 @@ namespace anvil::verify {
 struct ExpertRows {
   int64_t first = 0, rows = 0;
 };
-// From offsets (E + 1) or counts (E) as the kernel reads them; bounds must be valid.
+// From offsets (E + 1, or E ends) or counts (E) as the kernel reads them; bounds must be valid.
 std::vector<ExpertRows> expert_rows(const GroupedGemmDesc& desc, const std::vector<int64_t>& bounds);
 
-// Expert e's problem as a GemmDesc / GemmArgs on the same buffers.
+// Expert e's problem as a GemmDesc / GemmArgs on the same buffers; FP8 scales point into
+// the grouped arrays (scale_a at the expert's first row, scale_b at its block).
 GemmDesc expert_desc(const GroupedGemmDesc& desc, int64_t rows);
 GemmArgs expert_args(const GroupedGemmDesc& desc, const GroupedGemmArgs& args, int64_t expert, const ExpertRows& r,
                      void* d);

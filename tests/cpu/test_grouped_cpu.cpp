@@ -4,12 +4,14 @@
 
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "anvil/grouped.h"
 #include "host/grouped_launch.h"
 #include "plan/grouped_plan.h"
 #include "verify/grouped_fuzz.h"
+#include "verify/grouped_reference.h"
 
 namespace {
 
@@ -90,6 +92,133 @@ TEST(GroupedArgs, RefusesMissingAndMisalignedPointers) {
   EXPECT_NE(std::string(diag.message).find("overlaps"), std::string::npos) << diag.message;
 }
 
+GroupedGemmDesc fp8(int64_t experts, int64_t n, int64_t k, int64_t rows, anvil::ScaleMode scales) {
+  GroupedGemmDesc d = contiguous(experts, n, k, rows);
+  d.input = DataType::kE4M3;
+  d.scales = scales;
+  return d;
+}
+
+TEST(GroupedFp8Desc, AcceptsTorchsRowWiseRecipeAndPerTensorScales) {
+  using anvil::ScaleMode;
+  EXPECT_EQ(check(fp8(256, 4096, 7168, 4096 * 8, ScaleMode::kRowColumn)), Status::kSuccess);  // DeepSeek-V3
+  EXPECT_EQ(check(fp8(128, 1536, 2048, 512, ScaleMode::kTensor)), Status::kSuccess);
+  EXPECT_EQ(check(fp8(128, 1536, 2048, 512, ScaleMode::kNone)), Status::kSuccess);
+  GroupedGemmDesc shared_b = fp8(8, 256, 128, 100, ScaleMode::kRowColumn);
+  shared_b.scale_b_per_expert = false;
+  EXPECT_EQ(check(shared_b), Status::kSuccess);
+  GroupedGemmDesc masked = fp8(32, 2880, 2880, 64, ScaleMode::kRowColumn);
+  masked.layout = GroupedLayout::kMasked;
+  EXPECT_EQ(check(masked), Status::kSuccess);
+  GroupedGemmDesc swiglu = fp8(8, 512, 256, 100, ScaleMode::kRowColumn);
+  swiglu.epilogue.activation = Activation::kSwiGLU;
+  EXPECT_EQ(check(swiglu), Status::kSuccess);
+}
+
+TEST(GroupedFp8Desc, RefusesWithAReason) {
+  using anvil::ScaleMode;
+  std::string why;
+  // 1-byte rows: K must be a multiple of 16 for 16-byte aligned TMA rows.
+  EXPECT_EQ(check(fp8(4, 256, 136, 10, ScaleMode::kRowColumn), &why), Status::kMisalignedOperand);
+  EXPECT_NE(why.find("multiple of 16"), std::string::npos) << why;
+  EXPECT_EQ(check(fp8(4, 256, 128, 10, ScaleMode::kBlock128), &why), Status::kNotSupported);
+  EXPECT_NE(why.find("block128"), std::string::npos) << why;
+  GroupedGemmDesc d = fp8(4, 256, 128, 10, ScaleMode::kRowColumn);
+  d.input = DataType::kE5M2;
+  EXPECT_EQ(check(d, &why), Status::kNotSupported);
+  EXPECT_NE(why.find("e4m3"), std::string::npos) << why;
+  d = contiguous(4, 256, 128, 10);
+  d.scales = ScaleMode::kTensor;  // bf16 with scales
+  EXPECT_EQ(check(d, &why), Status::kNotSupported);
+  EXPECT_NE(why.find("e4m3 inputs only"), std::string::npos) << why;
+  d = fp8(4, 256, 128, 10, ScaleMode::kRowColumn);
+  d.output = DataType::kE4M3;  // 8-bit floats are inputs only
+  EXPECT_EQ(check(d, &why), Status::kNotSupported);
+  EXPECT_NE(why.find("D and the bias are bf16, fp16 or fp32"), std::string::npos) << why;
+  d = fp8(4, 256, 128, 10, static_cast<ScaleMode>(9));
+  EXPECT_EQ(check(d, &why), Status::kInvalidArgument);
+  EXPECT_NE(why.find("scale mode"), std::string::npos) << why;
+}
+
+TEST(GroupedFp8Args, RefusesMissingMisalignedAndOverlappedScales) {
+  const GroupedGemmDesc d = fp8(4, 256, 128, 100, anvil::ScaleMode::kRowColumn);
+  alignas(16) static unsigned char buffer[1 << 20];
+  anvil::GroupedGemmArgs a;
+  a.a = buffer;                                  // 100 x 128 bytes
+  a.w = buffer + 16384;                          // 4 x 256 x 128 bytes
+  a.d = buffer + 16384 + 131072;                 // 100 x 256 bf16
+  unsigned char* scales = buffer + 16384 + 131072 + 51200;
+  a.bounds = buffer;
+  anvil::Diagnostic diag;
+  EXPECT_EQ(anvil::detail::validate_grouped_args(d, a, &diag), Status::kInvalidArgument);
+  EXPECT_NE(std::string(diag.message).find("scale_a is null"), std::string::npos) << diag.message;
+  a.scale_a = reinterpret_cast<const float*>(scales);
+  a.scale_b = reinterpret_cast<const float*>(scales + 400);
+  EXPECT_EQ(anvil::detail::validate_grouped_args(d, a, &diag), Status::kSuccess) << diag.message;
+  a.scale_b = reinterpret_cast<const float*>(scales + 402);
+  EXPECT_EQ(anvil::detail::validate_grouped_args(d, a, &diag), Status::kMisalignedOperand);
+  a.scale_b = reinterpret_cast<const float*>(scales + 400);
+  a.scale_a = reinterpret_cast<const float*>(buffer + 16384 + 131072 + 51200 - 8);  // last row of D
+  EXPECT_EQ(anvil::detail::validate_grouped_args(d, a, &diag), Status::kInvalidArgument);
+  EXPECT_NE(std::string(diag.message).find("scale_a or scale_b"), std::string::npos) << diag.message;
+  // No scales: no pointers needed.
+  const GroupedGemmDesc none = fp8(4, 256, 128, 100, anvil::ScaleMode::kNone);
+  a.scale_a = nullptr;
+  a.scale_b = nullptr;
+  EXPECT_EQ(anvil::detail::validate_grouped_args(none, a, &diag), Status::kSuccess) << diag.message;
+}
+
+TEST(GroupedFp8Plan, SameTileRuleWithTheEightBitConfigurations) {
+  using anvil::ScaleMode;
+  const DeviceInfo h200 = DeviceInfo::h200();
+  for (const auto& [bf16, e4m3] : {std::pair{contiguous(128, 1536, 2048, 128), fp8(128, 1536, 2048, 128, ScaleMode::kRowColumn)},
+                                   std::pair{contiguous(256, 4096, 7168, 4096 * 8), fp8(256, 4096, 7168, 4096 * 8, ScaleMode::kRowColumn)},
+                                   std::pair{contiguous(8, 512, 1024, 1600), fp8(8, 512, 1024, 1600, ScaleMode::kTensor)}}) {
+    const auto p16 = plan_grouped(bf16, h200), p8 = plan_grouped(e4m3, h200);
+    EXPECT_EQ(p16.variant, p8.variant);
+    EXPECT_FALSE(p16.fp8);
+    EXPECT_TRUE(p8.fp8);
+    EXPECT_EQ(p8.grid_ctas, p16.grid_ctas);
+  }
+  EXPECT_STREQ(anvil::detail::grouped_variant_name(GroupedVariant::kShort, true), "sm90-grouped-fp8/64x128");
+  EXPECT_STREQ(anvil::detail::grouped_variant_name(GroupedVariant::kWide, false), "sm90-grouped/128x256");
+}
+
+// The reference runs expert e as a dense FP8 GEMM: its scales must point at the expert's
+// first storage row of A's and at the expert's block of B's (or the shared block).
+TEST(GroupedFp8Reference, ExpertScalesPointIntoTheGroupedArrays) {
+  using anvil::ScaleMode;
+  namespace verify = anvil::verify;
+  static float sa[1000], sb[1000];
+  anvil::GroupedGemmArgs args;
+  args.scale_a = sa;
+  args.scale_b = sb;
+  GroupedGemmDesc d = fp8(4, 16, 32, 100, ScaleMode::kRowColumn);
+  const verify::ExpertRows r{37, 5};
+  anvil::GemmArgs g = verify::expert_args(d, args, 2, r, nullptr);
+  EXPECT_EQ(g.scale_a, sa + 37);
+  EXPECT_EQ(g.scale_b, sb + 2 * 16);
+  EXPECT_EQ(verify::expert_desc(d, 5).scales, ScaleMode::kRowColumn);
+  d.scale_b_per_expert = false;
+  g = verify::expert_args(d, args, 2, r, nullptr);
+  EXPECT_EQ(g.scale_b, sb);
+  d = fp8(4, 16, 32, 100, ScaleMode::kTensor);
+  g = verify::expert_args(d, args, 3, r, nullptr);
+  EXPECT_EQ(g.scale_a, sa);
+  EXPECT_EQ(g.scale_b, sb + 3);
+  d.scale_b_per_expert = false;
+  g = verify::expert_args(d, args, 3, r, nullptr);
+  EXPECT_EQ(g.scale_b, sb);
+  // Masked: expert e's first storage row is e x max_rows.
+  d = fp8(4, 16, 32, 20, ScaleMode::kRowColumn);
+  d.layout = GroupedLayout::kMasked;
+  const std::vector<verify::ExpertRows> rows = verify::expert_rows(d, {3, 0, 20, 1});
+  g = verify::expert_args(d, args, 2, rows[2], nullptr);
+  EXPECT_EQ(g.scale_a, sa + 40);
+  // The operands: e4m3 A rows and W blocks at one byte per element.
+  EXPECT_EQ(verify::expert_desc(d, 5).a.dtype, DataType::kE4M3);
+}
+
 TEST(GroupedBoundsHost, NamesTheFirstOffendingExpert) {
   const GroupedGemmDesc d = contiguous(4, 256, 128, 200);
   anvil::Diagnostic diag;
@@ -106,6 +235,31 @@ TEST(GroupedBoundsHost, NamesTheFirstOffendingExpert) {
   const std::vector<int64_t> counts{0, 64, 65, 1};
   EXPECT_EQ(anvil::check_grouped_bounds(m, counts.data(), &diag), Status::kInvalidArgument);
   EXPECT_NE(std::string(diag.message).find("counts[2]"), std::string::npos) << diag.message;
+}
+
+TEST(GroupedBoundsHost, RowEndsFollowTheSameRules) {
+  GroupedGemmDesc d = contiguous(4, 256, 128, 200);
+  d.offsets_are_ends = true;
+  anvil::Diagnostic diag;
+  const std::vector<int64_t> ends{10, 10, 150, 190};
+  EXPECT_EQ(anvil::check_grouped_bounds(d, ends.data(), &diag), Status::kSuccess) << diag.message;
+  const std::vector<int64_t> unsorted{10, 5, 150, 190};
+  EXPECT_EQ(anvil::check_grouped_bounds(d, unsorted.data(), &diag), Status::kInvalidArgument);
+  EXPECT_NE(std::string(diag.message).find("decrease at expert 1"), std::string::npos) << diag.message;
+  const std::vector<int64_t> beyond{10, 20, 30, 201};
+  EXPECT_EQ(anvil::check_grouped_bounds(d, beyond.data(), &diag), Status::kInvalidArgument);
+  EXPECT_NE(std::string(diag.message).find("expert 3"), std::string::npos) << diag.message;
+  // The same routing as E + 1 offsets: the same experts' rows.
+  const std::vector<anvil::verify::ExpertRows> rows = anvil::verify::expert_rows(d, ends);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].first, 0);
+  EXPECT_EQ(rows[0].rows, 10);
+  EXPECT_EQ(rows[1].rows, 0);
+  EXPECT_EQ(rows[2].first, 10);
+  EXPECT_EQ(rows[3].rows, 40);
+  // Masked layouts take counts: the flag is refused there.
+  d.layout = GroupedLayout::kMasked;
+  EXPECT_EQ(check(d), Status::kInvalidArgument);
 }
 
 TEST(GroupedErrorWord, SaysWhatWasWrong) {
@@ -168,6 +322,7 @@ TEST(GroupedFuzzProblems, ValidDeterministicAndCovering) {
   const DeviceInfo h200 = DeviceInfo::h200();
   int layouts[2] = {}, variants[anvil::detail::kGroupedVariants] = {}, swiglu = 0;
   int64_t empty = 0, one_row = 0, many_experts = 0, single_expert = 0;
+  int fp8_scales[3] = {}, fp8_shared_b = 0, fp8_variants[anvil::detail::kGroupedVariants] = {}, ends = 0;
   for (bool small : {false, true}) {
     for (int64_t i = 0; i < 1500; ++i) {
       const verify::GroupedFuzzProblem p = verify::make_grouped_fuzz_problem(7, i, small);
@@ -186,6 +341,16 @@ TEST(GroupedFuzzProblems, ValidDeterministicAndCovering) {
       for (int64_t r : p.rows) empty += r == 0, one_row += r == 1;
       many_experts += p.desc.experts > 128;
       single_expert += p.desc.experts == 1;
+      if (p.desc.offsets_are_ends) {
+        ++ends;
+        ASSERT_EQ(bounds.size(), size_t(p.desc.experts)) << verify::describe(p);
+      }
+      if (p.desc.input == DataType::kE4M3) {
+        ASSERT_EQ(p.desc.k % 16, 0) << verify::describe(p);
+        ++fp8_scales[static_cast<int>(p.desc.scales)];
+        fp8_shared_b += !p.desc.scale_b_per_expert;
+        ++fp8_variants[static_cast<int>(plan_grouped(p.desc, h200).variant)];
+      }
     }
   }
   EXPECT_GT(layouts[0], 500);
@@ -196,6 +361,12 @@ TEST(GroupedFuzzProblems, ValidDeterministicAndCovering) {
   EXPECT_GT(one_row, 1000);
   EXPECT_GT(many_experts, 50);
   EXPECT_GT(single_expert, 10);
+  EXPECT_GT(fp8_scales[0], 30);
+  EXPECT_GT(fp8_scales[1], 100);
+  EXPECT_GT(fp8_scales[2], 300);
+  EXPECT_GT(fp8_shared_b, 50);
+  EXPECT_GT(ends, 200);
+  for (int v = 0; v < anvil::detail::kGroupedVariants; ++v) EXPECT_GT(fp8_variants[v], 20) << "fp8 variant " << v;
 }
 
 }  // namespace

@@ -3,9 +3,13 @@
 // unaligned segments, E = 1 and E > 128, N and K off the tile grid, fused epilogues; D is
 // poisoned before each run and every row no expert owns must still hold the poison. The
 // masked layout is replayed from one captured CUDA graph while the counts change; invalid
-// offsets must set the error word and leave memory outside D's rows alone.
+// offsets must set the error word and leave memory outside D's rows alone. FP8 (GroupedFp8/*):
+// e4m3 operands with random scales in [0.5, 1.5] (row/column, per tensor, B's per expert or
+// shared, none), each tile configuration, both layouts; the reference dequantizes with the
+// same scales, so a scale missed, misplaced by an expert's offset or applied twice fails.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <random>
@@ -58,6 +62,9 @@ struct GroupedCase {
   float alpha = 1.0f;
   int64_t hint = 0;             // expected_rows_per_expert: picks the tile configuration
   const char* expect_kernel = nullptr;
+  anvil::ScaleMode scales = anvil::ScaleMode::kNone;  // e4m3 inputs
+  bool scale_b_per_expert = true;
+  bool ends = false;  // contiguous, lead 0: the bounds are torch's E row ends
 };
 
 std::ostream& operator<<(std::ostream& os, const GroupedCase& c) { return os << c.name; }
@@ -90,6 +97,9 @@ GroupedGemmDesc make_desc(const GroupedCase& c) {
   d.epilogue.activation = c.act;
   d.epilogue.bias = c.bias;
   d.expected_rows_per_expert = c.hint;
+  d.scales = c.scales;
+  d.scale_b_per_expert = c.scale_b_per_expert;
+  d.offsets_are_ends = c.ends;
   if (c.layout == GroupedLayout::kMasked) {
     d.rows = c.max_rows;
   } else {
@@ -104,6 +114,7 @@ std::vector<int64_t> make_bounds(const GroupedCase& c) {
   if (c.layout == GroupedLayout::kMasked) return c.rows;
   std::vector<int64_t> offsets{c.lead};
   for (int64_t r : c.rows) offsets.push_back(offsets.back() + r);
+  if (c.ends) offsets.erase(offsets.begin());
   return offsets;
 }
 
@@ -126,7 +137,7 @@ void upload_bounds(DeviceBuffer& buffer, const std::vector<int64_t>& bounds, Ind
 // call may write.
 struct GroupedOperands {
   GroupedGemmDesc desc;
-  DeviceBuffer a, w, d, bias, bounds, ref, flags;
+  DeviceBuffer a, w, d, bias, bounds, ref, flags, scale_a, scale_b;
   GroupedGemmArgs args;
   static constexpr int64_t kGuardRows = 3;
 
@@ -159,6 +170,17 @@ void make_operands(GroupedOperands& op, const GroupedGemmDesc& desc, uint64_t se
     CHECK_CUDA(verify::fill_random(op.bias.get(), desc.epilogue.bias_dtype, desc.experts * desc.n, seed * 8 + 3,
                                    1.0f, nullptr));
     op.args.bias = op.bias.get();
+  }
+  if (desc.scales != anvil::ScaleMode::kNone) {
+    // Row scales for every storage row, column scales for every expert: the kernel must pick
+    // the expert's own (a shared-B description reads the first block only).
+    const int64_t a_scales = std::max<int64_t>(rows, 1), b_scales = desc.experts * desc.n;
+    CHECK_CUDA(op.scale_a.allocate(size_t(a_scales) * sizeof(float)));
+    CHECK_CUDA(op.scale_b.allocate(size_t(b_scales) * sizeof(float)));
+    CHECK_CUDA(verify::fill_scales(op.scale_a.as_float(), a_scales, seed * 8 + 4, nullptr));
+    CHECK_CUDA(verify::fill_scales(op.scale_b.as_float(), b_scales, seed * 8 + 5, nullptr));
+    op.args.scale_a = op.scale_a.as_float();
+    op.args.scale_b = op.scale_b.as_float();
   }
   CHECK_CUDA(cudaDeviceSynchronize());
 }
@@ -361,6 +383,13 @@ std::vector<GroupedCase> grouped_cases() {
   }
   {
     GroupedCase c;
+    c.name = "contig_row_ends";
+    c.rows = {0, 1, 300, 77, 0, 129, 128, 5};
+    c.trail = 3, c.ends = true, c.n = 256, c.k = 128;
+    add(c);
+  }
+  {
+    GroupedCase c;
     c.name = "contig_all_empty";
     c.rows = {0, 0, 0};
     c.lead = 4, c.trail = 4;
@@ -370,6 +399,125 @@ std::vector<GroupedCase> grouped_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Grouped, GroupedSweep, ::testing::ValuesIn(grouped_cases()),
+                         [](const ::testing::TestParamInfo<GroupedCase>& info) { return info.param.name; });
+
+constexpr const char* kWideFp8 = "sm90-grouped-fp8/128x256";
+constexpr const char* kNarrowFp8 = "sm90-grouped-fp8/128x128";
+constexpr const char* kShortFp8 = "sm90-grouped-fp8/64x128";
+
+// e4m3 operands (K a multiple of 16, often not of the 128-value stage), bf16 output unless
+// stated, torch._scaled_grouped_mm's row/column scales unless stated.
+std::vector<GroupedCase> grouped_fp8_cases() {
+  using anvil::ScaleMode;
+  std::vector<GroupedCase> cases;
+  auto fp8 = [](std::string name) {
+    GroupedCase c;
+    c.name = std::move(name);
+    c.input = DataType::kE4M3;
+    c.output = DataType::kBF16;
+    c.scales = ScaleMode::kRowColumn;
+    return c;
+  };
+  {
+    GroupedCase c = fp8("contig_rowcol_wide");
+    c.rows = {0, 1, 300, 77, 0, 129, 128, 5};
+    c.lead = 5, c.trail = 3, c.n = 512, c.k = 272, c.hint = 4000, c.expect_kernel = kWideFp8;
+    cases.push_back(c);
+  }
+  {
+    GroupedCase c = fp8("contig_rowcol_narrow");
+    c.rows = {129, 0, 1, 255, 64, 3};
+    c.lead = 1, c.n = 200, c.k = 144, c.hint = 200, c.expect_kernel = kNarrowFp8;
+    cases.push_back(c);
+  }
+  {
+    GroupedCase c = fp8("contig_rowcol_short");
+    c.rows = {65, 1, 0, 64, 63, 130};
+    c.trail = 7, c.n = 328, c.k = 80, c.hint = 16, c.expect_kernel = kShortFp8;
+    cases.push_back(c);
+  }
+  {
+    GroupedCase c = fp8("contig_rowcol_160_experts");
+    c.rows = mixed_rows(160, 150, 7);
+    c.lead = 2, c.trail = 2, c.n = 192, c.k = 512;
+    cases.push_back(c);
+  }
+  {
+    GroupedCase c = fp8("contig_rowcol_64_experts_k2048");
+    c.rows = mixed_rows(64, 400, 13);
+    c.n = 768, c.k = 2048, c.hint = 4000, c.expect_kernel = kWideFp8;
+    cases.push_back(c);
+  }
+  {
+    GroupedCase c = fp8("contig_rowcol_row_ends_short");
+    c.rows = {0, 1, 37, 0, 300, 64, 129, 5};
+    c.trail = 11, c.ends = true, c.n = 384, c.k = 256, c.hint = 16, c.expect_kernel = kShortFp8;
+    cases.push_back(c);
+  }
+  {
+    GroupedCase c = fp8("contig_rowcol_shared_b");
+    c.rows = {3, 0, 140, 1};
+    c.scale_b_per_expert = false, c.n = 256, c.k = 128;
+    cases.push_back(c);
+  }
+  {
+    GroupedCase c = fp8("contig_tensor_per_expert");
+    c.rows = {3, 0, 140, 1, 257};
+    c.scales = ScaleMode::kTensor, c.n = 384, c.k = 256, c.hint = 4000, c.expect_kernel = kWideFp8;
+    cases.push_back(c);
+  }
+  {
+    GroupedCase c = fp8("contig_tensor_shared_b");
+    c.rows = {3, 0, 140, 1};
+    c.scales = ScaleMode::kTensor, c.scale_b_per_expert = false, c.n = 256, c.k = 128, c.hint = 16;
+    c.expect_kernel = kShortFp8;
+    cases.push_back(c);
+  }
+  {
+    GroupedCase c = fp8("contig_no_scales");
+    c.rows = {1, 70, 0, 129};
+    c.scales = ScaleMode::kNone, c.n = 256, c.k = 64;
+    cases.push_back(c);
+  }
+  {
+    GroupedCase c = fp8("masked_rowcol");
+    c.layout = GroupedLayout::kMasked;
+    c.index = IndexType::kInt64;
+    c.max_rows = 200;
+    c.rows = {0, 1, 200, 65, 128, 0, 199};
+    c.n = 256, c.k = 128;
+    cases.push_back(c);
+  }
+  {
+    GroupedCase c = fp8("masked_rowcol_short");
+    c.layout = GroupedLayout::kMasked;
+    c.max_rows = 48;
+    c.rows = mixed_rows(130, 48, 11);
+    c.n = 136, c.k = 272, c.expect_kernel = kShortFp8;
+    cases.push_back(c);
+  }
+  {
+    GroupedCase c = fp8("contig_rowcol_swiglu_bias");
+    c.rows = {10, 0, 140, 1, 300};
+    c.n = 512, c.k = 256, c.act = Activation::kSwiGLU, c.bias = BiasMode::kPerColumn;
+    cases.push_back(c);
+  }
+  {
+    GroupedCase c = fp8("contig_rowcol_alpha_fp32_out");
+    c.rows = {33, 0, 200};
+    c.output = DataType::kF32, c.alpha = 0.5f, c.n = 96, c.k = 64;
+    cases.push_back(c);
+  }
+  {
+    GroupedCase c = fp8("contig_rowcol_fp16_out_odd_width");
+    c.rows = {1, 70, 0, 129};
+    c.output = DataType::kF16, c.n = 77, c.k = 32, c.act = Activation::kGeluErf;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(GroupedFp8, GroupedSweep, ::testing::ValuesIn(grouped_fp8_cases()),
                          [](const ::testing::TestParamInfo<GroupedCase>& info) { return info.param.name; });
 
 // Replays a captured grouped call once per routing (bounds uploaded before each replay, D

@@ -57,7 +57,10 @@ const char* kGroupedMethod =
     "one grouped launch (anvil, cublas-grouped) or one cuBLASLt matmul per non-empty expert "
     "(cublas-loop, heuristic's first algorithm per row count, fp32 compute). Outputs are "
     "poisoned and checked expert by expert against verify::reference_gemm. FLOPs: 2 x rows x "
-    "N x K; GB/s: A and the non-empty experts' W read once, D written once.";
+    "N x K; GB/s: A and the non-empty experts' W read once, D written once. e4m3: A and W e4m3, "
+    "D bf16, row-wise scales (one per row of A, [E, N] for W: torch._scaled_grouped_mm's "
+    "recipe), random in [0.5, 1.5]; cublas-loop runs cuBLASLt's FP8 matmul with outer-vector "
+    "scales per expert (cublasGemmGroupedBatchedEx takes no FP8).";
 
 size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
@@ -97,13 +100,18 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
+// D's dtype: the input's for 16-bit inputs, bf16 for e4m3 (torch._scaled_grouped_mm's).
+anvil::DataType output_dtype(const GroupedOptions& o) {
+  return o.dtype == anvil::DataType::kE4M3 ? anvil::DataType::kBF16 : o.dtype;
+}
+
 GroupedOptions parse_grouped_options(int argc, char** argv) {
   GroupedOptions o;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
       std::printf(
           "anvil-bench --grouped SUITE [--only WORD,...] [--kernels anvil,anvil-masked,cublas-loop,cublas-grouped]\n"
-          "            [--dtype bf16|fp16] [--repeats 7] [--min-replay-ms 20] [--max-iters 2000]\n"
+          "            [--dtype bf16|fp16|e4m3] [--repeats 7] [--min-replay-ms 20] [--max-iters 2000]\n"
           "            [--max-input-sets 64] [--mem-cap-gb 40] [--no-verify] [--json OUT] [--device 0]\n"
           "Times anvil's grouped GEMM on a MoE suite (suites/moe.json) against a loop of cuBLASLt\n"
           "matmuls and cublasGemmGroupedBatchedEx on the same buffers. --only keeps the shapes whose\n"
@@ -124,7 +132,8 @@ GroupedOptions parse_grouped_options(int argc, char** argv) {
       const std::string d = next();
       if (d == "bf16") o.dtype = anvil::DataType::kBF16;
       else if (d == "fp16") o.dtype = anvil::DataType::kF16;
-      else usage_error("--dtype %s: bf16 or fp16", d.c_str());
+      else if (d == "e4m3") o.dtype = anvil::DataType::kE4M3;
+      else usage_error("--dtype %s: bf16, fp16 or e4m3", d.c_str());
     } else if (a == "--repeats") o.repeats = std::max(1, std::atoi(next().c_str()));
     else if (a == "--min-replay-ms") o.min_replay_ms = std::atof(next().c_str());
     else if (a == "--max-iters") o.max_iters = std::max(1, std::atoi(next().c_str()));
@@ -263,6 +272,10 @@ struct ShapeContext {
   int* offsets = nullptr;  // E + 1, device
   int* counts = nullptr;   // E, device
   int* error_flags = nullptr;
+  // e4m3: row-wise scales, one per storage row of A (the larger of the two layouts'), and
+  // [E, N] for W; shared by the input sets.
+  const float* scale_a = nullptr;
+  const float* scale_b = nullptr;
   std::vector<int64_t> offsets_host;
   // cuBLAS
   std::map<int64_t, std::unique_ptr<CublasLtGemm>>* lt = nullptr;
@@ -283,12 +296,16 @@ anvil::GroupedGemmArgs grouped_args(const ShapeContext& ctx, bool masked, int s)
   a.bounds = masked ? static_cast<const void*>(ctx.counts) : static_cast<const void*>(ctx.offsets);
   a.error_flags = ctx.error_flags;
   a.stream = ctx.stream;
+  a.scale_a = ctx.scale_a;
+  a.scale_b = ctx.scale_b;
   return a;
 }
 
 bool launch(const Kernel& k, const ShapeContext& ctx, int s, std::string& err) {
   const MoeShape& m = *ctx.shape;
   const size_t es = verify::dtype_bytes(ctx.opt->dtype);
+  const size_t out_es = verify::dtype_bytes(output_dtype(*ctx.opt));
+  const bool fp8 = ctx.opt->dtype == anvil::DataType::kE4M3;
   if (k.label == "anvil" || k.label == "anvil-masked") {
     anvil::Diagnostic diag;
     const anvil::Status st =
@@ -304,9 +321,10 @@ bool launch(const Kernel& k, const ShapeContext& ctx, int s, std::string& err) {
       const int64_t rows = m.counts[size_t(e)];
       if (rows == 0) continue;
       const int64_t first = ctx.offsets_host[size_t(e)];
-      const cublasStatus_t st = ctx.lt->at(rows)->run(ctx.buf.a(s) + size_t(first * m.k) * es,
-                                                      ctx.buf.w(s) + size_t(e * m.n * m.k) * es,
-                                                      ctx.buf.d(s) + size_t(first * m.n) * es, ctx.stream);
+      const cublasStatus_t st = ctx.lt->at(rows)->run(
+          ctx.buf.a(s) + size_t(first * m.k) * es, ctx.buf.w(s) + size_t(e * m.n * m.k) * es,
+          ctx.buf.d(s) + size_t(first * m.n) * out_es, ctx.stream, fp8 ? ctx.scale_a + first : nullptr,
+          fp8 ? ctx.scale_b + e * m.n : nullptr);
       if (st != CUBLAS_STATUS_SUCCESS) {
         err = std::string("cublasLtMatmul: ") + cublas_status_text(st);
         return false;
@@ -368,7 +386,9 @@ void write_json(const GroupedOptions& o, const std::vector<MoeShape>& shapes,
   w.key("date"), w.value(utc_now_iso8601());
   w.key("mode"), w.value("grouped");
   w.key("suite"), w.value(o.suite_path);
-  w.key("dtype"), w.value(o.dtype == anvil::DataType::kBF16 ? "bf16" : "fp16");
+  w.key("dtype"), w.value(o.dtype == anvil::DataType::kBF16 ? "bf16" : o.dtype == anvil::DataType::kF16 ? "fp16" : "e4m3");
+  w.key("out_dtype"), w.value(output_dtype(o) == anvil::DataType::kF16 ? "fp16" : "bf16");
+  w.key("scales"), w.value(anvil::to_string(o.dtype == anvil::DataType::kE4M3 ? anvil::ScaleMode::kRowColumn : anvil::ScaleMode::kNone));
   w.key("method"), w.value(kGroupedMethod);
   w.key("repeats"), w.value(o.repeats);
   w.key("min_replay_ms"), w.value(o.min_replay_ms);
@@ -431,6 +451,8 @@ void run_shape(const MoeShape& m, const GroupedOptions& o, cudaStream_t stream, 
   ctx.stream = stream;
   ctx.blas = blas;
   const size_t es = verify::dtype_bytes(o.dtype);
+  const size_t out_es = verify::dtype_bytes(output_dtype(o));
+  const bool fp8 = o.dtype == anvil::DataType::kE4M3;
   int64_t total = 0, max_count = 0, nonempty = 0;
   ctx.offsets_host.push_back(0);
   for (int64_t c : m.counts) {
@@ -448,7 +470,9 @@ void run_shape(const MoeShape& m, const GroupedOptions& o, cudaStream_t stream, 
   ctx.contiguous.n = m.n;
   ctx.contiguous.k = m.k;
   ctx.contiguous.rows = total;
-  ctx.contiguous.input = ctx.contiguous.output = o.dtype;
+  ctx.contiguous.input = o.dtype;
+  ctx.contiguous.output = output_dtype(o);
+  ctx.contiguous.scales = fp8 ? anvil::ScaleMode::kRowColumn : anvil::ScaleMode::kNone;
   ctx.masked = ctx.contiguous;
   ctx.masked.layout = anvil::GroupedLayout::kMasked;
   ctx.masked.rows = max_rows;
@@ -468,6 +492,11 @@ void run_shape(const MoeShape& m, const GroupedOptions& o, cudaStream_t stream, 
       r.message = "the masked layout is measured at <= 512 tokens (decode)";
       k.active = false;
     }
+    if (fp8 && label == "cublas-grouped") {
+      r.status = "unsupported";
+      r.message = "cublasGemmGroupedBatchedEx takes no FP8 inputs";
+      k.active = false;
+    }
     if (label == "anvil") r.dispatched = anvil::grouped_dispatch_name(ctx.contiguous) ? anvil::grouped_dispatch_name(ctx.contiguous) : "";
     if (k.masked) r.dispatched = anvil::grouped_dispatch_name(ctx.masked) ? anvil::grouped_dispatch_name(ctx.masked) : "";
     rows.push_back(r);
@@ -477,9 +506,9 @@ void run_shape(const MoeShape& m, const GroupedOptions& o, cudaStream_t stream, 
   Buffers& b = ctx.buf;
   b.a_bytes = size_t(total * m.k) * es;
   b.w_bytes = size_t(m.experts * m.n * m.k) * es;
-  b.d_bytes = size_t(total * m.n) * es;
+  b.d_bytes = size_t(total * m.n) * out_es;
   b.am_bytes = want_masked ? size_t(m.experts * max_rows * m.k) * es : 0;
-  b.dm_bytes = want_masked ? size_t(m.experts * max_rows * m.n) * es : 0;
+  b.dm_bytes = want_masked ? size_t(m.experts * max_rows * m.n) * out_es : 0;
   b.set_bytes = align_up(b.a_bytes) + align_up(b.w_bytes) + align_up(b.d_bytes) + align_up(b.am_bytes) +
                 align_up(b.dm_bytes);
   const size_t ref_bytes = size_t(std::max(total, want_masked ? m.experts * max_rows : 0) * m.n) * sizeof(float);
@@ -487,9 +516,11 @@ void run_shape(const MoeShape& m, const GroupedOptions& o, cudaStream_t stream, 
   const size_t cap = size_t(o.mem_cap_gb * kGiB);
   while (sets > 1 && size_t(sets) * b.set_bytes + ref_bytes > cap) --sets;
   b.sets = sets;
-  DeviceMemory memory, ref, routing;
+  DeviceMemory memory, ref, routing, scales;
+  const int64_t scale_rows = std::max<int64_t>(1, std::max(total, want_masked ? m.experts * max_rows : 0));
   if (!memory.allocate(size_t(sets) * b.set_bytes) || !ref.allocate(ref_bytes) ||
-      !routing.allocate(size_t(2 * m.experts + 2) * sizeof(int) + 256)) {
+      !routing.allocate(size_t(2 * m.experts + 2) * sizeof(int) + 256) ||
+      (fp8 && !scales.allocate(size_t(scale_rows + m.experts * m.n) * sizeof(float)))) {
     for (GroupedRow& r : rows) r.status = "error", r.message = "out of device memory";
     return;
   }
@@ -508,6 +539,13 @@ void run_shape(const MoeShape& m, const GroupedOptions& o, cudaStream_t stream, 
     BENCH_CUDA(verify::fill_random(b.w(s), o.dtype, m.experts * m.n * m.k, seed + 1, 1.0f, stream));
     if (want_masked) BENCH_CUDA(verify::fill_random(b.am(s), o.dtype, m.experts * max_rows * m.k, seed + 2, 1.0f, stream));
   }
+  if (fp8) {
+    float* sa = reinterpret_cast<float*>(scales.get());
+    BENCH_CUDA(verify::fill_scales(sa, scale_rows, o.seed + 101, stream));
+    BENCH_CUDA(verify::fill_scales(sa + scale_rows, m.experts * m.n, o.seed + 102, stream));
+    ctx.scale_a = sa;
+    ctx.scale_b = sa + scale_rows;
+  }
   sync_or_die(ctx, "verify::fill_random");
 
   // cuBLAS set-up: a cuBLASLt plan per distinct row count; grouped pointer arrays per set.
@@ -520,7 +558,7 @@ void run_shape(const MoeShape& m, const GroupedOptions& o, cudaStream_t stream, 
         if (c == 0 || lt.count(c) != 0) continue;
         auto g = std::make_unique<CublasLtGemm>();
         std::string why;
-        if (!g->prepare(c, m.n, m.k, o.dtype, o.dtype, anvil::ScaleMode::kNone, why)) {
+        if (!g->prepare(c, m.n, m.k, o.dtype, output_dtype(o), ctx.contiguous.scales, why)) {
           rows[k.row].status = "unsupported", rows[k.row].message = why, k.active = false;
           break;
         }
@@ -576,7 +614,8 @@ void run_shape(const MoeShape& m, const GroupedOptions& o, cudaStream_t stream, 
   }
 
   const double flops = 2.0 * double(total) * double(m.n) * double(m.k);
-  const double bytes = double(es) * (double(total) * m.k + double(nonempty) * m.n * m.k + double(total) * m.n);
+  const double bytes =
+      double(es) * (double(total) * m.k + double(nonempty) * m.n * m.k) + double(out_es) * double(total) * m.n;
   for (Kernel& k : kernels) {
     if (!k.active) continue;
     GroupedRow& row = rows[k.row];

@@ -21,13 +21,22 @@ constexpr int grouped_smem_bytes() {
 
 // One CTA per SM: each configuration's ring and epilogue fill the 227 KiB a CTA may opt into.
 static_assert(grouped_smem_bytes<GroupedWide>() <= 227 * 1024 && grouped_smem_bytes<GroupedNarrow>() <= 227 * 1024 &&
-                  grouped_smem_bytes<GroupedShort>() <= 227 * 1024,
+                  grouped_smem_bytes<GroupedShort>() <= 227 * 1024 &&
+                  grouped_smem_bytes<GroupedWideFp8>() <= 227 * 1024 &&
+                  grouped_smem_bytes<GroupedNarrowFp8>() <= 227 * 1024 &&
+                  grouped_smem_bytes<GroupedShortFp8>() <= 227 * 1024,
               "shared memory per CTA");
 
+// 8-bit configurations carry e4m3 x e4m3 only (validate_grouped_desc refuses the rest);
+// 16-bit ones bf16 and fp16.
 template <class Config>
 auto grouped_kernel_for(DataType input) {
-  return input == DataType::kBF16 ? sm90_grouped_kernel<Config, sm90::Input::kBF16>
-                                  : sm90_grouped_kernel<Config, sm90::Input::kF16>;
+  if constexpr (Config::kElementBytes == 1) {
+    return sm90_grouped_kernel<Config, sm90::Input::kE4M3>;
+  } else {
+    return input == DataType::kBF16 ? sm90_grouped_kernel<Config, sm90::Input::kBF16>
+                                    : sm90_grouped_kernel<Config, sm90::Input::kF16>;
+  }
 }
 
 // The epilogue of the whole output as one row-major matrix: expert e's slice is then found
@@ -50,7 +59,7 @@ EpilogueParams grouped_epilogue(const GroupedGemmDesc& desc, const GroupedGemmAr
 template <class Config>
 Status build_params(const GroupedPlan& plan, const GroupedGemmDesc& desc, const GroupedGemmArgs& args,
                     Sm90GroupedParams* out, Diagnostic* diag) {
-  static_assert(Config::kBlockK == 64, "one 128-byte swizzle row of K per box");
+  static_assert(Config::kRowBytes == 128, "one 128-byte swizzle row of K per box");
   Sm90GroupedParams params{};
   const bool masked = desc.layout == GroupedLayout::kMasked;
   params.k_tiles = static_cast<int>((desc.k + Config::kBlockK - 1) / Config::kBlockK);
@@ -73,11 +82,19 @@ Status build_params(const GroupedPlan& plan, const GroupedGemmDesc& desc, const 
   params.schedule.block_m = Config::kBlockM;
   params.schedule.masked = masked;
   params.schedule.bounds_int64 = desc.index_type == IndexType::kInt64;
+  params.schedule.ends_only = !masked && desc.offsets_are_ends;
 
   params.epilogue = grouped_epilogue(desc, args);
   const int64_t n_out = grouped_output_cols(desc);
   params.d_expert_elements = masked ? desc.rows * n_out : 0;
   params.bias_expert_elements = desc.n;
+  params.scales.a = args.scale_a;
+  params.scales.b = args.scale_b;
+  params.scales.mode = desc.scales;
+  params.scales.rows = grouped_storage_rows(desc);
+  params.scales.cols = desc.n;
+  params.scale_b_expert_stride =
+      !desc.scale_b_per_expert ? 0 : desc.scales == ScaleMode::kRowColumn ? desc.n : 1;
   // Pair stores need even element offsets for every row of every expert: an even width.
   params.pair_store = desc.alpha == 1.0f && desc.epilogue.bias == BiasMode::kNone &&
                       desc.epilogue.activation == Activation::kIdentity && desc.output != DataType::kF32 &&
@@ -90,13 +107,15 @@ bool same_problem(const GroupedGemmDesc& x, const GroupedGemmDesc& y) {
   return x.layout == y.layout && x.experts == y.experts && x.n == y.n && x.k == y.k && x.rows == y.rows &&
          x.input == y.input && x.output == y.output && x.index_type == y.index_type && x.alpha == y.alpha &&
          x.epilogue.activation == y.epilogue.activation && x.epilogue.bias == y.epilogue.bias &&
-         x.epilogue.bias_dtype == y.epilogue.bias_dtype && x.expected_rows_per_expert == y.expected_rows_per_expert;
+         x.epilogue.bias_dtype == y.epilogue.bias_dtype && x.expected_rows_per_expert == y.expected_rows_per_expert &&
+         x.scales == y.scales && x.scale_b_per_expert == y.scale_b_per_expert &&
+         x.offsets_are_ends == y.offsets_are_ends;
 }
 
 // Everything the parameters hold (the stream is not among them).
 bool same_pointers(const GroupedGemmArgs& x, const GroupedGemmArgs& y) {
   return x.a == y.a && x.w == y.w && x.d == y.d && x.bias == y.bias && x.bounds == y.bounds &&
-         x.error_flags == y.error_flags;
+         x.error_flags == y.error_flags && x.scale_a == y.scale_a && x.scale_b == y.scale_b;
 }
 
 template <class Config>
@@ -140,7 +159,19 @@ Status launch_config(const char* name, const GroupedPlan& plan, const GroupedGem
 
 Status launch_grouped_plan(const GroupedPlan& plan, const GroupedGemmDesc& desc, const GroupedGemmArgs& args,
                            Diagnostic* diag) {
-  const char* name = grouped_variant_name(plan.variant);
+  const char* name = grouped_variant_name(plan.variant, plan.fp8);
+  if (plan.fp8 != (desc.input == DataType::kE4M3)) {
+    return fail(diag, Status::kInternalError, "%s: the plan's input width is not the description's (%s)", name,
+                to_string(desc.input));
+  }
+  if (plan.fp8) {
+    switch (plan.variant) {
+      case GroupedVariant::kWide: return launch_config<GroupedWideFp8>(name, plan, desc, args, diag);
+      case GroupedVariant::kNarrow: return launch_config<GroupedNarrowFp8>(name, plan, desc, args, diag);
+      case GroupedVariant::kShort: return launch_config<GroupedShortFp8>(name, plan, desc, args, diag);
+    }
+    return fail(diag, Status::kInternalError, "grouped: unknown variant %d", static_cast<int>(plan.variant));
+  }
   switch (plan.variant) {
     case GroupedVariant::kWide: return launch_config<GroupedWide>(name, plan, desc, args, diag);
     case GroupedVariant::kNarrow: return launch_config<GroupedNarrow>(name, plan, desc, args, diag);

@@ -34,4 +34,14 @@ using GroupedShort = KernelConfig<KernelSpec{.block_n = 128,
                                              .cluster_ctas = 1,
                                              .tma_store = false}>;
 
+// The same three with e4m3 operands (element_bytes = 1): a stage row is still 128 bytes,
+// now 128 values of K, so the stages, shared memory and tile order are the 16-bit ones'.
+constexpr KernelSpec grouped_fp8(KernelSpec spec) {
+  spec.element_bytes = 1;
+  return spec;
+}
+using GroupedWideFp8 = KernelConfig<grouped_fp8(GroupedWide::kKernelSpec)>;
+using GroupedNarrowFp8 = KernelConfig<grouped_fp8(GroupedNarrow::kKernelSpec)>;
+using GroupedShortFp8 = KernelConfig<grouped_fp8(GroupedShort::kKernelSpec)>;
+
 }  // namespace anvil::detail

@@ -10,6 +10,12 @@
 //     offsets[e] .. offsets[e+1]; A's map is 2-D, a tile's box starts at the expert's row;
 //   masked layout: A [E, max_rows, K], D [E, max_rows, N_out], counts[e] rows used; A's
 //     map is 3-D, the expert is the batch coordinate.
+// FP8 (8-bit configurations, grouped_configs.h): the same machine with e4m3 operands, 128
+// values of K per stage; the scales multiply the accumulators before the epilogue
+// (fp8_scales.cuh, scale_accumulators), A's from the expert's first storage row and B's
+// from the expert's own block of column scales. A consumer warpgroup whose rows all lie
+// past its expert's rows multiplies nothing (run_consumer_mainloop's no_rows): a 1-row
+// expert's tile costs one warpgroup's wgmma, not two.
 // A box may run past the expert's rows: into the next expert's rows (contiguous; they are
 // multiplied and dropped) or off the tensor (zero-filled by TMA). The stores are clipped
 // to the expert's rows in registers (store_tile_clipped): a TMA store of the box would
@@ -25,6 +31,7 @@
 #include "arch/sm90/swizzle_alignment.cuh"
 #include "kernels/sm90/consumer.cuh"
 #include "kernels/sm90/epilogue_store.cuh"
+#include "kernels/sm90/fp8_scales.cuh"
 #include "kernels/sm90/gemm_kernel.cuh"
 #include "kernels/sm90/grouped_scheduler.cuh"
 #include "kernels/sm90/kernel_config.h"
@@ -44,7 +51,27 @@ struct Sm90GroupedParams {
   EpilogueParams epilogue;
   int64_t d_expert_elements;     // masked: elements between experts' outputs (max_rows x N_out)
   int64_t bias_expert_elements;  // elements between experts' column biases (N)
+  // 8-bit configurations only. scales.a / scales.b as the caller gave them (grouped.h);
+  // scales.cols = N.
+  Fp8Scales scales;
+  int64_t scale_b_expert_stride;  // floats between experts' B scales: N, 1 or 0 (one for all)
 };
+
+// FP8: the tile's sums times its expert's scales. kRowColumn rows index A's storage rows
+// from the expert's first (contiguous: its first row of A; masked: expert x max_rows).
+template <class Config>
+__device__ __forceinline__ void apply_grouped_scales(const Sm90GroupedParams& params, const GroupedTile& tile,
+                                                     int consumer, float (&acc)[Config::kSlabs][Config::kBlockN / 2]) {
+  const Fp8Scales& s = params.scales;
+  const float* sa = s.a;
+  if (s.mode == ScaleMode::kRowColumn) {
+    sa += params.schedule.masked ? int64_t{tile.expert} * params.schedule.rows : tile.row_begin;
+  }
+  const float* sb = s.b + int64_t{tile.expert} * params.scale_b_expert_stride;
+  scale_accumulators<Config>(s.mode, sa, sb, tile.rows, s.cols,
+                             int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer),
+                             int64_t{tile.n_tile} * Config::kBlockN, acc);
+}
 
 // The epilogue of one expert: D from its first row, its row count, its bias.
 __device__ __forceinline__ EpilogueParams expert_epilogue(const Sm90GroupedParams& params, const GroupedTile& tile) {
@@ -104,7 +131,16 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
     GroupedTileCursor cursor(params.schedule);
     GroupedTile tile;
     for (int linear = blockIdx.x; cursor.find(linear, &tile); linear += gridDim.x) {
-      run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b, shared.barriers);
+      if constexpr (Config::kElementBytes == 1) {
+        const bool no_rows =
+            int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer) >= tile.rows;
+        run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b,
+                                              shared.barriers, nullptr, no_rows);
+        apply_grouped_scales<Config>(params, tile, consumer, acc);
+      } else {
+        run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b,
+                                              shared.barriers);
+      }
       const EpilogueParams p = expert_epilogue(params, tile);
       store_tile_clipped<Config>(p, params.pair_store, TileCoord{tile.m_tile, tile.n_tile, 0}, consumer, acc,
                                  shared.epilogue);

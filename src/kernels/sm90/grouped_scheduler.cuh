@@ -45,6 +45,7 @@ struct GroupedSchedule {
   int block_m = 128;
   bool masked = false;
   bool bounds_int64 = false;
+  bool ends_only = false;        // contiguous: bounds are the E row ends (expert 0 starts at row 0)
 };
 
 // One tile of one expert: rows [row_begin + m_tile * block_m, ...) of A (contiguous; the
@@ -86,8 +87,11 @@ struct GroupedTileCursor {
         rows = bound(e);
         if (rows < 0 || rows > schedule->rows) error = kGroupedErrorBadCount;
       } else {
-        begin = bound(e);
-        const int64_t end = bound(e + 1);
+        // E + 1 offsets: expert e spans bounds[e] .. bounds[e + 1]; E ends: bounds[e - 1]
+        // (0 for the first expert) .. bounds[e].
+        const int first = schedule->ends_only ? e - 1 : e;
+        begin = first < 0 ? 0 : bound(first);
+        const int64_t end = bound(first + 1);
         rows = end - begin;
         if (rows < 0) error = kGroupedErrorDecreasing;
         if (begin < 0 || end > schedule->rows || begin > schedule->rows || end < 0) error |= kGroupedErrorOutOfRange;
