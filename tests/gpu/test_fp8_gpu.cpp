@@ -370,6 +370,9 @@ void run_split_and_check(const GemmDesc& desc, uint64_t seed, SplitRequest reque
     CHECK_CUDA(cudaMemset(workspace.get(), 0xFF, bytes));  // NaN in every fp32 partial
     op.args.workspace = workspace.get();
   }
+  // The reference first: when C is D, the GEMM overwrites the C the reference reads.
+  CHECK_CUDA(anvil::verify::reference_gemm(desc, op.args, op.ref.as_float(), nullptr));
+  CHECK_CUDA(cudaDeviceSynchronize());
   anvil::Diagnostic diag;
   LaunchPlan ran;
   const Status s = anvil::detail::gemm(desc, op.args, &overrides, &diag, &ran);
@@ -385,8 +388,6 @@ void run_split_and_check(const GemmDesc& desc, uint64_t seed, SplitRequest reque
     ASSERT_EQ(ran.k_splits, 1) << ran.split_reason;
   }
   CHECK_CUDA(cudaGetLastError());
-  CHECK_CUDA(cudaDeviceSynchronize());
-  CHECK_CUDA(anvil::verify::reference_gemm(desc, op.args, op.ref.as_float(), nullptr));
   CHECK_CUDA(cudaDeviceSynchronize());
   const auto tol = anvil::verify::tolerance_for(desc);
   const auto cmp = anvil::verify::compare(desc, op.d.get(), op.ref.as_float(), tol, nullptr);

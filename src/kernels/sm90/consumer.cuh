@@ -5,6 +5,7 @@
 #pragma once
 
 #include "arch/sm90/mbarrier.cuh"
+#include "arch/sm90/named_barrier.cuh"
 #include "arch/sm90/wgmma.cuh"
 #include "kernels/sm90/kernel_config.h"
 #include "kernels/sm90/params.h"
@@ -35,6 +36,22 @@ __device__ __forceinline__ void release_stage(StageBarriers<Config::kStages>& ba
   }
 }
 
+// A warpgroup that multiplies nothing for a tile (its rows or columns all lie past the
+// output) still takes each stage in turn and frees it. Its four warps pass a warpgroup
+// barrier between the wait and the release: without wgmma, nothing else holds them level,
+// and a warp left behind while warp 0 frees the stage could see the stage refilled a whole
+// lap later and then wait for a phase parity that has already come round again, forever.
+template <class Config>
+__device__ __forceinline__ void pass_stages(StageBarriers<Config::kStages>& barriers, StageRing<Config::kStages>& ring,
+                                            int consumer, int k_tiles) {
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
+    sm90::warpgroup_sync(consumer);
+    release_stage<Config>(barriers, ring.stage);
+    ring.advance();
+  }
+}
+
 // mainloop_done (ping-pong only, else null) is arrived on once the last stage has been
 // waited for and its wgmma issued: the other warpgroup may then start its tile.
 // no_rows (8-bit configurations only): every row of this warpgroup is past M, as for the
@@ -56,11 +73,7 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
 #pragma unroll
         for (int i = 0; i < Config::kBlockN / 2; ++i) acc[slab][i] = 0.0f;
       }
-      for (int kt = 0; kt < k_tiles; ++kt) {
-        sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
-        release_stage<Config>(barriers, ring.stage);
-        ring.advance();
-      }
+      pass_stages<Config>(barriers, ring, consumer, k_tiles);
       if (mainloop_done != nullptr && threadIdx.x % 128 == 0) sm90::mbarrier_arrive(mainloop_done);
       return;
     }
@@ -139,11 +152,7 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
   const bool no_rows = tile_row0 >= scales.rows;
   const bool no_cols = int64_t{tile.n_tile} * Config::kBlockN >= scales.cols;
   if (no_rows || no_cols) {
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
-      release_stage<Config>(barriers, ring.stage);
-      ring.advance();
-    }
+    pass_stages<Config>(barriers, ring, consumer, k_tiles);
     return;
   }
   if (k_tiles == 0) return;
