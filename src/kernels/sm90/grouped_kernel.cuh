@@ -13,9 +13,10 @@
 // FP8 (8-bit configurations, grouped_configs.h): the same machine with e4m3 operands, 128
 // values of K per stage; the scales multiply the accumulators before the epilogue
 // (fp8_scales.cuh, scale_accumulators), A's from the expert's first storage row and B's
-// from the expert's own block of column scales. A consumer warpgroup whose rows all lie
-// past its expert's rows multiplies nothing (run_consumer_mainloop's no_rows): a 1-row
-// expert's tile costs one warpgroup's wgmma, not two.
+// from the expert's own block of column scales. Both consumer warpgroups multiply every
+// tile, also where one's rows all lie past the expert's: run_consumer_mainloop's no_rows
+// path holds its warps level with a warpgroup barrier, which costs the 256-wide FP8
+// configuration spilled registers.
 // A box may run past the expert's rows: into the next expert's rows (contiguous; they are
 // multiplied and dropped) or off the tensor (zero-filled by TMA). The stores are clipped
 // to the expert's rows in registers (store_tile_clipped): a TMA store of the box would
@@ -132,10 +133,8 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
     GroupedTile tile;
     for (int linear = blockIdx.x; cursor.find(linear, &tile); linear += gridDim.x) {
       if constexpr (Config::kElementBytes == 1) {
-        const bool no_rows =
-            int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer) >= tile.rows;
         run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b,
-                                              shared.barriers, nullptr, no_rows);
+                                              shared.barriers);
         apply_grouped_scales<Config>(params, tile, consumer, acc);
       } else {
         run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b,
