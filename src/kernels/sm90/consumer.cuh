@@ -113,20 +113,18 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
 }
 
 // The mainloop with DeepSeek-V3 block scales (ScaleMode::kBlock128): every stage is one
-// 128-wide K block, which wgmma sums from zero into partial sums; once they have retired,
-// the warpgroup adds part * sa(row, kb) * sb(n block, kb) to the fp32 total in acc. The
-// tensor cores' FP8 accumulation keeps fewer mantissa bits than fp32 (docs/fp8.md measures
-// the difference), so the running total never stays in it for more than one K block.
+// 128-wide K block, which wgmma sums into `part` from zero; once it has retired, the
+// warpgroup adds part * sa(row, kb) * sb(n block, kb) to the fp32 total in acc. The tensor
+// cores' FP8 accumulation keeps fewer mantissa bits than fp32 (docs/fp8.md measures the
+// difference), so the running total never stays in it for more than one K block.
 //
-// The block is multiplied as two halves of 64 columns, each its own wgmma group into its
-// own 32 partial sums (together the registers of one 128-wide set): while one half is
-// promoted, the other half's group, or the next block's first half, keeps this
-// warpgroup's work queued on the tensor core. With one 128-wide group the tensor core
-// idles through every promotion that the other warpgroup's group does not happen to cover.
-// The next stage's full-barrier wait, the scale loads (two blocks ahead: a block's wgmma
-// takes a few hundred cycles, less than a scale's first read from DRAM) and the
-// descriptors (the first stage's plus a constant offset) stay off that path. A stage is
-// freed once both its groups have retired: the promotion needs only registers.
+// The tensor core idles from the moment a block's wgmma group retires until the next
+// block's group is issued, unless the other warpgroup's group fills the gap; so that gap
+// holds only the promotion's FMAs and the next group's issue. Everything else is done
+// while the group runs: the next stage's full-barrier wait, the scale loads (two blocks
+// ahead: a block's wgmma takes a few hundred cycles, less than a scale's first read from
+// DRAM), and the descriptors, which are the first stage's plus a constant offset. The
+// stage is freed as soon as its group retires: the promotion needs only registers.
 // Rows past M read row M - 1's scale and K blocks past the last read the last one's: those
 // sums are never stored, or are never computed.
 template <class Config, sm90::Input kInput>
@@ -137,9 +135,9 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
                                                           uint8_t (*tiles_b)[Config::kStageBytesB],
                                                           StageBarriers<Config::kStages>& barriers) {
   static_assert(Config::kBlockScales && Config::kBlockK == 128, "one 128-wide scale block of K per stage");
+  using Mma = sm90::WgmmaSS<Config::kBlockN, kInput>;
   constexpr int kAcc = Config::kBlockN / 2;
-  constexpr int kHalfN = Config::kBlockN / 2;
-  float low[kHalfN / 2], high[kHalfN / 2];
+  float part[kAcc];
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) acc[0][i] = 0.0f;
   const int t = threadIdx.x % 128;
@@ -172,72 +170,50 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
     return BlockScales{__ldg(scale_a0 + k * scales.rows), __ldg(scale_a1 + k * scales.rows), __ldg(scale_b + k)};
   };
   // Stage s's descriptors: stage 0's plus s stages' bytes in the 16-byte address field
-  // (bits 0-13), which shared memory (under 256 KiB) never carries out of. B's second half
-  // starts 64 rows (64 x 128 bytes) into the stage.
-  using HalfMma = sm90::WgmmaSS<kHalfN, kInput>;
+  // (bits 0-13), which shared memory (under 256 KiB) never carries out of.
   const uint64_t desc_a0 = sm90::make_kmajor_sw128_desc(tiles_a[0] + consumer_row_offset<Config>(consumer) * 128);
   const uint64_t desc_b0 = sm90::make_kmajor_sw128_desc(tiles_b[0]);
-  // Issues one half of a stage's block as a wgmma group: 4 K steps of 32 8-bit values,
-  // each 32 bytes along the swizzled rows (2 in the address field).
-  const auto issue_half = [&](float (&sums)[kHalfN / 2], int stage, int half) {
+  const auto issue_block = [&](int stage) {
     const uint64_t desc_a = desc_a0 + static_cast<uint64_t>(stage * (Config::kStageBytesA >> 4));
-    const uint64_t desc_b =
-        desc_b0 + static_cast<uint64_t>(stage * (Config::kStageBytesB >> 4) + half * (kHalfN * 128 >> 4));
-    sm90::wgmma_fence_operands(sums);
+    const uint64_t desc_b = desc_b0 + static_cast<uint64_t>(stage * (Config::kStageBytesB >> 4));
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Config::kRowBytes / 32; ++kk) {
-      HalfMma::template mma<0, 0>(sums, desc_a + 2 * kk, desc_b + 2 * kk, kk > 0);
+      // A K step of 32 8-bit values is 32 bytes along each swizzled row: 2 in the field.
+      Mma::template mma<0, 0>(part, desc_a + 2 * kk, desc_b + 2 * kk, kk > 0);
     }
     sm90::wgmma_commit_group();
-    sm90::wgmma_fence_operands(sums);
   };
+
   // Block kt's scales, loaded at the top of iteration kt - 2 and only moved since.
   BlockScales now{}, next = load_scales(0), after_next = load_scales(1);
-  // Adds a retired half to the total: its registers are acc's [half * 32, half * 32 + 32)
-  // (fragment register i holds column (i / 4) * 8 + ..., the same in both widths).
-  const auto promote_half = [&](float (&sums)[kHalfN / 2], int half) {
-    sm90::wgmma_fence_operands(sums);
+  // Waits for the group reading `stage`, frees the stage and adds the block to the total.
+  const auto retire_block = [&](int stage) {
+    sm90::wgmma_wait_group<0>();
+    sm90::wgmma_fence_operands(part);
+    release_stage<Config>(barriers, stage);
     const float f0 = now.a0 * now.b, f1 = now.a1 * now.b;
 #pragma unroll
-    for (int i = 0; i < kHalfN / 2; ++i) {
-      acc[0][half * (kHalfN / 2) + i] = fmaf(sums[i], (i & 2) ? f1 : f0, acc[0][half * (kHalfN / 2) + i]);
-    }
+    for (int i = 0; i < kAcc; ++i) acc[0][i] = fmaf(part[i], (i & 2) ? f1 : f0, acc[0][i]);
   };
   sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
-  issue_half(low, ring.stage, 0);
-  // ptxas serializes every wgmma of a kernel that reads one group's sums while a group
-  // issued before the last wait_group is still running; so each group is issued after a
-  // wait, one per wait, and the first block's halves are a wait apart.
-  sm90::wgmma_wait_group<0>();
-  issue_half(high, ring.stage, 1);
-  // In flight at the top of iteration kt: block kt's high half, and its low half unless
-  // kt = 0. Every block but the last issues its successor's halves as soon as the
-  // registers they sum into are free; no wgmma sits on a conditional path, which would
-  // also make ptxas serialize them.
+  issue_block(ring.stage);
+  // Every block but the last issues its successor; no wgmma sits on a conditional path,
+  // which would make ptxas serialize them.
   for (int kt = 0; kt + 1 < k_tiles; ++kt) {
     now = next;
     next = after_next;
     after_next = load_scales(kt + 2);
     const int stage = ring.stage;
     ring.advance();
-    sm90::wgmma_wait_group<1>();  // block kt's low half
-    promote_half(low, 0);
     sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
-    issue_half(low, ring.stage, 0);
-    sm90::wgmma_wait_group<1>();  // block kt's high half
-    release_stage<Config>(barriers, stage);
-    promote_half(high, 1);
-    issue_half(high, ring.stage, 1);
+    retire_block(stage);
+    issue_block(ring.stage);
   }
   now = next;
   const int last_stage = ring.stage;
   ring.advance();
-  sm90::wgmma_wait_group<1>();
-  promote_half(low, 0);
-  sm90::wgmma_wait_group<0>();
-  release_stage<Config>(barriers, last_stage);
-  promote_half(high, 1);
+  retire_block(last_stage);
 }
 
 }  // namespace anvil::detail
