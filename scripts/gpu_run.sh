@@ -82,9 +82,9 @@ fi
 if want tests; then
   # The gtest binaries directly, one process each: ctest would start a process (and a CUDA
   # context) per test case, minutes of device time for nothing.
-  # Fp8ColumnMajorInPlace holds the FP8 problem that did not finish (docs/fp8.md, Known
-  # defect): each of its tests runs alone under a timeout, so a hang names its test and
-  # stops nothing else.
+  # Fp8ColumnMajorInPlace holds the FP8 problems that once hung
+  # (docs/notes/no-rows-phase-lap.md): each of its tests runs alone under a timeout, so a
+  # hang names its test and stops nothing else.
   for t in anvil_cpu_tests anvil_plan_cache_tests anvil_gpu_tests; do
     "$BUILD/tests/$t" --gtest_brief=1 --gtest_filter='-Fp8ColumnMajorInPlace.*' >"$OUT/$t.log" 2>&1 || status=1
     tail -5 "$OUT/$t.log"

@@ -499,15 +499,17 @@ TEST(Fp8SplitK, TooSmallWorkspaceRunsWholeTiles) {
   }
 }
 
-// ---- block scales into a column-major D, in place (docs/fp8.md, Known defect) ----
+// ---- a warpgroup with no rows under a slow epilogue (notes/no-rows-phase-lap.md) ----
 //
-// `anvil-fuzz --fp8 --seed 5 --only 67` did not finish on the H200: 3604 x 3978 x 4112,
-// block scales, a column-major fp16 D with C = D, beta = -1 and GELU, 960 tiles in 7.3
-// waves, the last row of tiles with no rows for its second warpgroup. The same shape
-// into a row-major D without C ran and verified. Each test below changes one thing, at a
-// size that still gives every CTA several tiles (1060 rows: 9 rows of tiles, the last
-// with 36 rows) and so isolates the cause; they form their own suite so that a run can
-// take them one at a time under a timeout (--gtest_filter='Fp8ColumnMajorInPlace.*').
+// A consumer warpgroup whose rows all lie past M frees each stage without multiplying; if
+// its warps are not held level, a warp that a slow epilogue (C read per element, a
+// column-major D) left a ring lap behind waits forever. `anvil-fuzz --fp8 --seed 5
+// --only 67` (3604 x 3978 x 4112, block scales, column-major fp16 D, C = D, beta = -1,
+// GELU) hung that way. The tests below hold that problem and variants that change one
+// thing each (D's layout, C, the activation, the scale mode, the tile count, the cluster
+// axis) at a size that gives every CTA several tiles (1060 rows: the last row of tiles has
+// 36, and a pair along M pads a whole CTA). Their own suite, so that a run can take them
+// one at a time under a timeout (--gtest_filter='Fp8ColumnMajorInPlace.*').
 
 GemmDesc column_major_in_place(int64_t m, int64_t n, int64_t k, Order d_order, bool with_c, Activation act) {
   GemmDesc d = fp8_desc(m, n, k, ScaleMode::kBlock128, DataType::kF16);
