@@ -200,6 +200,9 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
   issue_block(ring.stage);
   // Every block but the last issues its successor; no wgmma sits on a conditional path,
   // which would make ptxas serialize them.
+  // Unrolled by the scales' three-block rotation: rolled, the loop copies each loaded
+  // value one place along at its end, which waits for the load issued at its top.
+#pragma unroll 3
   for (int kt = 0; kt + 1 < k_tiles; ++kt) {
     now = next;
     next = after_next;
