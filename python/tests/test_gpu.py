@@ -36,6 +36,20 @@ def rand(*shape, dtype=BF16, scale=1.0):
     return (torch.randn(shape, device=DEV) * scale).to(dtype)
 
 
+def capture_graph(step):
+    """Warms step up on a side stream (plan caches, allocator), then captures one call of it
+    in a CUDA graph; returns the graph and what the captured call returned."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        step()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = step()
+    return g, out
+
+
 def ref_act(z, act):
     return {
         "none": lambda v: v,
@@ -237,14 +251,7 @@ def test_cuda_graph_replay_equals_eager():
     x, w, b = rand(4, 512), rand(1024, 512, scale=1 / 22), rand(1024)
     gu = rand(2048, 1024, scale=1 / 32)
     step = lambda: anvil.linear_swiglu(anvil.linear(x, w, b, "silu"), gu)  # noqa: E731
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        step()  # warm-up outside capture (plan caches, allocator)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        y = step()
+    g, y = capture_graph(step)
     x.copy_(rand(4, 512))
     g.replay()
     torch.cuda.synchronize()
@@ -393,14 +400,7 @@ def test_grouped_cuda_graph_replays_with_new_routing():
     routings = [[10, 0, 50, 40, 100, 0], [0, 0, 0, 0, 0, 200], [33, 33, 33, 33, 33, 35], [1, 2, 3, 4, 5, 6]]
     step = lambda: (anvil.grouped_mm(x, w, offs, None, "gelu"), anvil.grouped_mm_masked(xm, w, cnt))  # noqa: E731
     offs.copy_(routing(routings[0], torch.int32)[0])
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        step()  # warm-up outside capture
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        y, ym = step()
+    g, (y, ym) = capture_graph(step)
     for r in routings:
         o, starts, ends = routing(r, torch.int32)
         offs.copy_(o)
@@ -575,14 +575,7 @@ def test_fp8_cuda_graph_rereads_scales():
         xq, sx = anvil.quantize_fp8(x)
         return anvil.linear_fp8(xq, wq, sx, sw)
 
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        step()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        y = step()
+    g, y = capture_graph(step)
     for _ in range(3):
         x.copy_(rand(m, k))
         sw.mul_(1.5)
@@ -684,14 +677,7 @@ def test_scaled_grouped_mm_cuda_graph_replays_with_new_routing_and_scales():
     routings = [[10, 0, 50, 40, 100, 0], [0, 0, 0, 0, 0, 200], [1, 2, 3, 4, 5, 6]]
     step = lambda: anvil.scaled_grouped_mm(aq, wq.transpose(-2, -1), sa, sb, offs)  # noqa: E731
     offs.copy_(routing(routings[0], torch.int32)[0])
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        step()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        y = step()
+    g, y = capture_graph(step)
     for r in routings:
         o, starts, ends = routing(r, torch.int32)
         offs.copy_(o)
