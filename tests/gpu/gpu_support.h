@@ -100,6 +100,18 @@ struct Operands {
   int64_t d_elements() const { return anvil::verify::storage_elements(desc.d, desc.m, out_cols(), desc.batch); }
 };
 
+// FP8 scales of na and nb floats, random in [0.5, 1.5] (verify::fill_scales), into
+// op.scale_a / op.scale_b and op.args: the dense and the grouped operands alike.
+template <class Op>
+void fill_operand_scales(Op& op, int64_t na, int64_t nb, uint64_t seed) {
+  CHECK_CUDA(op.scale_a.allocate(size_t(na) * sizeof(float)));
+  CHECK_CUDA(op.scale_b.allocate(size_t(nb) * sizeof(float)));
+  CHECK_CUDA(anvil::verify::fill_scales(op.scale_a.as_float(), na, seed * 8 + 4, nullptr));
+  CHECK_CUDA(anvil::verify::fill_scales(op.scale_b.as_float(), nb, seed * 8 + 5, nullptr));
+  op.args.scale_a = op.scale_a.as_float();
+  op.args.scale_b = op.scale_b.as_float();
+}
+
 // Allocates every operand, fills the inputs from `seed` (distinct streams per operand)
 // and poisons D. Uses the default stream and waits for it.
 inline void make_operands(Operands& op, const anvil::GemmDesc& desc, uint64_t seed, bool c_is_d = false) {
@@ -139,13 +151,7 @@ inline void make_operands(Operands& op, const anvil::GemmDesc& desc, uint64_t se
     op.args.bias = op.bias.get();
   }
   if (desc.scales != anvil::ScaleMode::kNone) {
-    const int64_t na = verify::scale_elements_a(desc), nb = verify::scale_elements_b(desc);
-    CHECK_CUDA(op.scale_a.allocate(size_t(na) * sizeof(float)));
-    CHECK_CUDA(op.scale_b.allocate(size_t(nb) * sizeof(float)));
-    CHECK_CUDA(verify::fill_scales(op.scale_a.as_float(), na, seed * 8 + 4, nullptr));
-    CHECK_CUDA(verify::fill_scales(op.scale_b.as_float(), nb, seed * 8 + 5, nullptr));
-    op.args.scale_a = op.scale_a.as_float();
-    op.args.scale_b = op.scale_b.as_float();
+    fill_operand_scales(op, verify::scale_elements_a(desc), verify::scale_elements_b(desc), seed);
   }
   const size_t ws = anvil::workspace_size(desc);
   if (ws > 0) {

@@ -174,13 +174,7 @@ void make_operands(GroupedOperands& op, const GroupedGemmDesc& desc, uint64_t se
   if (desc.scales != anvil::ScaleMode::kNone) {
     // Row scales for every storage row, column scales for every expert: the kernel must pick
     // the expert's own (a shared-B description reads the first block only).
-    const int64_t a_scales = std::max<int64_t>(rows, 1), b_scales = desc.experts * desc.n;
-    CHECK_CUDA(op.scale_a.allocate(size_t(a_scales) * sizeof(float)));
-    CHECK_CUDA(op.scale_b.allocate(size_t(b_scales) * sizeof(float)));
-    CHECK_CUDA(verify::fill_scales(op.scale_a.as_float(), a_scales, seed * 8 + 4, nullptr));
-    CHECK_CUDA(verify::fill_scales(op.scale_b.as_float(), b_scales, seed * 8 + 5, nullptr));
-    op.args.scale_a = op.scale_a.as_float();
-    op.args.scale_b = op.scale_b.as_float();
+    anvil_test::fill_operand_scales(op, std::max<int64_t>(rows, 1), desc.experts * desc.n, seed);
   }
   CHECK_CUDA(cudaDeviceSynchronize());
 }
