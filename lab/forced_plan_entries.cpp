@@ -18,6 +18,8 @@ constexpr const char* kStreamKName = "sm90-gemm-streamk";
 constexpr const char* kFitName = "sm90-gemm-fit";
 constexpr const char* kPow2Name = "sm90-gemm-pow2";
 constexpr const char* kPairNName = "sm90-gemm-pair-n";
+constexpr const char* kNarrow64Name = "sm90-gemm-narrow64";
+constexpr const char* kNarrow96Name = "sm90-gemm-narrow96";
 constexpr const char* kSplitKName = "sm90-gemm-splitk4";
 constexpr int kForcedSlices = 4;
 
@@ -31,6 +33,8 @@ PlanOverrides sm90_with_variant(Sm90Variant v) {
 PlanOverrides pingpong() { return sm90_with_variant(Sm90Variant::kPingPongPair); }
 PlanOverrides stream_k() { return sm90_with_variant(Sm90Variant::kTallStreamK); }
 PlanOverrides pair_n() { return sm90_with_variant(Sm90Variant::kWidePairN); }
+PlanOverrides narrow64() { return sm90_with_variant(Sm90Variant::kFitPairN64); }
+PlanOverrides narrow96() { return sm90_with_variant(Sm90Variant::kFitPairN96); }
 PlanOverrides fit() {
   PlanOverrides o;
   o.family = KernelFamily::kSm90Gemm;
@@ -76,6 +80,20 @@ Status check_fit(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
   return check(desc, args, diag);
 }
 
+// The narrow fitted widths are not whole 128-column gate/up pairs either.
+Status check_narrow(const char* name, const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
+  if (desc.epilogue.activation == Activation::kSwiGLU) {
+    return fail(diag, Status::kNotSupported, "%s: SwiGLU needs 128-column gate/up pairs", name);
+  }
+  return check(desc, args, diag);
+}
+Status check_narrow64(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
+  return check_narrow(kNarrow64Name, desc, args, diag);
+}
+Status check_narrow96(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
+  return check_narrow(kNarrow96Name, desc, args, diag);
+}
+
 // Split-K runs where the slices can be batch-stride views of the operands: K-major A and B
 // read in place, one matrix, K in four slices of whole 16-byte groups, and not in
 // batch-invariant mode. Refusing the rest keeps the entry from quietly running whole tiles.
@@ -118,6 +136,14 @@ extern const KernelInfo kSm90GemmPairN{kPairNName,
                                        "problem (what sm90-gemm runs for an odd number of 128-row tiles; for tests "
                                        "and measurement)",
                                        check, launch<pair_n>, workspace<pair_n>};
+extern const KernelInfo kSm90GemmNarrow64{kNarrow64Name,
+                                          "sm90-gemm's 128x64 tiles in 2-CTA clusters along N multicasting A, on every "
+                                          "problem (a narrow fitted width; for tests and measurement)",
+                                          check_narrow64, launch<narrow64>, workspace<narrow64>};
+extern const KernelInfo kSm90GemmNarrow96{kNarrow96Name,
+                                          "sm90-gemm's 128x96 tiles in 2-CTA clusters along N multicasting A, on every "
+                                          "problem (a narrow fitted width; for tests and measurement)",
+                                          check_narrow96, launch<narrow96>, workspace<narrow96>};
 extern const KernelInfo kSm90GemmStreamK{kStreamKName,
                                          "sm90-gemm's stream-K configuration on every problem, whatever the wave plan "
                                          "says: 256x128 tiles, the last waves' K iterations spread over all SMs, "

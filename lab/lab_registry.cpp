@@ -26,6 +26,8 @@ extern const KernelInfo kSm90GemmStreamK;
 extern const KernelInfo kSm90GemmFit;
 extern const KernelInfo kSm90GemmPow2;
 extern const KernelInfo kSm90GemmPairN;
+extern const KernelInfo kSm90GemmNarrow64;
+extern const KernelInfo kSm90GemmNarrow96;
 extern const KernelInfo kSm90GemmSplitK4;
 extern const KernelInfo kAblation05TwoStages;
 extern const KernelInfo kAblation09NoMulticast;
@@ -65,6 +67,8 @@ const std::array kLabKernels = {
     &detail::kSm90GemmFit,
     &detail::kSm90GemmPow2,
     &detail::kSm90GemmPairN,
+    &detail::kSm90GemmNarrow64,
+    &detail::kSm90GemmNarrow96,
     &detail::kSm90GemmSplitK4,
     //
     // The ablations: one change against a ladder step or the production configuration.

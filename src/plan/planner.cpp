@@ -486,6 +486,8 @@ const char* variant_name(Sm90Variant v) {
     case Sm90Variant::kFitSingle192: return "fit-single-192";
     case Sm90Variant::kFitSingle224: return "fit-single-224";
     case Sm90Variant::kWidePairN: return "wide-pair-n";
+    case Sm90Variant::kFitPairN64: return "fit-pair-n-64";
+    case Sm90Variant::kFitPairN96: return "fit-pair-n-96";
   }
   return "?";
 }
@@ -499,6 +501,8 @@ int variant_stages(Sm90Variant v) {
     case Sm90Variant::kFitPair192:
     case Sm90Variant::kFitSingle160:
     case Sm90Variant::kFitSingle192: return 5;
+    case Sm90Variant::kFitPairN64: return 8;
+    case Sm90Variant::kFitPairN96: return 7;
     default: return 4;
   }
 }

@@ -47,7 +47,6 @@ constexpr Named<BiasMode> kBiasModes[] = {
 constexpr Named<PlanOverrides::RowSplit> kRowSplits[] = {{PlanOverrides::RowSplit::kAuto, "auto"},
                                                          {PlanOverrides::RowSplit::kNever, "never"},
                                                          {PlanOverrides::RowSplit::kAlways, "always"}};
-constexpr int kSm90Variants = static_cast<int>(Sm90Variant::kWidePairN) + 1;
 // The largest M, N, K and batch an entry may name (the kernels' grid limits are checked
 // per problem by the plan).
 constexpr int64_t kMaxExtent = (int64_t{1} << 31) - 1;

@@ -632,10 +632,10 @@ TEST(Validation, RepackBeyondItsGridIsRefused) {
 }
 
 TEST(Validation, StreamKWorkspaceIsOptional) {
-  // 256 x 4096 x 14336 makes 32 tall tiles (or 64 narrow ones) for 132 SMs: the plan
-  // streams K, and workspace_size asks for the partials' room. Without it sm90-gemm still
-  // runs, on whole tiles.
-  GemmDesc desc = anvil::linear_desc(256, 4096, 14336, DataType::kBF16, DataType::kBF16);
+  // 256 x 18432 x 8192 makes 144 tall tiles for 132 SMs: the plan streams K, and
+  // workspace_size asks for the partials' room. Without it sm90-gemm still runs, on whole
+  // tiles.
+  GemmDesc desc = anvil::linear_desc(256, 18432, 8192, DataType::kBF16, DataType::kBF16);
   desc.kernel = "sm90-gemm";
   EXPECT_GT(anvil::workspace_size(desc), 0u);
   GemmArgs args = full_args();

@@ -15,6 +15,7 @@
 #include "kernels/sm90/row_split.h"
 #include "kernels/sm90/tile_scheduler.cuh"
 #include "kernels/sm90/tma_operands.h"
+#include "plan/planner.h"
 
 namespace anvil::detail {
 namespace {
@@ -310,15 +311,18 @@ template <class Config>
 void expect_fitted_width_fits(Sm90Variant variant) {
   SCOPED_TRACE(static_cast<int>(variant));
   EXPECT_EQ(Config::kBlockN, tile_shape(variant).block_n);
-  EXPECT_EQ(Config::kClusterM, runs_in_pairs(variant) ? 2 : 1);
+  EXPECT_EQ(Config::kClusterM, cluster_shape(variant).m);
+  EXPECT_EQ(Config::kClusterN, cluster_shape(variant).n);
   // Whole 64-column boxes through TMA stores, one 8 KiB box per warpgroup and round, no
   // larger than the staged epilogue's buffer (the shared-memory plan stays the same).
   EXPECT_TRUE(Config::kTmaStore);
   EXPECT_EQ(Config::kTmaStoreColumns, Config::kBlockN / 64 * 64);
   EXPECT_EQ(Config::kTmaStoreBytes, Config::kConsumers * 64 * 128);  // a 64 x 64 box of halves each
   EXPECT_LE(Config::kTmaStoreBytes, Config::kEpilogueBytes);
-  // Multicast slices of B are whole 8-row groups at whole 1024-byte swizzle atoms.
-  EXPECT_EQ(Config::kBlockN / Config::kMulticastCtas * 128 % 1024, 0);
+  // Multicast slices (of B in pairs along M, of A along N) are whole 8-row groups at whole
+  // 1024-byte swizzle atoms.
+  EXPECT_EQ(Config::kBlockN / Config::kSlicesB * 128 % 1024, 0);
+  EXPECT_EQ(Config::kBlockM / Config::kSlicesA * 128 % 1024, 0);
   const int stage = Config::kStageBytesA + Config::kStageBytesB;
   EXPECT_LE(Config::kStages * stage + Config::kEpilogueBytes + 2048, 227 * 1024);  // + barriers and alignment slack
   // One stage more would not fit: the stage count is the most the SM holds.
@@ -332,6 +336,49 @@ TEST(KernelConfig, FittedWidthsFitTheSm) {
   expect_fitted_width_fits<FitSingle160>(Sm90Variant::kFitSingle160);
   expect_fitted_width_fits<FitSingle192>(Sm90Variant::kFitSingle192);
   expect_fitted_width_fits<FitSingle224>(Sm90Variant::kFitSingle224);
+  expect_fitted_width_fits<FitPairN64>(Sm90Variant::kFitPairN64);
+  expect_fitted_width_fits<FitPairN96>(Sm90Variant::kFitPairN96);
+}
+
+// The planner's description of each configuration (tile, cluster, stages) is the
+// configuration's own.
+TEST(KernelConfig, ThePlannerDescribesEachConfigurationAsBuilt) {
+  for (int i = 0; i < kSm90Variants; ++i) {
+    const Sm90Variant v = static_cast<Sm90Variant>(i);
+    SCOPED_TRACE(variant_name(v));
+    with_variant_config(v, [v](auto config) {
+      using C = decltype(config);
+      EXPECT_EQ(C::kBlockN, tile_shape(v).block_n);
+      EXPECT_EQ(C::kBlockM, tile_shape(v).block_m);
+      EXPECT_EQ(C::kClusterM, cluster_shape(v).m);
+      EXPECT_EQ(C::kClusterN, cluster_shape(v).n);
+      EXPECT_EQ(C::kStages, variant_stages(v));
+      return 0;
+    });
+  }
+}
+
+// The narrow fitted widths fill one wave where wider tiles leave most SMs idle, and only
+// there: from two rows of 128-row tiles, never for fused epilogues, and not on problems
+// that the wider tiles already fill.
+TEST(Plan, NarrowFittedWidthsFillFewTileProblems) {
+  // 255 x 4096: 32 wide tiles, 64 ping-pong ones, 128 tiles of 128 x 64 (one wave).
+  EXPECT_EQ(choose_sm90_variant(255, 4096, 1, kH200Sms), Sm90Variant::kFitPairN64);
+  EXPECT_EQ(variant_wave_plan(Sm90Variant::kFitPairN64, 255, 4096, 1, kH200Sms).tiles, 128);
+  // 512 x 3072: 128 tiles of 128 x 96.
+  EXPECT_EQ(choose_sm90_variant(512, 3072, 1, kH200Sms), Sm90Variant::kFitPairN96);
+  // One row of tiles: the decode kernels' token tiles fit M there.
+  EXPECT_NE(choose_sm90_variant(128, 4096, 1, kH200Sms), Sm90Variant::kFitPairN64);
+  EXPECT_NE(choose_sm90_variant(128, 4096, 1, kH200Sms), Sm90Variant::kFitPairN96);
+  // Fused epilogues keep the classic tiles.
+  EXPECT_FALSE(is_fit_width(choose_sm90_variant(255, 4096, 1, kH200Sms, true)));
+  // More than one wave of narrow tiles: the wider tiles' waves are full enough.
+  EXPECT_NE(choose_sm90_variant(256, 18432, 1, kH200Sms), Sm90Variant::kFitPairN96);
+  EXPECT_NE(choose_sm90_variant(1025, 4096, 1, kH200Sms), Sm90Variant::kFitPairN64);
+  // Large problems keep the wide tiles: their waves are full either way.
+  EXPECT_EQ(choose_sm90_variant(4096, 4096, 1, kH200Sms), Sm90Variant::kWidePair);
+  EXPECT_FALSE(is_fit_width(choose_sm90_variant(8192, 8192, 1, kH200Sms)) &&
+               tile_shape(choose_sm90_variant(8192, 8192, 1, kH200Sms)).block_n < 128);
 }
 
 TEST(KernelConfig, PingPongWarpgroupsTakeWholeTiles) {

@@ -59,7 +59,9 @@ inline KernelFamily kernel_family(const char* name) {
       starts("ablation-10-")) {
     return KernelFamily::kWarpSpecialized;
   }
-  if (n == "sm90-gemm-fit") return KernelFamily::kProductionNoSwiGLU;
+  if (n == "sm90-gemm-fit" || n == "sm90-gemm-narrow64" || n == "sm90-gemm-narrow96") {
+    return KernelFamily::kProductionNoSwiGLU;
+  }
   if (n == "sm90-gemm-splitk4") return KernelFamily::kSplitK;
   if (n == "sm90-fp8") return KernelFamily::kFp8;
   if (n == "sm90-gemm" || n == "sm90-gemm-pingpong" || n == "sm90-gemm-streamk" || n == "sm90-gemm-pow2" ||

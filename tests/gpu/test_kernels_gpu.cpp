@@ -281,6 +281,14 @@ std::vector<Case> repeat_cases() {
       {"k_zero_bias_gelu_residual_64x96x0", k_zero, false, 13},
       // sm90-gemm on 2048 rows and a decode kernel on the last one (row_split.h).
       {"row_split_2049x2048x2048", linear(2049, 2048, 2048), false, 23},
+      // The narrow fitted widths: one wave of 128 x 64 (128 tiles) and of 128 x 96 (128 tiles).
+      {"narrow64_255x4096x512", linear(255, 4096, 512), false, 25},
+      {"narrow96_512x3072x256", linear(512, 3072, 256), false, 26},
+      // 12 x 8 ping-pong tiles in one wave, where 128 x 64 ones would take two.
+      {"pingpong_1536x1024x512", linear(1536, 1024, 512), false, 27},
+      // A fused epilogue on three rows of tiles: lone 128 x 128 CTAs.
+      {"narrow_bias_relu_300x520x1000", with_epilogue(linear(300, 520, 1000), Activation::kReLU, BiasMode::kPerColumn),
+       false, 28},
   };
   return cases;
 }
@@ -410,7 +418,8 @@ TEST(KernelRepeatCoverage, CasesReachEveryPathTheDispatcherTakes) {
   for (const char* expected : {"sm90-gemm", "sm90-decode", "ladder-01-naive"}) {
     EXPECT_EQ(kernels.count(expected), 1u) << "no repeat case goes to " << expected;
   }
-  EXPECT_EQ(sm90_variants.size(), 12u) << "the cases should take all twelve sm90-gemm configurations";
+  EXPECT_EQ(sm90_variants.size(), static_cast<size_t>(anvil::detail::kSm90Variants))
+      << "the cases should take every sm90-gemm configuration";
   EXPECT_TRUE(repacked) << "no repeat case repacks an operand";
   EXPECT_TRUE(row_split) << "no repeat case splits its last rows off to a decode kernel";
 }

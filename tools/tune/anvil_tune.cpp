@@ -209,11 +209,13 @@ std::string launch_signature(const LaunchPlan& p) {
   return buf;
 }
 
+constexpr int64_t kDecodeCandidateMaxTokens = 1024;
+
 std::vector<Candidate> enumerate(const GemmDesc& desc, const Options& opt) {
   std::vector<PlanOverrides> tried;
   tried.push_back(PlanOverrides{});  // the planner's own choice
   auto sm90 = [&] {
-    for (int v = 0; v <= static_cast<int>(anvil::detail::Sm90Variant::kWidePairN); ++v) {
+    for (int v = 0; v < anvil::detail::kSm90Variants; ++v) {
       PlanOverrides o;
       o.family = KernelFamily::kSm90Gemm;
       o.sm90_variant = v;
@@ -236,6 +238,10 @@ std::vector<Candidate> enumerate(const GemmDesc& desc, const Options& opt) {
   auto decode = [&] {
     for (KernelFamily f : {KernelFamily::kDecodeTma, KernelFamily::kDecodeR64, KernelFamily::kDecodeLdg,
                            KernelFamily::kDecodeLdgR64}) {
+      // Past a few of its widest token tiles a family reads the weight too many times: only
+      // the 256-token tiles stay a candidate there.
+      const int64_t widest = f == KernelFamily::kDecodeR64 ? 64 : f == KernelFamily::kDecodeLdgR64 ? 32 : 16;
+      if (f != KernelFamily::kDecodeTma && desc.m > 4 * widest) continue;
       for (int s : {0, 1, 2, 3, 4, 6, 8}) {
         PlanOverrides o;
         o.family = f;
@@ -244,11 +250,13 @@ std::vector<Candidate> enumerate(const GemmDesc& desc, const Options& opt) {
       }
     }
   };
-  // The decode kernels are candidates up to their widest token tile; few tokens try them first.
+  // The decode kernels take any number of tokens, in tiles of up to 256 with K split across
+  // a cluster: a candidate wherever sm90-gemm's tiles may leave SMs idle (up to 1024 tokens,
+  // four token tiles). Few tokens try them first.
   const bool few_tokens = desc.m <= 128;
   if (few_tokens) decode();
   sm90();
-  if (!few_tokens && desc.m <= 256) decode();
+  if (!few_tokens && desc.m <= kDecodeCandidateMaxTokens) decode();
 
   std::vector<Candidate> out;
   std::vector<std::string> seen;

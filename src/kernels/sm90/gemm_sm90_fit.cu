@@ -1,6 +1,7 @@
 // The fitted-width configurations of sm90-gemm: tiles 160, 192 or 224 columns wide, in
 // multicast pairs or single CTAs, for problems whose column count leaves the 128- and
-// 256-wide tiles' last wave partly idle (plan.h chooses). Otherwise the design of the
+// 256-wide tiles' last wave partly idle, and 64 or 96 wide in pairs along N for problems
+// of a few hundred rows that wider tiles leave mostly idle (plan.h chooses). Otherwise the design of the
 // other configurations: persistent, warp-specialized, banded raster.
 #include "kernels/sm90/fit_widths.h"
 #include "kernels/sm90/launch.cuh"
@@ -16,6 +17,8 @@ Status launch_fit_width(Sm90Variant variant, const char* name, const GemmDesc& d
     case Sm90Variant::kFitSingle160: return sm90_launch<FitSingle160>(name, kSm90GemmPolicy, desc, args, diag);
     case Sm90Variant::kFitSingle192: return sm90_launch<FitSingle192>(name, kSm90GemmPolicy, desc, args, diag);
     case Sm90Variant::kFitSingle224: return sm90_launch<FitSingle224>(name, kSm90GemmPolicy, desc, args, diag);
+    case Sm90Variant::kFitPairN64: return sm90_launch<FitPairN64>(name, kSm90GemmPolicy, desc, args, diag);
+    case Sm90Variant::kFitPairN96: return sm90_launch<FitPairN96>(name, kSm90GemmPolicy, desc, args, diag);
     default: return fail(diag, Status::kInternalError, "%s: not a fitted-width configuration", name);
   }
 }

@@ -3,6 +3,7 @@
 // of the GPU's SMs that is, and how much of the last wave is wasted.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -29,11 +30,18 @@ enum class Sm90Variant : int {
   // tiles, where pairs along M would leave half a cluster row idle and lone CTAs read
   // both operands whole (the L2 bound behind kWideRelativeSpeed).
   kWidePairN = 11,
+  // Narrow fitted widths: 128x64 and 128x96 tiles in 2-CTA clusters along N multicasting
+  // A, for problems of a few hundred rows whose wider tiles would leave most SMs idle
+  // (choose_sm90_variant, kNarrowFitMinRowTiles).
+  kFitPairN64 = 12,
+  kFitPairN96 = 13,
 };
+inline constexpr int kSm90Variants = static_cast<int>(Sm90Variant::kFitPairN96) + 1;
 
 constexpr bool is_fit_width(Sm90Variant v) {
-  return static_cast<int>(v) >= static_cast<int>(Sm90Variant::kFitPair160) &&
-         static_cast<int>(v) <= static_cast<int>(Sm90Variant::kFitSingle224);
+  return (static_cast<int>(v) >= static_cast<int>(Sm90Variant::kFitPair160) &&
+          static_cast<int>(v) <= static_cast<int>(Sm90Variant::kFitSingle224)) ||
+         v == Sm90Variant::kFitPairN64 || v == Sm90Variant::kFitPairN96;
 }
 
 struct TileShape {
@@ -51,6 +59,8 @@ constexpr TileShape tile_shape(Sm90Variant v) {
     case Sm90Variant::kFitSingle192: return TileShape{128, 192};
     case Sm90Variant::kFitPair224:
     case Sm90Variant::kFitSingle224: return TileShape{128, 224};
+    case Sm90Variant::kFitPairN64: return TileShape{128, 64};
+    case Sm90Variant::kFitPairN96: return TileShape{128, 96};
     default: return TileShape{128, 256};
   }
 }
@@ -66,7 +76,9 @@ struct ClusterShape {
 };
 
 constexpr ClusterShape cluster_shape(Sm90Variant v) {
-  if (v == Sm90Variant::kWidePairN) return ClusterShape{1, 2};
+  if (v == Sm90Variant::kWidePairN || v == Sm90Variant::kFitPairN64 || v == Sm90Variant::kFitPairN96) {
+    return ClusterShape{1, 2};
+  }
   return runs_in_pairs(v) ? ClusterShape{2, 1} : ClusterShape{1, 1};
 }
 
@@ -134,6 +146,15 @@ inline constexpr double kFitRelativeSpeed = 0.95;
 inline constexpr double kFitSingleRelativeSpeed = 0.92;
 // Stream-K's 256x128 tiles (fitted with stream-K's other constants, below).
 inline constexpr double kTallRelativeSpeed = 0.92;
+// The narrow fitted widths are bound by L2, not by the tensor cores. Per K step a CTA of a
+// pair along N reads half of A's 16 KiB and all of its B tile: 16 KiB for a 128x64 tile,
+// 20 KiB for 128x96, against the 256-wide pairs' 32 KiB for 2.7-4x the FLOPs. At the
+// ~55 GB/s per SM that CTAs draw from L2 in full waves (docs/notes/small-tiles.md), a
+// 128x64 K step takes ~0.29 us where its tensor work is ~0.21 (a quarter of the pairs'
+// 0.85 us step): 0.73 of the pairs' speed per unit of area; 128x96, 0.36 against 0.32
+// us: 0.88.
+inline constexpr double kFitPairN64RelativeSpeed = 0.73;
+inline constexpr double kFitPairN96RelativeSpeed = 0.88;
 
 constexpr double relative_speed(Sm90Variant v) {
   switch (v) {
@@ -143,6 +164,8 @@ constexpr double relative_speed(Sm90Variant v) {
     case Sm90Variant::kNarrow: return kNarrowRelativeSpeed;
     case Sm90Variant::kWide: return kWideRelativeSpeed;
     case Sm90Variant::kTallStreamK: return kTallRelativeSpeed;
+    case Sm90Variant::kFitPairN64: return kFitPairN64RelativeSpeed;
+    case Sm90Variant::kFitPairN96: return kFitPairN96RelativeSpeed;
     case Sm90Variant::kFitSingle160:
     case Sm90Variant::kFitSingle192:
     case Sm90Variant::kFitSingle224: return kFitSingleRelativeSpeed;
@@ -254,14 +277,37 @@ inline Sm90Variant cheaper_fit_variant(int64_t m, int64_t n, int64_t batch, int 
 // pairs (128 tiles, one wave, where 256-wide pairs fill 61% of one); 4096 x 4097 into a
 // column-major D -> 128 x 224 (608 tiles in 5 waves, against 544 256-wide ones also in
 // 5; into a row-major D, 1056 ping-pong tiles fill 8 waves exactly).
+//
+// The narrow fitted widths (128 x 64 and 128 x 96 pairs along N) trade L2 bandwidth for
+// SMs. They are taken only where all their tiles run in one wave, which the wider tiles
+// leave partly idle, and their lower speed per FLOP (kFitPairN64RelativeSpeed) still
+// costs at least kNarrowFitMinSaving less: past one wave the wider tiles' waves are at
+// least half full and the extra L2 reads no longer pay. And only from two rows of 128-row
+// tiles: up to 128 rows the decode kernels' token tiles already fit M. Example: 255 x 4096
+// makes 32 tiles of 128 x 256 or 64 ping-pong tiles for 132 SMs, and 128 tiles of
+// 128 x 64 - one wave, as cuBLAS's own 64 x 128 tiles (features x tokens) make there.
+inline constexpr int64_t kNarrowFitMinRowTiles = 2;
+inline constexpr double kNarrowFitMinSaving = 0.10;
+
 inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count, bool fused_epilogue,
                                        DStore store) {
   const Sm90Variant classic = choose_classic_sm90_variant(m, n, batch, sm_count, fused_epilogue, store);
   if (fused_epilogue) return classic;
   const Sm90Variant fit = cheaper_fit_variant(m, n, batch, sm_count);
-  const Sm90Variant best =
+  Sm90Variant best =
       variant_cost(fit, m, n, batch, sm_count) < variant_cost(classic, m, n, batch, sm_count) ? fit : classic;
-  return best == Sm90Variant::kNarrow ? narrow_or_ping_pong(m, n, batch, sm_count, store) : best;
+  if (best == Sm90Variant::kNarrow) best = narrow_or_ping_pong(m, n, batch, sm_count, store);
+  if (ceil_div(m, 128) >= kNarrowFitMinRowTiles) {
+    const double bar = (1.0 - kNarrowFitMinSaving) * variant_cost(best, m, n, batch, sm_count);
+    double best_narrow = bar;
+    for (Sm90Variant narrow : {Sm90Variant::kFitPairN96, Sm90Variant::kFitPairN64}) {
+      const double cost = variant_cost(narrow, m, n, batch, sm_count);
+      if (variant_wave_plan(narrow, m, n, batch, sm_count).tiles <= sm_count && cost < best_narrow) {
+        best = narrow, best_narrow = cost;
+      }
+    }
+  }
+  return best;
 }
 
 // The plain GEMM into a TMA-storable output, the common case.
@@ -332,7 +378,8 @@ inline Sm90Variant choose_sm90_variant(const Sm90Problem& p, int sm_count) {
   // 128 x 224 (one wave at 86%) took 122 us against 112 streamed; 256 x 18432 x 8192
   // streams for the same reason, 134 us against 139 in 128 x 160 pairs.
   const double whole_cost =
-      whole_tile_waves_cost(whole, p.m, p.n, p.batch, sm_count) / (is_fit_width(whole) ? kFitRelativeSpeed : 1.0);
+      whole_tile_waves_cost(whole, p.m, p.n, p.batch, sm_count) /
+      (is_fit_width(whole) ? std::min(kFitRelativeSpeed, relative_speed(whole)) : 1.0);
   return stream_k_cost(p.m, p.n, p.k, p.batch, sm_count) < whole_cost ? Sm90Variant::kTallStreamK : whole;
 }
 
