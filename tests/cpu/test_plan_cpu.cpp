@@ -358,28 +358,6 @@ TEST(KernelConfig, ThePlannerDescribesEachConfigurationAsBuilt) {
   }
 }
 
-// The narrow fitted widths fill one wave where wider tiles leave most SMs idle, and only
-// there: from two rows of 128-row tiles, never for fused epilogues, and not on problems
-// that the wider tiles already fill.
-TEST(Plan, NarrowFittedWidthsFillFewTileProblems) {
-  // 255 x 4096: 32 wide tiles, 64 ping-pong ones, 128 tiles of 128 x 64 (one wave).
-  EXPECT_EQ(choose_sm90_variant(255, 4096, 1, kH200Sms), Sm90Variant::kFitPairN64);
-  EXPECT_EQ(variant_wave_plan(Sm90Variant::kFitPairN64, 255, 4096, 1, kH200Sms).tiles, 128);
-  // 512 x 3072: 128 tiles of 128 x 96.
-  EXPECT_EQ(choose_sm90_variant(512, 3072, 1, kH200Sms), Sm90Variant::kFitPairN96);
-  // One row of tiles: the decode kernels' token tiles fit M there.
-  EXPECT_NE(choose_sm90_variant(128, 4096, 1, kH200Sms), Sm90Variant::kFitPairN64);
-  EXPECT_NE(choose_sm90_variant(128, 4096, 1, kH200Sms), Sm90Variant::kFitPairN96);
-  // Fused epilogues keep the classic tiles.
-  EXPECT_FALSE(is_fit_width(choose_sm90_variant(255, 4096, 1, kH200Sms, true)));
-  // More than one wave of narrow tiles: the wider tiles' waves are full enough.
-  EXPECT_NE(choose_sm90_variant(256, 18432, 1, kH200Sms), Sm90Variant::kFitPairN96);
-  EXPECT_NE(choose_sm90_variant(1025, 4096, 1, kH200Sms), Sm90Variant::kFitPairN64);
-  // Large problems keep the wide tiles: their waves are full either way.
-  EXPECT_EQ(choose_sm90_variant(4096, 4096, 1, kH200Sms), Sm90Variant::kWidePair);
-  EXPECT_FALSE(is_fit_width(choose_sm90_variant(8192, 8192, 1, kH200Sms)) &&
-               tile_shape(choose_sm90_variant(8192, 8192, 1, kH200Sms)).block_n < 128);
-}
 
 TEST(KernelConfig, PingPongWarpgroupsTakeWholeTiles) {
   using PingPong = PingPongPair;
@@ -484,4 +462,33 @@ TEST(DispatchPins, SameFamiliesThroughThePublicApi) {
 }
 
 }  // namespace
+// The narrow fitted widths fill one wave where wider tiles leave most SMs idle, and only
+// there: from two rows of 128-row tiles, below stream-K's K, never for fused epilogues, and
+// not on problems that the wider tiles already fill.
+TEST(Plan, NarrowFittedWidthsFillFewTileProblems) {
+  const auto pick = [](int64_t m, int64_t n, int64_t k, bool fused = false) {
+    Sm90Problem p = problem(m, n, k);
+    p.fused_epilogue = fused;
+    return choose_sm90_variant(p, kH200Sms);
+  };
+  // 255 x 4096: 32 wide tiles, 64 ping-pong ones, 128 tiles of 128 x 64 (one wave).
+  EXPECT_EQ(pick(255, 4096, 4096), Sm90Variant::kFitPairN64);
+  EXPECT_EQ(variant_wave_plan(Sm90Variant::kFitPairN64, 255, 4096, 1, kH200Sms).tiles, 128);
+  // 512 x 3072: 128 tiles of 128 x 96.
+  EXPECT_EQ(pick(512, 3072, 3072), Sm90Variant::kFitPairN96);
+  // A long K keeps full-width tiles (stream-K, split-K or the decode kernels spread it).
+  EXPECT_FALSE(is_fit_width(pick(255, 4096, 14336)) && tile_shape(pick(255, 4096, 14336)).block_n < 128);
+  // One row of tiles: the decode kernels' token tiles fit M there.
+  EXPECT_EQ(tile_shape(pick(128, 4096, 4096)).block_n >= 128, true);
+  // Fused epilogues keep the classic tiles.
+  EXPECT_FALSE(is_fit_width(pick(255, 4096, 4096, true)));
+  // More than one wave of narrow tiles: the wider tiles' waves are full enough.
+  EXPECT_NE(pick(256, 18432, 4096), Sm90Variant::kFitPairN96);
+  EXPECT_NE(pick(1025, 4096, 4096), Sm90Variant::kFitPairN64);
+  // Large problems keep the wide tiles: their waves are full either way.
+  EXPECT_EQ(pick(4096, 4096, 4096), Sm90Variant::kWidePair);
+  // The (M, N) chooser, which the decode rules ask, never takes them.
+  EXPECT_GE(tile_shape(choose_sm90_variant(255, 4096, 1, kH200Sms)).block_n, 128);
+}
+
 }  // namespace anvil::detail

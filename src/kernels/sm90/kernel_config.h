@@ -44,6 +44,10 @@ struct KernelSpec {
   bool block_scales = false;
   // 8-bit configurations: also instantiate the e5m2 x e4m3 and e4m3 x e5m2 kernels.
   bool mixed_fp8 = false;
+  // The producer skips operand boxes that lie wholly past M or N (producer.cuh,
+  // load_tile_at). Only where it was measured to pay: the other configurations keep the
+  // unconditional loads, whose code it would change.
+  bool skip_dead_boxes = false;
 };
 
 template <KernelSpec kSpec>
@@ -56,6 +60,7 @@ struct KernelConfig {
   static constexpr int kRowBytes = kBlockK * kElementBytes;
   static constexpr bool kBlockScales = kSpec.block_scales;
   static constexpr bool kMixedFp8 = kSpec.mixed_fp8;
+  static constexpr bool kSkipDeadBoxes = kSpec.skip_dead_boxes;
   static constexpr int kBlockN = kSpec.block_n;
   static constexpr int kConsumers = kSpec.consumers;
   static constexpr int kSlabs = kSpec.slabs_per_consumer;

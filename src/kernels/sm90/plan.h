@@ -3,7 +3,6 @@
 // of the GPU's SMs that is, and how much of the last wave is wasted.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -276,38 +275,16 @@ inline Sm90Variant cheaper_fit_variant(int64_t m, int64_t n, int64_t batch, int 
 // and SwiGLU needs 128-column gate/up pairs. Examples on 132 SMs: 256 x 10240 -> 128 x 160
 // pairs (128 tiles, one wave, where 256-wide pairs fill 61% of one); 4096 x 4097 into a
 // column-major D -> 128 x 224 (608 tiles in 5 waves, against 544 256-wide ones also in
-// 5; into a row-major D, 1056 ping-pong tiles fill 8 waves exactly).
-//
-// The narrow fitted widths (128 x 64 and 128 x 96 pairs along N) trade L2 bandwidth for
-// SMs. They are taken only where all their tiles run in one wave, which the wider tiles
-// leave partly idle, and their lower speed per FLOP (kFitPairN64RelativeSpeed) still
-// costs at least kNarrowFitMinSaving less: past one wave the wider tiles' waves are at
-// least half full and the extra L2 reads no longer pay. And only from two rows of 128-row
-// tiles: up to 128 rows the decode kernels' token tiles already fit M. Example: 255 x 4096
-// makes 32 tiles of 128 x 256 or 64 ping-pong tiles for 132 SMs, and 128 tiles of
-// 128 x 64 - one wave, as cuBLAS's own 64 x 128 tiles (features x tokens) make there.
-inline constexpr int64_t kNarrowFitMinRowTiles = 2;
-inline constexpr double kNarrowFitMinSaving = 0.10;
-
+// 5; into a row-major D, 1056 ping-pong tiles fill 8 waves exactly). The narrow fitted
+// widths depend on K too: choose_sm90_variant(const Sm90Problem&), below.
 inline Sm90Variant choose_sm90_variant(int64_t m, int64_t n, int64_t batch, int sm_count, bool fused_epilogue,
                                        DStore store) {
   const Sm90Variant classic = choose_classic_sm90_variant(m, n, batch, sm_count, fused_epilogue, store);
   if (fused_epilogue) return classic;
   const Sm90Variant fit = cheaper_fit_variant(m, n, batch, sm_count);
-  Sm90Variant best =
+  const Sm90Variant best =
       variant_cost(fit, m, n, batch, sm_count) < variant_cost(classic, m, n, batch, sm_count) ? fit : classic;
-  if (best == Sm90Variant::kNarrow) best = narrow_or_ping_pong(m, n, batch, sm_count, store);
-  if (ceil_div(m, 128) >= kNarrowFitMinRowTiles) {
-    const double bar = (1.0 - kNarrowFitMinSaving) * variant_cost(best, m, n, batch, sm_count);
-    double best_narrow = bar;
-    for (Sm90Variant narrow : {Sm90Variant::kFitPairN96, Sm90Variant::kFitPairN64}) {
-      const double cost = variant_cost(narrow, m, n, batch, sm_count);
-      if (variant_wave_plan(narrow, m, n, batch, sm_count).tiles <= sm_count && cost < best_narrow) {
-        best = narrow, best_narrow = cost;
-      }
-    }
-  }
-  return best;
+  return best == Sm90Variant::kNarrow ? narrow_or_ping_pong(m, n, batch, sm_count, store) : best;
 }
 
 // The plain GEMM into a TMA-storable output, the common case.
@@ -367,19 +344,46 @@ struct Sm90Problem {
 // fixup estimate is not trusted.
 inline constexpr int64_t kStreamKMinKTiles = 128;
 
-// The whole choice: the whole-tile variant, or stream-K where it is cheaper than the
-// whole-tile plans' waves.
+// The narrow fitted widths (128 x 64 and 128 x 96 pairs along N) trade L2 bandwidth for
+// SMs. One of them replaces the whole-tile choice `best` only where all its tiles run in
+// one wave, which the wider tiles leave partly idle, and its lower speed per FLOP
+// (kFitPairN64RelativeSpeed) still costs at least kNarrowFitMinSaving less: past one wave
+// the wider tiles' waves are at least half full and the extra L2 reads no longer pay.
+// Only from two rows of 128-row tiles (up to 128 rows the decode kernels' token tiles
+// already fit M), and only below stream-K's K (kStreamKMinKTiles): over a long K an
+// L2-bound tile pays its lower rate on every step, while stream-K, split-K and the decode
+// kernels' cluster split keep full-width tiles busy on every SM (measured on the sweep's
+// tuning half: 255 x 3584 x 14336 ran 64 us in 128 x 64 pairs, 44 us in the decode
+// kernel's cluster split). Example: 255 x 4096 x 4096 makes 32 tiles of 128 x 256 or 64
+// ping-pong tiles for 132 SMs, and 128 tiles of 128 x 64 - one wave, as cuBLAS's own
+// 64 x 128 tiles (features x tokens) make there.
+inline constexpr int64_t kNarrowFitMinRowTiles = 2;
+inline constexpr double kNarrowFitMinSaving = 0.10;
+
+inline Sm90Variant narrow_fit_or(Sm90Variant best, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count) {
+  if (ceil_div(m, 128) < kNarrowFitMinRowTiles || ceil_div(k, 64) >= kStreamKMinKTiles) return best;
+  double bar = (1.0 - kNarrowFitMinSaving) * variant_cost(best, m, n, batch, sm_count);
+  for (Sm90Variant narrow : {Sm90Variant::kFitPairN96, Sm90Variant::kFitPairN64}) {
+    const double cost = variant_cost(narrow, m, n, batch, sm_count);
+    if (variant_wave_plan(narrow, m, n, batch, sm_count).tiles <= sm_count && cost < bar) best = narrow, bar = cost;
+  }
+  return best;
+}
+
+// The whole choice: the whole-tile variant (a narrow fitted width where one fits, above),
+// or stream-K where it is cheaper than the whole-tile plans' waves.
 inline Sm90Variant choose_sm90_variant(const Sm90Problem& p, int sm_count) {
-  const Sm90Variant whole =
+  Sm90Variant whole =
       p.fit_widths ? choose_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue, p.store)
                    : choose_classic_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue, p.store);
+  if (p.fit_widths && !p.fused_epilogue) whole = narrow_fit_or(whole, p.m, p.n, p.k, p.batch, sm_count);
   if (!p.stream_k_allowed || ceil_div(p.k, 64) < kStreamKMinKTiles) return whole;
   // A fitted width carries its allowance here too: 768 x 4096 x 11008 in 114 tiles of
   // 128 x 224 (one wave at 86%) took 122 us against 112 streamed; 256 x 18432 x 8192
   // streams for the same reason, 134 us against 139 in 128 x 160 pairs.
   const double whole_cost =
       whole_tile_waves_cost(whole, p.m, p.n, p.batch, sm_count) /
-      (is_fit_width(whole) ? std::min(kFitRelativeSpeed, relative_speed(whole)) : 1.0);
+      (is_fit_width(whole) ? kFitRelativeSpeed : 1.0);
   return stream_k_cost(p.m, p.n, p.k, p.batch, sm_count) < whole_cost ? Sm90Variant::kTallStreamK : whole;
 }
 

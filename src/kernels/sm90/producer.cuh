@@ -88,12 +88,12 @@ __device__ __forceinline__ int live_slices(int first_row, int64_t rows) {
 // tile.batch) where its batched flag says so.
 //
 // rows_a and rows_b (the rows of A and B that produce stored outputs: M and the GEMM's N)
-// let the producer skip boxes that lie wholly past them, and count only the live boxes'
-// bytes: their rows would only feed outputs that are never stored, so the stage may keep
-// whatever those rows held. Such boxes are common (the second warpgroup's half of a last
-// row of tiles with at most 64 rows, a cluster's padding CTA), and TMA's out-of-bounds fill
-// is not free: 181 x 5760 x 2880 in 128 x 96 pairs along N ran 27.1 us loading them, 18.5 us
-// at M = 255 (H200).
+// let the producer of a configuration with kSkipDeadBoxes skip boxes that lie wholly past
+// them, and count only the live boxes' bytes: their rows would only feed outputs that are
+// never stored, so the stage may keep whatever those rows held. Such boxes are common (the
+// second half of a last row of tiles with at most 64 rows, a cluster's padding CTA), and
+// TMA's out-of-bounds fill is not free: 181 x 5760 x 2880 in 128 x 96 pairs along N ran
+// 27.1 us loading them, 19.6 us skipping them (H200, docs/notes/narrow-fitted-widths.md).
 template <class Config, class Loads = MulticastStageLoads<Config>>
 __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUtensorMap& map_b, bool batched_a,
                                              bool batched_b, const TileCoord& tile, int first_row_a, int k_begin,
@@ -110,7 +110,7 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
   const int row_b = tile_row_b + (Config::kSlicesB > 1 ? static_cast<int>(slice) * kSliceRowsB : 0);
   uint32_t expected = Loads::kExpectedBytes;
   bool load_a = true, load_b = true;
-  if constexpr (requires { Loads::kSkipsDeadBoxes; }) {
+  if constexpr (Config::kSkipDeadBoxes && requires { Loads::kSkipsDeadBoxes; }) {
     const int live_a = live_slices<Config::kSlicesA, kSliceRowsA>(tile_row_a, rows_a);
     const int live_b = live_slices<Config::kSlicesB, kSliceRowsB>(tile_row_b, rows_b);
     expected = Loads::expected_bytes(live_a, live_b);

@@ -91,6 +91,8 @@ using FitSingle224 = FitConfig<224, 4, 1>;
 // The narrow fitted widths: 128 x 64 and 128 x 96 tiles in pairs along N multicasting A
 // (the larger operand of such a narrow tile), 8 and 7 stages of 24 and 28 KiB beside the
 // staged epilogue's 20 KiB. A 96-wide tile stores its last 32 columns from the registers.
+// Their producer skips A's half-tile boxes that lie wholly past M (a last row of tiles
+// with at most 64 rows), which TMA would otherwise fill with zeros at a cost.
 template <int kBlockN, int kStages>
 using NarrowFitConfig = KernelConfig<KernelSpec{.block_n = kBlockN,
                                                 .consumers = 2,
@@ -99,7 +101,8 @@ using NarrowFitConfig = KernelConfig<KernelSpec{.block_n = kBlockN,
                                                 .cluster_ctas = 2,
                                                 .tma_store = true,
                                                 .store_rounds = 1,
-                                                .cluster_axis = ClusterAxis::kN}>;
+                                                .cluster_axis = ClusterAxis::kN,
+                                                .skip_dead_boxes = true}>;
 using FitPairN64 = NarrowFitConfig<64, 8>;
 using FitPairN96 = NarrowFitConfig<96, 7>;
 
