@@ -64,6 +64,10 @@ Status build_sm90_params(LaunchPolicy policy, const GemmDesc& desc, const GemmAr
   s = encode_kmajor_sw128(&params.map_b, args.b, desc.b, desc.k, desc.n, Config::kBlockN / Config::kSlicesB, diag,
                           desc.batch);
   if (s != Status::kSuccess) return s;
+  if constexpr (Config::kSkipDeadBoxes) {
+    s = encode_kmajor_sw128(&params.map_a_rows8, args.a, desc.a, desc.k, desc.m, kRowGroup, diag, desc.batch);
+    if (s != Status::kSuccess) return s;
+  }
 
   // The direct store paths take the plain GEMM into a row-major half output; anything
   // with epilogue math, fp32 or another layout is staged (epilogue_store.cuh).

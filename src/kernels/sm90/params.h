@@ -40,6 +40,9 @@ struct Sm90Params {
   StreamKWorkspace stream_k_workspace;
   // 8-bit configurations only (Config::kElementBytes == 1).
   Fp8Scales scales;
+  // Configurations that leave out rows past M only (KernelSpec::skip_dead_boxes): A in
+  // boxes of 8 rows, for a slice of A partly past M (producer.cuh, load_tile_at).
+  CUtensorMap map_a_rows8;
 };
 
 }  // namespace anvil::detail

@@ -51,13 +51,9 @@ struct MulticastStageLoads {
   __device__ static __forceinline__ void wait_empty(uint64_t* bar, uint32_t parity) {
     sm90::mbarrier_wait(bar, parity);
   }
-  // Boxes wholly past the operand's last row are not loaded (load_tile_at): the bytes a
-  // stage then brings, for live slices of A and of B out of the configuration's.
+  // Rows past the operands' ends are not loaded (load_tile_at): every CTA of the cluster
+  // can work out the bytes a stage then brings.
   static constexpr bool kSkipsDeadBoxes = true;
-  __device__ static constexpr uint32_t expected_bytes(int live_slices_a, int live_slices_b) {
-    return static_cast<uint32_t>(live_slices_a) * (Config::kStageBytesA / Config::kSlicesA) +
-           static_cast<uint32_t>(live_slices_b) * (Config::kStageBytesB / Config::kSlicesB);
-  }
   // Where slice s of the shared operand lies in the stage: s times this many bytes.
   static constexpr uint32_t kSliceBytesA =
       Config::kSlicesA > 1 ? Config::kBlockM / Config::kSlicesA * Config::kRowBytes : 0;
@@ -73,12 +69,36 @@ struct MulticastStageLoads {
   }
 };
 
-// The slices of an operand tile that hold at least one row before `rows` (the operand's
-// end): a slice wholly past it would be all out-of-bounds zeros.
-template <int kSlices, int kSliceRows>
-__device__ __forceinline__ int live_slices(int first_row, int64_t rows) {
-  const int64_t live = (rows - first_row + kSliceRows - 1) / kSliceRows;
-  return live <= 0 ? 0 : live >= kSlices ? kSlices : static_cast<int>(live);
+// Rows per box of the A map a partly live slice is loaded with (Sm90Params::map_a_rows8):
+// one 128-byte swizzle atom, so the boxes land where the whole box would put their rows.
+inline constexpr int kRowGroup = 8;
+
+// Whether a configuration's producer leaves out rows past M and N (KernelSpec::
+// skip_dead_boxes); configurations without the field (Blackwell's) never do.
+template <class Config>
+constexpr bool skips_dead_boxes() {
+  if constexpr (requires { Config::kSkipDeadBoxes; }) {
+    return Config::kSkipDeadBoxes;
+  } else {
+    return false;
+  }
+}
+
+// The rows of a slice that starts at first_row and holds kSliceRows, before `rows` (the
+// operand's end).
+template <int kSliceRows>
+__device__ __forceinline__ int live_rows(int first_row, int64_t rows) {
+  const int64_t live = rows - first_row;
+  return live <= 0 ? 0 : live >= kSliceRows ? kSliceRows : static_cast<int>(live);
+}
+
+// The bytes a slice of kSliceRows rows brings when its rows past the operand's end are left
+// out: a whole box, nothing, or the 8-row groups that hold its live rows.
+template <int kSliceRows>
+__device__ __forceinline__ uint32_t live_slice_bytes(int first_row, int64_t rows, uint32_t row_bytes) {
+  const int live = live_rows<kSliceRows>(first_row, rows);
+  const int loaded = live == kSliceRows ? kSliceRows : (live + kRowGroup - 1) / kRowGroup * kRowGroup;
+  return static_cast<uint32_t>(loaded) * row_bytes;
 }
 
 // Loads K tiles [k_begin, k_end) of one output tile into the ring. `slice` is this CTA's
@@ -88,12 +108,14 @@ __device__ __forceinline__ int live_slices(int first_row, int64_t rows) {
 // tile.batch) where its batched flag says so.
 //
 // rows_a and rows_b (the rows of A and B that produce stored outputs: M and the GEMM's N)
-// let the producer of a configuration with kSkipDeadBoxes skip boxes that lie wholly past
-// them, and count only the live boxes' bytes: their rows would only feed outputs that are
-// never stored, so the stage may keep whatever those rows held. Such boxes are common (the
-// second half of a last row of tiles with at most 64 rows, a cluster's padding CTA), and
-// TMA's out-of-bounds fill is not free: 181 x 5760 x 2880 in 128 x 96 pairs along N ran
-// 27.1 us loading them, 19.6 us skipping them (H200, docs/notes/narrow-fitted-widths.md).
+// let the producer of a configuration with skip_dead_boxes leave out the rows past them,
+// and count only the bytes it loads: those rows would only feed outputs that are never
+// stored, so the stage may keep whatever they held. A slice of A wholly past M is not
+// loaded; one partly past it is loaded as the 8-row boxes of map_a_rows8 that hold its
+// live rows; B's slices are loaded whole or not at all. Such rows are common (a last row of
+// tiles a few rows deep, a cluster's padding CTA), and TMA's zero fill of them is not free:
+// 181 x 5760 x 2880 in 128 x 96 pairs along N ran 27.1 us loading them, 19.6 us leaving
+// the wholly dead half-tiles out (H200, docs/notes/narrow-fitted-widths.md).
 template <class Config, class Loads = MulticastStageLoads<Config>>
 __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUtensorMap& map_b, bool batched_a,
                                              bool batched_b, const TileCoord& tile, int first_row_a, int k_begin,
@@ -101,20 +123,30 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
                                              uint8_t (*tiles_a)[Config::kStageBytesA],
                                              uint8_t (*tiles_b)[Config::kStageBytesB],
                                              StageBarriers<Config::kStages>& barriers,
-                                             int64_t rows_a = INT64_MAX, int64_t rows_b = INT64_MAX) {
+                                             int64_t rows_a = INT64_MAX, int64_t rows_b = INT64_MAX,
+                                             const CUtensorMap* map_a_rows8 = nullptr) {
   constexpr int kSliceRowsA = Config::kBlockM / Config::kSlicesA;
   constexpr int kSliceRowsB = Config::kBlockN / Config::kSlicesB;
   const int tile_row_a = first_row_a + tile.m_tile * Config::kBlockM;
   const int tile_row_b = tile.n_tile * Config::kBlockN;
   const int row_a = tile_row_a + (Config::kSlicesA > 1 ? static_cast<int>(slice) * kSliceRowsA : 0);
   const int row_b = tile_row_b + (Config::kSlicesB > 1 ? static_cast<int>(slice) * kSliceRowsB : 0);
+  constexpr bool kSkip = skips_dead_boxes<Config>() && requires { Loads::kSkipsDeadBoxes; };
   uint32_t expected = Loads::kExpectedBytes;
   bool load_a = true, load_b = true;
-  if constexpr (Config::kSkipDeadBoxes && requires { Loads::kSkipsDeadBoxes; }) {
-    const int live_a = live_slices<Config::kSlicesA, kSliceRowsA>(tile_row_a, rows_a);
-    const int live_b = live_slices<Config::kSlicesB, kSliceRowsB>(tile_row_b, rows_b);
-    expected = Loads::expected_bytes(live_a, live_b);
-    load_a = row_a < rows_a;
+  int groups_a = 0;  // > 0: this CTA's A slice goes as this many 8-row boxes
+  if constexpr (kSkip) {
+    uint32_t bytes = 0;
+    for (int s = 0; s < Config::kSlicesA; ++s) {
+      bytes += live_slice_bytes<kSliceRowsA>(tile_row_a + s * kSliceRowsA, rows_a, Config::kRowBytes);
+    }
+    for (int s = 0; s < Config::kSlicesB; ++s) {
+      bytes += live_rows<kSliceRowsB>(tile_row_b + s * kSliceRowsB, rows_b) > 0 ? kSliceRowsB * Config::kRowBytes : 0;
+    }
+    expected = bytes;
+    const int live_a = live_rows<kSliceRowsA>(row_a, rows_a);
+    load_a = live_a > 0;
+    if (live_a > 0 && live_a < kSliceRowsA) groups_a = (live_a + kRowGroup - 1) / kRowGroup;
     load_b = row_b < rows_b;
   }
   for (int kt = k_begin; kt < k_end; ++kt) {
@@ -126,8 +158,20 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
     const int k = kt * Config::kBlockK;
     uint8_t* slice_a = tiles_a[ring.stage] + (Config::kSlicesA > 1 ? slice * Loads::kSliceBytesA : 0);
     uint8_t* slice_b = tiles_b[ring.stage] + (Config::kSlicesB > 1 ? slice * Loads::kSliceBytesB : 0);
-    if (load_a) Loads::template load<Config::kSlicesA, kSliceRowsA>(slice_a, map_a, full, k, row_a, batched_a, tile.batch);
-    if (load_b) Loads::template load<Config::kSlicesB, kSliceRowsB>(slice_b, map_b, full, k, row_b, batched_b, tile.batch);
+    if constexpr (kSkip) {
+      if (groups_a > 0) {
+        for (int g = 0; g < groups_a; ++g) {
+          Loads::template load<Config::kSlicesA, kRowGroup>(slice_a + g * kRowGroup * Config::kRowBytes, *map_a_rows8,
+                                                           full, k, row_a + g * kRowGroup, batched_a, tile.batch);
+        }
+      } else if (load_a) {
+        Loads::template load<Config::kSlicesA, kSliceRowsA>(slice_a, map_a, full, k, row_a, batched_a, tile.batch);
+      }
+      if (load_b) Loads::template load<Config::kSlicesB, kSliceRowsB>(slice_b, map_b, full, k, row_b, batched_b, tile.batch);
+    } else {
+      Loads::template load<Config::kSlicesA, kSliceRowsA>(slice_a, map_a, full, k, row_a, batched_a, tile.batch);
+      Loads::template load<Config::kSlicesB, kSliceRowsB>(slice_b, map_b, full, k, row_b, batched_b, tile.batch);
+    }
     ring.advance();
   }
 }
@@ -139,9 +183,9 @@ __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtens
                                           StageRing<Config::kStages>& ring, uint8_t (*tiles_a)[Config::kStageBytesA],
                                           uint8_t (*tiles_b)[Config::kStageBytesB],
                                           StageBarriers<Config::kStages>& barriers, int64_t rows_a = INT64_MAX,
-                                          int64_t rows_b = INT64_MAX) {
+                                          int64_t rows_b = INT64_MAX, const CUtensorMap* map_a_rows8 = nullptr) {
   load_tile_at<Config, Loads>(map_a, map_b, batched, batched, tile, 0, k_begin, k_end, slice, ring, tiles_a, tiles_b,
-                              barriers, rows_a, rows_b);
+                              barriers, rows_a, rows_b, map_a_rows8);
 }
 
 // The rows of A and of B whose products are stored: M, and the GEMM's N (twice the output
@@ -163,13 +207,13 @@ __device__ void run_producer(const Sm90Params& params, uint32_t cta_rank, int cl
     while (cursor.next(&unit)) {
       load_tile<Config>(params.map_a, params.map_b, params.batched, params.scheduler.tile(unit.linear, 0),
                         unit.k_begin, unit.k_end, slice, ring, tiles_a, tiles_b, barriers, stored_rows_a(params),
-                        stored_rows_b(params));
+                        stored_rows_b(params), &params.map_a_rows8);
     }
   } else {
     for (int linear = cluster; linear < params.scheduler.total_cluster_tiles(); linear += clusters) {
       load_tile<Config>(params.map_a, params.map_b, params.batched, params.scheduler.tile(linear, cta_rank), 0,
                         params.k_tiles, slice, ring, tiles_a, tiles_b, barriers, stored_rows_a(params),
-                        stored_rows_b(params));
+                        stored_rows_b(params), &params.map_a_rows8);
     }
   }
 }
