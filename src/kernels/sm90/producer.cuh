@@ -69,8 +69,9 @@ struct MulticastStageLoads {
   }
 };
 
-// Rows per box of the A map a partly live slice is loaded with (Sm90Params::map_a_rows8):
-// one 128-byte swizzle atom, so the boxes land where the whole box would put their rows.
+// Rows per box of the A map that a slice with at most this many live rows is loaded with
+// (Sm90Params::map_a_rows8): one 128-byte swizzle atom, so the box lands where the whole
+// box would put its rows.
 inline constexpr int kRowGroup = 8;
 
 // Whether a configuration's producer leaves out rows past M and N (KernelSpec::
@@ -92,13 +93,13 @@ __device__ __forceinline__ int live_rows(int first_row, int64_t rows) {
   return live <= 0 ? 0 : live >= kSliceRows ? kSliceRows : static_cast<int>(live);
 }
 
-// The bytes a slice of kSliceRows rows brings when its rows past the operand's end are left
-// out: a whole box, nothing, or the 8-row groups that hold its live rows.
+// The rows a slice of kSliceRows rows loads when its rows past the operand's end are left
+// out: none, one 8-row box where that holds all its live rows, else the whole box.
 template <int kSliceRows>
-__device__ __forceinline__ uint32_t live_slice_bytes(int first_row, int64_t rows, uint32_t row_bytes) {
+__device__ __forceinline__ int loaded_rows(int first_row, int64_t rows) {
+  static_assert(kSliceRows > kRowGroup, "a slice of several 8-row groups");
   const int live = live_rows<kSliceRows>(first_row, rows);
-  const int loaded = live == kSliceRows ? kSliceRows : (live + kRowGroup - 1) / kRowGroup * kRowGroup;
-  return static_cast<uint32_t>(loaded) * row_bytes;
+  return live == 0 ? 0 : live <= kRowGroup ? kRowGroup : kSliceRows;
 }
 
 // Loads K tiles [k_begin, k_end) of one output tile into the ring. `slice` is this CTA's
@@ -108,14 +109,15 @@ __device__ __forceinline__ uint32_t live_slice_bytes(int first_row, int64_t rows
 // tile.batch) where its batched flag says so.
 //
 // rows_a and rows_b (the rows of A and B that produce stored outputs: M and the GEMM's N)
-// let the producer of a configuration with skip_dead_boxes leave out the rows past them,
-// and count only the bytes it loads: those rows would only feed outputs that are never
-// stored, so the stage may keep whatever they held. A slice of A wholly past M is not
-// loaded; one partly past it is loaded as the 8-row boxes of map_a_rows8 that hold its
-// live rows; B's slices are loaded whole or not at all. Such rows are common (a last row of
-// tiles a few rows deep, a cluster's padding CTA), and TMA's zero fill of them is not free:
-// 181 x 5760 x 2880 in 128 x 96 pairs along N ran 27.1 us loading them, 19.6 us leaving
-// the wholly dead half-tiles out (H200, docs/notes/narrow-fitted-widths.md).
+// let the producer of a configuration with skip_dead_boxes leave out rows past them, and
+// count only the bytes it loads: those rows would only feed outputs that are never stored,
+// so the stage may keep whatever they held. A slice wholly past its operand's end is not
+// loaded; a slice of A with at most 8 live rows is loaded as one 8-row box of
+// map_a_rows8. Such rows are common (a last row of tiles a few rows deep, a cluster's
+// padding CTA), and TMA's zero fill of them is not free: 181 x 5760 x 2880 in 128 x 96
+// pairs along N ran 27.1 us loading them, 19.6 us leaving the dead half-tiles out. Several
+// 8-row boxes cost more than the fill they save (seven per stage: 35 us), so a slice with
+// more live rows is loaded whole (H200, docs/notes/narrow-fitted-widths.md).
 template <class Config, class Loads = MulticastStageLoads<Config>>
 __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUtensorMap& map_b, bool batched_a,
                                              bool batched_b, const TileCoord& tile, int first_row_a, int k_begin,
@@ -134,19 +136,17 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
   constexpr bool kSkip = skips_dead_boxes<Config>() && requires { Loads::kSkipsDeadBoxes; };
   uint32_t expected = Loads::kExpectedBytes;
   bool load_a = true, load_b = true;
-  int groups_a = 0;  // > 0: this CTA's A slice goes as this many 8-row boxes
+  bool group_a = false;  // this CTA's A slice goes as one 8-row box
   if constexpr (kSkip) {
-    uint32_t bytes = 0;
-    for (int s = 0; s < Config::kSlicesA; ++s) {
-      bytes += live_slice_bytes<kSliceRowsA>(tile_row_a + s * kSliceRowsA, rows_a, Config::kRowBytes);
-    }
+    int rows = 0;
+    for (int s = 0; s < Config::kSlicesA; ++s) rows += loaded_rows<kSliceRowsA>(tile_row_a + s * kSliceRowsA, rows_a);
     for (int s = 0; s < Config::kSlicesB; ++s) {
-      bytes += live_rows<kSliceRowsB>(tile_row_b + s * kSliceRowsB, rows_b) > 0 ? kSliceRowsB * Config::kRowBytes : 0;
+      rows += live_rows<kSliceRowsB>(tile_row_b + s * kSliceRowsB, rows_b) > 0 ? kSliceRowsB : 0;
     }
-    expected = bytes;
-    const int live_a = live_rows<kSliceRowsA>(row_a, rows_a);
-    load_a = live_a > 0;
-    if (live_a > 0 && live_a < kSliceRowsA) groups_a = (live_a + kRowGroup - 1) / kRowGroup;
+    expected = static_cast<uint32_t>(rows) * Config::kRowBytes;
+    const int loaded_a = loaded_rows<kSliceRowsA>(row_a, rows_a);
+    load_a = loaded_a > 0;
+    group_a = loaded_a == kRowGroup && kRowGroup < kSliceRowsA;
     load_b = row_b < rows_b;
   }
   for (int kt = k_begin; kt < k_end; ++kt) {
@@ -159,11 +159,8 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
     uint8_t* slice_a = tiles_a[ring.stage] + (Config::kSlicesA > 1 ? slice * Loads::kSliceBytesA : 0);
     uint8_t* slice_b = tiles_b[ring.stage] + (Config::kSlicesB > 1 ? slice * Loads::kSliceBytesB : 0);
     if constexpr (kSkip) {
-      if (groups_a > 0) {
-        for (int g = 0; g < groups_a; ++g) {
-          Loads::template load<Config::kSlicesA, kRowGroup>(slice_a + g * kRowGroup * Config::kRowBytes, *map_a_rows8,
-                                                           full, k, row_a + g * kRowGroup, batched_a, tile.batch);
-        }
+      if (group_a) {
+        Loads::template load<Config::kSlicesA, kRowGroup>(slice_a, *map_a_rows8, full, k, row_a, batched_a, tile.batch);
       } else if (load_a) {
         Loads::template load<Config::kSlicesA, kSliceRowsA>(slice_a, map_a, full, k, row_a, batched_a, tile.batch);
       }
