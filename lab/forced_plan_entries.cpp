@@ -15,11 +15,11 @@ namespace {
 
 constexpr const char* kPingPongName = "sm90-gemm-pingpong";
 constexpr const char* kStreamKName = "sm90-gemm-streamk";
-constexpr const char* kFitName = "sm90-gemm-fit";
+constexpr char kFitName[] = "sm90-gemm-fit";
 constexpr const char* kPow2Name = "sm90-gemm-pow2";
 constexpr const char* kPairNName = "sm90-gemm-pair-n";
-constexpr const char* kNarrow64Name = "sm90-gemm-narrow64";
-constexpr const char* kNarrow96Name = "sm90-gemm-narrow96";
+constexpr char kNarrow64Name[] = "sm90-gemm-narrow64";
+constexpr char kNarrow96Name[] = "sm90-gemm-narrow96";
 constexpr const char* kSplitKName = "sm90-gemm-splitk4";
 constexpr int kForcedSlices = 4;
 
@@ -71,27 +71,15 @@ size_t workspace(const GemmDesc& desc, const GemmArgs* args) {
 
 Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) { return kSm90Gemm.check(desc, args, diag); }
 
-// The fitted widths are not whole 128-column gate/up pairs.
-Status check_fit(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
+// The fitted widths (160-224 columns, and the narrow 64 and 96) are not whole 128-column
+// gate/up pairs: the entry named kName refuses SwiGLU.
+template <const char* kName>
+Status check_fitted(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
   if (desc.epilogue.activation == Activation::kSwiGLU) {
-    return fail(diag, Status::kNotSupported,
-                "%s: SwiGLU needs 128-column gate/up pairs (the fitted widths are 160, 192 and 224 wide)", kFitName);
+    return fail(diag, Status::kNotSupported, "%s: SwiGLU needs 128-column gate/up pairs, which a fitted width is not",
+                kName);
   }
   return check(desc, args, diag);
-}
-
-// The narrow fitted widths are not whole 128-column gate/up pairs either.
-Status check_narrow(const char* name, const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
-  if (desc.epilogue.activation == Activation::kSwiGLU) {
-    return fail(diag, Status::kNotSupported, "%s: SwiGLU needs 128-column gate/up pairs", name);
-  }
-  return check(desc, args, diag);
-}
-Status check_narrow64(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
-  return check_narrow(kNarrow64Name, desc, args, diag);
-}
-Status check_narrow96(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
-  return check_narrow(kNarrow96Name, desc, args, diag);
 }
 
 // Split-K runs where the slices can be batch-stride views of the operands: K-major A and B
@@ -126,7 +114,7 @@ extern const KernelInfo kSm90GemmFit{kFitName,
                                      "sm90-gemm's fitted widths on every problem: 128x160, 128x192 or 128x224 tiles "
                                      "(whichever pays fewer waves x width) in multicasting 2-CTA clusters or single "
                                      "CTAs, TMA stores for whole 64-column boxes (for tests and measurement)",
-                                     check_fit, launch<fit>, workspace<fit>};
+                                     check_fitted<kFitName>, launch<fit>, workspace<fit>};
 extern const KernelInfo kSm90GemmPow2{kPow2Name,
                                       "sm90-gemm choosing among its 128- and 256-wide tiles and stream-K only, "
                                       "without fitted widths or row split (for measurement against them)",
@@ -139,11 +127,11 @@ extern const KernelInfo kSm90GemmPairN{kPairNName,
 extern const KernelInfo kSm90GemmNarrow64{kNarrow64Name,
                                           "sm90-gemm's 128x64 tiles in 2-CTA clusters along N multicasting A, on every "
                                           "problem (a narrow fitted width; for tests and measurement)",
-                                          check_narrow64, launch<narrow64>, workspace<narrow64>};
+                                          check_fitted<kNarrow64Name>, launch<narrow64>, workspace<narrow64>};
 extern const KernelInfo kSm90GemmNarrow96{kNarrow96Name,
                                           "sm90-gemm's 128x96 tiles in 2-CTA clusters along N multicasting A, on every "
                                           "problem (a narrow fitted width; for tests and measurement)",
-                                          check_narrow96, launch<narrow96>, workspace<narrow96>};
+                                          check_fitted<kNarrow96Name>, launch<narrow96>, workspace<narrow96>};
 extern const KernelInfo kSm90GemmStreamK{kStreamKName,
                                          "sm90-gemm's stream-K configuration on every problem, whatever the wave plan "
                                          "says: 256x128 tiles, the last waves' K iterations spread over all SMs, "

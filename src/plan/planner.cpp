@@ -7,6 +7,7 @@
 
 #include "kernels/sm90/decode_plan.h"
 #include "kernels/sm90/row_split.h"
+#include "kernels/sm90/sm90_configs.h"
 #include "kernels/sm90/split_k.h"
 #include "kernels/sm90/stream_k.h"
 
@@ -492,19 +493,10 @@ const char* variant_name(Sm90Variant v) {
   return "?";
 }
 
-// The stages each configuration is instantiated with (gemm_sm90.cu, fit_widths.h).
+// The stages each configuration is instantiated with: the configuration's own
+// (sm90_configs.h, which the kernels instantiate).
 int variant_stages(Sm90Variant v) {
-  switch (v) {
-    case Sm90Variant::kNarrow: return 6;
-    case Sm90Variant::kPingPongPair: return 5;
-    case Sm90Variant::kFitPair160:
-    case Sm90Variant::kFitPair192:
-    case Sm90Variant::kFitSingle160:
-    case Sm90Variant::kFitSingle192: return 5;
-    case Sm90Variant::kFitPairN64: return 8;
-    case Sm90Variant::kFitPairN96: return 7;
-    default: return 4;
-  }
+  return with_variant_config(v, [](auto config) { return decltype(config)::kStages; });
 }
 
 DeviceInfo DeviceInfo::fallback(int sm_count) {

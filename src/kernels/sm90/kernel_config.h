@@ -44,9 +44,9 @@ struct KernelSpec {
   bool block_scales = false;
   // 8-bit configurations: also instantiate the e5m2 x e4m3 and e4m3 x e5m2 kernels.
   bool mixed_fp8 = false;
-  // The producer skips operand boxes that lie wholly past M or N (producer.cuh,
-  // load_tile_at). Only where it was measured to pay: the other configurations keep the
-  // unconditional loads, whose code it would change.
+  // The producer leaves out operand rows past M or N (producer.cuh, load_tile_at). Only
+  // where it was measured to pay: the other configurations keep the unconditional loads,
+  // whose code it would change.
   bool skip_dead_boxes = false;
 };
 

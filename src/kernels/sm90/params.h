@@ -40,8 +40,8 @@ struct Sm90Params {
   StreamKWorkspace stream_k_workspace;
   // 8-bit configurations only (Config::kElementBytes == 1).
   Fp8Scales scales;
-  // Configurations that leave out rows past M only (KernelSpec::skip_dead_boxes): A in
-  // boxes of 8 rows, for a slice of A partly past M (producer.cuh, load_tile_at).
+  // Only for configurations with KernelSpec::skip_dead_boxes: A in boxes of 8 rows, for a
+  // slice of A with at most 8 rows before M (producer.cuh, load_tile_at).
   CUtensorMap map_a_rows8;
 };
 

@@ -91,8 +91,8 @@ using FitSingle224 = FitConfig<224, 4, 1>;
 // The narrow fitted widths: 128 x 64 and 128 x 96 tiles in pairs along N multicasting A
 // (the larger operand of such a narrow tile), 8 and 7 stages of 24 and 28 KiB beside the
 // staged epilogue's 20 KiB. A 96-wide tile stores its last 32 columns from the registers.
-// Their producer skips A's half-tile boxes that lie wholly past M (a last row of tiles
-// with at most 64 rows), which TMA would otherwise fill with zeros at a cost.
+// Their producer leaves out A's rows past M (producer.cuh, load_tile_at), which TMA would
+// otherwise fill with zeros at a cost.
 template <int kBlockN, int kStages>
 using NarrowFitConfig = KernelConfig<KernelSpec{.block_n = kBlockN,
                                                 .consumers = 2,
