@@ -333,7 +333,7 @@ __device__ void reduce_and_finish(const EpilogueParams& p, const float* partial,
 
 // The column factors of a thread's four features (its share's, which its tokens keep);
 // none for a thread without groups, which reads no scale.
-template <class Shape, class Scales>
+template <class Scales>
 __device__ __forceinline__ typename Scales::Columns thread_scale_columns(const EpilogueParams& p,
                                                                          DecodeTileOrigin origin,
                                                                          const ReduceShare& share, const Scales& scales) {
@@ -362,7 +362,7 @@ __device__ __forceinline__ void finish_decode_tile(const EpilogueParams& p, cons
     // and the DSMEM reads of its own partial made up 1.5 of the 2.0 us from the
     // mainloop's end to the exit on sm90-decode-r64 at 64 x 8192 x 8192.
     const ReduceShare share = plan_reduce_share<kTokenTile, kThreads, Shape>(p, origin, rank, 1, thread);
-    const auto columns = thread_scale_columns<Shape>(p, origin, share, scales);
+    const auto columns = thread_scale_columns(p, origin, share, scales);
     local_barrier();
     reduce_and_finish<kTokenTile, kThreads, Shape>(p, partials, origin, share, 1, parts, part_floats, scales, columns);
     return;
@@ -371,7 +371,7 @@ __device__ __forceinline__ void finish_decode_tile(const EpilogueParams& p, cons
   // has waited (acquire); the thread's share of the finishing is worked out in between ...
   sm90::cluster_arrive();
   const ReduceShare share = plan_reduce_share<kTokenTile, kThreads, Shape>(p, origin, rank, splits, thread);
-  const auto columns = thread_scale_columns<Shape>(p, origin, share, scales);
+  const auto columns = thread_scale_columns(p, origin, share, scales);
   sm90::cluster_wait();
   reduce_and_finish<kTokenTile, kThreads, Shape>(p, partials, origin, share, splits, parts, part_floats, scales,
                                                  columns);
