@@ -304,6 +304,16 @@ if want fp8; then
       --json "$OUT/fp8-$scales-whole-tiles-$stamp.json" 2>"$OUT/fp8-$scales-whole-tiles.err" \
       | tee "$OUT/fp8-$scales-whole-tiles.txt" || status=1
   done
+  # sm90-fp8-decode (docs/fp8.md "Decode") on the suite's shapes of at most 128 tokens:
+  # forced, against sm90-fp8 forced, the planner's pick and cuBLASLt, per-tensor and
+  # row/column scales (block scales stay on sm90-fp8).
+  decode_shapes=llama70b-decode64-attn_out,llama70b-decode16-qkv,llama70b-decode1-attn_out,llama70b-decode1-mlp_up,llama70b-decode1-mlp_down,dsv3-m64-q_a
+  decode_shapes+=,dsv3-m64-q_b,dsv3-m64-kv_a,dsv3-m64-kv_b,dsv3-m64-o,dsv3-m64-mlp_gate_up,dsv3-m64-mlp_down,dsv3-m128-q_a,dsv3-m128-q_b,dsv3-m128-kv_a,dsv3-m128-kv_b,dsv3-m128-o,dsv3-m128-mlp_gate_up,dsv3-m128-mlp_down
+  for scales in tensor rowcol; do
+    "$bench" --shapes suites/fp8.json --only "$decode_shapes" --dtype e4m3 --scales $scales \
+      --kernels anvil,sm90-fp8,sm90-fp8-decode,cublas --json "$OUT/fp8-decode-$scales-$stamp.json" \
+      2>"$OUT/fp8-decode-$scales.err" | tee "$OUT/fp8-decode-$scales.txt" || status=1
+  done
 fi
 
 if want sweep; then

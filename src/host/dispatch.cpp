@@ -22,13 +22,14 @@ extern const KernelInfo kSm90DecodeR64;
 extern const KernelInfo kSm90DecodeLdgR64;
 extern const KernelInfo kLadder01Naive;
 extern const KernelInfo kSm90Fp8;
+extern const KernelInfo kSm90Fp8Decode;
 
 namespace {
 
 // Each family's registry entry, by KernelFamily: its checks (and the fallback's launch).
 const KernelInfo* const kFamilyKernels[kKernelFamilies] = {&kSm90Gemm,      &kSm90Decode,       &kSm90DecodeLdg,
                                                             &kSm90DecodeR64, &kSm90DecodeLdgR64, &kLadder01Naive,
-                                                            &kSm90Fp8};
+                                                            &kSm90Fp8,       &kSm90Fp8Decode};
 
 bool fp8_inputs(const GemmDesc& desc) { return is_fp8(desc.a.dtype) && is_fp8(desc.b.dtype); }
 
@@ -66,9 +67,11 @@ Status plan_problem(const GemmDesc& desc, const GemmArgs* args, const PlanOverri
     build(out);
   }
   if (out->family == KernelFamily::kNone) {
-    // FP8 has one kernel: its own check says why it refused.
+    // FP8: the check of the kernel asked for (sm90-fp8 unless sm90-fp8-decode is forced)
+    // says why it refused.
     if (fp8_inputs(desc)) {
-      const Status why = kSm90Fp8.check(desc, args, diag);
+      const bool decode_forced = overrides != nullptr && overrides->family == KernelFamily::kSm90Fp8Decode;
+      const Status why = (decode_forced ? kSm90Fp8Decode : kSm90Fp8).check(desc, args, diag);
       if (why != Status::kSuccess) return why;
     }
     return fail(diag, Status::kNotSupported, "no kernel supports this problem (%s)", out->family_reason);
@@ -104,8 +107,9 @@ Status resolve(const GemmDesc& desc, const GemmArgs* args, const PlanOverrides* 
     }
     out->named = find_kernel(desc.kernel);
     if (out->named == nullptr) return fail(diag, Status::kNotSupported, "unknown kernel '%s'", desc.kernel);
-    if (fp8_inputs(desc) && out->named != &kSm90Fp8) {
-      return fail(diag, Status::kNotSupported, "%s reads bf16/fp16 inputs; FP8 inputs run on sm90-fp8", desc.kernel);
+    if (fp8_inputs(desc) && out->named != &kSm90Fp8 && out->named != &kSm90Fp8Decode) {
+      return fail(diag, Status::kNotSupported,
+                  "%s reads bf16/fp16 inputs; FP8 inputs run on sm90-fp8 and sm90-fp8-decode", desc.kernel);
     }
     s = out->named->check(desc, args, diag);
     if (s != Status::kSuccess) return s;
@@ -160,11 +164,14 @@ Status launch_ldg(const LaunchPlan& p, const GemmDesc& desc, const GemmArgs& arg
 Status launch_fp8(const LaunchPlan& p, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   return launch_fp8_plan(p, desc, args, diag);
 }
+Status launch_fp8_decode(const LaunchPlan& p, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return launch_fp8_decode_plan(p.decode, desc, args, diag);
+}
 
 // The launchers by KernelFamily.
 using PlanLauncher = Status (*)(const LaunchPlan&, const GemmDesc&, const GemmArgs&, Diagnostic*);
-const PlanLauncher kLaunchers[kKernelFamilies] = {launch_sm90, launch_tma, launch_ldg, launch_tma,
-                                                  launch_ldg,  launch_fallback, launch_fp8};
+const PlanLauncher kLaunchers[kKernelFamilies] = {launch_sm90, launch_tma,      launch_ldg, launch_tma,
+                                                  launch_ldg,  launch_fallback, launch_fp8, launch_fp8_decode};
 
 }  // namespace
 

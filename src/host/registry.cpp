@@ -18,13 +18,14 @@ extern const KernelInfo kSm90DecodeLdg;
 extern const KernelInfo kSm90DecodeR64;
 extern const KernelInfo kSm90DecodeLdgR64;
 extern const KernelInfo kSm90Fp8;
+extern const KernelInfo kSm90Fp8Decode;
 
 namespace {
 
 // The library's kernels: the fallback (the ladder's step 1) and the production kernels
 // the dispatcher picks from.
 const std::array kLibraryKernels = {
-    &kLadder01Naive, &kSm90Gemm, &kSm90Decode, &kSm90DecodeLdg, &kSm90DecodeR64, &kSm90DecodeLdgR64, &kSm90Fp8,
+    &kLadder01Naive, &kSm90Gemm, &kSm90Decode, &kSm90DecodeLdg, &kSm90DecodeR64, &kSm90DecodeLdgR64, &kSm90Fp8, &kSm90Fp8Decode,
 #if defined(ANVIL_HAVE_SM100)
     // Blackwell (docs/blackwell.md): what dispatch runs on an sm_100 device.
     &kSm100Gemm, &kSm100GemmStatic, &kSm100Gemm1Cta,

@@ -29,6 +29,7 @@ DeviceInfo query(int device) {
   info.l2_bytes = attribute(cudaDevAttrL2CacheSize, static_cast<int>(info.l2_bytes));
   fill_decode_tma_residency(&info);
   fill_decode_ldg_residency(&info);
+  fill_fp8_decode_residency(&info);
   return info;
 }
 

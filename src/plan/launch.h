@@ -16,6 +16,7 @@ const DeviceInfo& current_device_info();
 // The decode translation units fill their configurations' residency (decode_resident).
 void fill_decode_tma_residency(DeviceInfo* device);  // gemm_decode.cu: sm90-decode, sm90-decode-r64
 void fill_decode_ldg_residency(DeviceInfo* device);  // gemm_decode_ldg.cu: the load-path kernels
+void fill_fp8_decode_residency(DeviceInfo* device);  // gemm_fp8_decode.cu: sm90-fp8-decode
 
 // What the planner needs to know of a call's pointers and workspace, and which families'
 // own checks accept it (args null: a description-only query).
@@ -41,6 +42,8 @@ Status launch_split_k(const GemmDesc& desc, const GemmArgs& args, const LaunchPl
 }
 // sm90-fp8 (gemm_sm90_fp8.cu): the planned configuration.
 Status launch_fp8_plan(const LaunchPlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag);
+// sm90-fp8-decode (gemm_fp8_decode.cu): the planned decode configuration and split.
+Status launch_fp8_decode_plan(const DecodePlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag);
 // Any plan, by its family (a table of launchers, no lookup by name).
 Status launch_plan(const LaunchPlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag);
 

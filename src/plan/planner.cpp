@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "kernels/sm90/decode_plan.h"
+#include "kernels/sm90/fp8_decode_plan.h"
 #include "kernels/sm90/row_split.h"
 #include "kernels/sm90/sm90_configs.h"
 #include "kernels/sm90/split_k.h"
@@ -38,6 +39,7 @@ constexpr DecodeShape kDecodeShapes[kDecodeConfigs] = {
     {16, 64, 128}, {32, 64, 256}, {64, 64, 256},                      // sm90-decode-r64
     {8, 128, 64},  {16, 128, 64},                                     // sm90-decode-ldg (split in 64-wide k-tiles)
     {8, 64, 64},   {16, 64, 64},  {32, 64, 64},                       // sm90-decode-ldg-r64
+    {8, 128, 128}, {16, 128, 128}, {32, 128, 128}, {64, 128, 128}, {128, 128, 128},  // sm90-fp8-decode
 };
 
 // The configuration each family launches for m tokens, and the one whose residency a
@@ -49,6 +51,14 @@ DecodeConfigId decode_config(KernelFamily family, int64_t m) {
       return m <= 16 ? DecodeConfigId::kR64x16 : m <= 32 ? DecodeConfigId::kR64x32 : DecodeConfigId::kR64x64;
     case KernelFamily::kDecodeLdgR64:
       return m <= 8 ? DecodeConfigId::kLdgR64x8 : m <= 16 ? DecodeConfigId::kLdgR64x16 : DecodeConfigId::kLdgR64x32;
+    case KernelFamily::kSm90Fp8Decode:
+      switch (fp8_decode_token_tile(m)) {
+        case 8: return DecodeConfigId::kFp8x8;
+        case 16: return DecodeConfigId::kFp8x16;
+        case 32: return DecodeConfigId::kFp8x32;
+        case 64: return DecodeConfigId::kFp8x64;
+        default: return DecodeConfigId::kFp8x128;
+      }
     default:
       switch (decode_token_tile(m)) {
         case 8: return DecodeConfigId::kTma8;
@@ -452,6 +462,68 @@ void plan_decode_family(LaunchPlan& p, KernelFamily family, const GemmDesc& desc
   say(p.row_split_reason, "none: a decode kernel takes every row");
 }
 
+// FP8 inputs: sm90-fp8-decode where the problem is decode-sized and its estimate beats
+// sm90-fp8's (fp8_decode_plan.h), else sm90-fp8; no other kernel reads 8-bit inputs. A
+// forced sm90-fp8 variant or split-K keeps the problem on sm90-fp8.
+void plan_fp8_family(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides& ov,
+                     const CallFacts& facts) {
+  // The call's facts (the family's own checks, run by the dispatcher) and the description's
+  // rules, both: a caller's CallFacts may leave accepts at its default.
+  const auto ok = [&](KernelFamily f) { return facts.accepts[index(f)] && decode_family_accepts(f, desc); };
+  const auto finish = [&] { p.kernel_name = family_name(p.family); };
+  if (ov.family != KernelFamily::kNone && ov.family != KernelFamily::kSm90Fp8 &&
+      ov.family != KernelFamily::kSm90Fp8Decode) {
+    say(p.family_reason, "%s forced, but FP8 inputs run on sm90-fp8 and sm90-fp8-decode only", family_name(ov.family));
+    return;
+  }
+  if (ov.family == KernelFamily::kSm90Fp8Decode) {
+    if (!ok(KernelFamily::kSm90Fp8Decode)) {
+      const char* why = fp8_decode_refusal(desc);
+      say(p.family_reason, "sm90-fp8-decode forced, but it does not take this problem%s%s", why != nullptr ? ": " : "",
+          why != nullptr ? why : "");
+      return;
+    }
+    say(p.family_reason, "sm90-fp8-decode forced");
+    plan_decode_family(p, KernelFamily::kSm90Fp8Decode, desc, device, ov);
+    finish();
+    return;
+  }
+  if (!ok(KernelFamily::kSm90Fp8)) {
+    say(p.family_reason, "sm90-fp8 does not take this problem (K = 0 has no tensor-core work)");
+    return;
+  }
+  const bool sm90_fp8_forced = ov.family == KernelFamily::kSm90Fp8 || ov.fp8_variant >= 0 || ov.split_k_slices > 1;
+  if (!sm90_fp8_forced && desc.m <= kFp8DecodeMaxTokens && ok(KernelFamily::kSm90Fp8Decode)) {
+    const DecodePlan decode = plan_decode_launch(KernelFamily::kSm90Fp8Decode, desc, device, ov.decode_splits);
+    const double decode_us = fp8_decode_estimated_us(
+        int64_t{decode.feature_tiles} * decode.token_tiles * decode.batch, decode.k_tiles, decode.splits,
+        device.resident(decode.config, decode.splits), decode.token_tile);
+    const double gemm_us = fp8_gemm_estimated_us(desc.m, desc.n, desc.k, desc.batch, device.sm_count, desc.a.dtype,
+                                                 desc.b.dtype, desc.scales);
+    if (prefers_fp8_decode(desc.m, decode.waves, decode_us, gemm_us)) {
+      say(p.family_reason, "sm90-fp8-decode: %lld tokens, est. %.1f us against sm90-fp8's %.1f (%lld CTAs stream the weight)",
+          static_cast<long long>(desc.m), decode_us, gemm_us, static_cast<long long>(decode.ctas));
+      plan_decode_family(p, KernelFamily::kSm90Fp8Decode, desc, device, ov);
+      finish();
+      return;
+    }
+    if (desc.m > kDecodeAlwaysTokens && decode.waves > 1) {
+      say(p.family_reason, "sm90-fp8: %lld tokens, and sm90-fp8-decode's one-per-SM CTAs would make %lld waves",
+          static_cast<long long>(desc.m), static_cast<long long>(decode.waves));
+    } else {
+      say(p.family_reason, "sm90-fp8: 8-bit inputs, est. %.1f us against sm90-fp8-decode's %.1f", gemm_us, decode_us);
+    }
+  } else if (ov.family == KernelFamily::kSm90Fp8) {
+    say(p.family_reason, "sm90-fp8 forced");
+  } else if (desc.m > kFp8DecodeMaxTokens) {
+    say(p.family_reason, "sm90-fp8: 8-bit inputs, more than %d tokens", static_cast<int>(kFp8DecodeMaxTokens));
+  } else {
+    say(p.family_reason, "sm90-fp8: 8-bit inputs");
+  }
+  plan_fp8(p, desc, device, ov, facts);
+  finish();
+}
+
 }  // namespace
 
 const char* family_name(KernelFamily family) {
@@ -463,6 +535,7 @@ const char* family_name(KernelFamily family) {
     case KernelFamily::kDecodeLdgR64: return "sm90-decode-ldg-r64";
     case KernelFamily::kFallback: return "ladder-01-naive";
     case KernelFamily::kSm90Fp8: return "sm90-fp8";
+    case KernelFamily::kSm90Fp8Decode: return "sm90-fp8-decode";
     default: return "none";
   }
 }
@@ -513,8 +586,10 @@ DeviceInfo DeviceInfo::h200() {
   constexpr int kOnePerSm[kMaxClusterSplit + 1] = {0, 132, 132, 117, 120, 110, 102, 105, 120};
   for (int c = 0; c < kDecodeConfigs; ++c) {
     const auto id = static_cast<DecodeConfigId>(c);
-    // Two CTAs per SM: sm90-decode's streaming tiles (8-64 tokens) and sm90-decode-r64's 16-token one.
-    const bool two_per_sm = (id >= DecodeConfigId::kTma8 && id <= DecodeConfigId::kTma64) || id == DecodeConfigId::kR64x16;
+    // Two CTAs per SM: sm90-decode's and sm90-fp8-decode's streaming tiles (8-64 tokens) and
+    // sm90-decode-r64's 16-token one.
+    const bool two_per_sm = (id >= DecodeConfigId::kTma8 && id <= DecodeConfigId::kTma64) ||
+                            id == DecodeConfigId::kR64x16 || (id >= DecodeConfigId::kFp8x8 && id <= DecodeConfigId::kFp8x64);
     for (int s = 1; s <= kMaxClusterSplit; ++s) d.decode_resident[c][s] = kOnePerSm[s] * (two_per_sm ? 2 : 1);
   }
   return d;
@@ -552,9 +627,13 @@ size_t stream_k_workspace_bytes(int sm_count) {
 }
 
 bool decode_family_accepts(KernelFamily family, const GemmDesc& desc) {
-  // 8-bit inputs run on sm90-fp8 alone; it takes every FP8 problem validation lets through.
-  if (fp8_inputs(desc)) return family == KernelFamily::kSm90Fp8 && desc.k > 0;
-  if (family == KernelFamily::kSm90Fp8) return false;
+  // 8-bit inputs run on sm90-fp8, which takes every FP8 problem validation lets through,
+  // and on sm90-fp8-decode where fp8_decode_refusal finds nothing.
+  if (fp8_inputs(desc)) {
+    if (family == KernelFamily::kSm90Fp8Decode) return fp8_decode_refusal(desc) == nullptr;
+    return family == KernelFamily::kSm90Fp8 && desc.k > 0;
+  }
+  if (family == KernelFamily::kSm90Fp8 || family == KernelFamily::kSm90Fp8Decode) return false;
   if (family == KernelFamily::kFallback) return true;
   if (family == KernelFamily::kSm90Gemm) return desc.k > 0;
   if (family == KernelFamily::kNone) return false;
@@ -587,18 +666,7 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
   const auto ok = [&](KernelFamily f) { return f != KernelFamily::kNone && facts->accepts[index(f)]; };
 
   if (fp8_inputs(desc)) {
-    // FP8: sm90-fp8 or nothing (no other kernel reads 8-bit inputs).
-    if (ov.family != KernelFamily::kNone && ov.family != KernelFamily::kSm90Fp8) {
-      say(p.family_reason, "%s forced, but FP8 inputs run on sm90-fp8 only", family_name(ov.family));
-      return p;
-    }
-    if (!ok(KernelFamily::kSm90Fp8)) {
-      say(p.family_reason, "sm90-fp8 does not take this problem (K = 0 has no tensor-core work)");
-      return p;
-    }
-    say(p.family_reason, "sm90-fp8: 8-bit inputs");
-    plan_fp8(p, desc, device, ov, *facts);
-    p.kernel_name = family_name(p.family);
+    plan_fp8_family(p, desc, device, ov, *facts);
     return p;
   }
 
@@ -667,6 +735,8 @@ void print_plan(const LaunchPlan& p, const GemmDesc& desc, void* file) {
     std::fprintf(f, "  tile:      %dx%d, cluster %dx%d, %d stages, scales %s - %s\n", p.tile.block_m, p.tile.block_n,
                  p.cluster.m, p.cluster.n, p.stages, scale_mode_name(desc.scales), p.tile_reason);
     if (p.k_splits > 1) std::fprintf(f, "  workspace: %zu bytes (the slices' fp32 partials)\n", p.workspace_bytes);
+  } else if (p.family == KernelFamily::kSm90Fp8Decode) {
+    std::fprintf(f, "  tile:      %s, scales %s\n", p.tile_reason, scale_mode_name(desc.scales));
   } else if (p.family != KernelFamily::kNone && p.family != KernelFamily::kFallback) {
     std::fprintf(f, "  tile:      %s\n", p.tile_reason);
   }

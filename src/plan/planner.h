@@ -30,8 +30,9 @@ enum class KernelFamily : int {
   kDecodeLdgR64,    // load-path decode, 64 weight rows per CTA
   kFallback,        // the CUDA-core kernel that takes every valid problem (K = 0, any layout)
   kSm90Fp8,         // sm90-gemm's kernel with 8-bit inputs and their scales (gemm_sm90_fp8.cu)
+  kSm90Fp8Decode,   // the TMA-fed decode kernel with e4m3 inputs, 128 weight rows per CTA (gemm_fp8_decode.cu)
 };
-inline constexpr int kKernelFamilies = 7;
+inline constexpr int kKernelFamilies = 8;
 const char* family_name(KernelFamily family);  // the registry name ("sm90-gemm", ...)
 
 // The sm90-gemm schedule a variant runs.
@@ -46,6 +47,7 @@ enum class DecodeConfigId : int {
   kR64x16, kR64x32, kR64x64,                                      // sm90-decode-r64
   kLdg8, kLdg16,                                                  // sm90-decode-ldg
   kLdgR64x8, kLdgR64x16, kLdgR64x32,                              // sm90-decode-ldg-r64
+  kFp8x8, kFp8x16, kFp8x32, kFp8x64, kFp8x128,                    // sm90-fp8-decode, by token tile
   kCount
 };
 inline constexpr int kDecodeConfigs = static_cast<int>(DecodeConfigId::kCount);
@@ -101,7 +103,8 @@ struct PlanOverrides {
   // whole 16-byte groups, or for FP8 of whole 128-wide K blocks, at least 4 of them).
   int split_k_slices = 0;
   enum class RowSplit : int { kAuto = 0, kNever, kAlways } row_split = RowSplit::kAuto;
-  int fp8_variant = -1;                       // an Fp8Variant to run (where it runs the problem), or -1
+  int fp8_variant = -1;                       // an Fp8Variant to run (where it runs the problem), or -1;
+                                              // with split_k_slices > 1 it keeps FP8 on sm90-fp8
   bool trace = false;                         // print each plan as it is built (stderr)
 };
 
@@ -114,7 +117,7 @@ struct CallFacts {
   size_t workspace_bytes = ~size_t{0};
   // Whether each family accepts the problem as described (its own checks, run by the
   // dispatcher); default: judged from the description alone.
-  bool accepts[kKernelFamilies] = {true, true, true, true, true, true, true};
+  bool accepts[kKernelFamilies] = {true, true, true, true, true, true, true, true};
 };
 
 // One decode launch: the configuration, its grid and its K split.

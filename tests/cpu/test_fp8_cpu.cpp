@@ -1,5 +1,6 @@
 // FP8 on the CPU: what can_implement accepts and refuses (with the reason), the planner's
-// sm90-fp8 plans, the scale counts and the host decoders of the 8-bit floats.
+// sm90-fp8 and sm90-fp8-decode plans, the scale counts and the host decoders of the 8-bit
+// floats.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "anvil/anvil.h"
+#include "kernels/sm90/fp8_decode_plan.h"
 #include "plan/planner.h"
 #include "verify/verify.h"
 
@@ -157,11 +159,25 @@ TEST(Fp8Api, NamesOfTheNewEnums) {
 
 // ---- the planner ----
 
-TEST(Fp8Planner, FP8GoesToSm90Fp8Only) {
+// sm90-fp8 forced: what its own planning chooses, whatever sm90-fp8-decode would cost.
+PlanOverrides sm90_fp8_forced() {
+  PlanOverrides o;
+  o.family = KernelFamily::kSm90Fp8;
+  return o;
+}
+
+TEST(Fp8Planner, FP8GoesToTheFp8KernelsOnly) {
   const DeviceInfo device = DeviceInfo::h200();
   for (int64_t m : {1, 16, 64, 128, 4096}) {
     for (ScaleMode scales : {ScaleMode::kNone, ScaleMode::kTensor, ScaleMode::kRowColumn, ScaleMode::kBlock128}) {
-      const LaunchPlan p = plan(fp8_linear(m, 7168, 2048, scales), device);
+      const LaunchPlan planned = plan(fp8_linear(m, 7168, 2048, scales), device);
+      EXPECT_TRUE(planned.family == KernelFamily::kSm90Fp8 || planned.family == KernelFamily::kSm90Fp8Decode)
+          << m << " " << planned.family_reason;
+      if (scales == ScaleMode::kBlock128 || m > 128) {
+        EXPECT_EQ(planned.family, KernelFamily::kSm90Fp8) << m << " " << planned.family_reason;
+      }
+      const PlanOverrides forced = sm90_fp8_forced();
+      const LaunchPlan p = plan(fp8_linear(m, 7168, 2048, scales), device, &forced);
       EXPECT_EQ(p.family, KernelFamily::kSm90Fp8) << m << " " << p.family_reason;
       EXPECT_STREQ(p.kernel_name, "sm90-fp8");
       EXPECT_GT(std::strlen(p.tile_reason), 0u);
@@ -173,17 +189,28 @@ TEST(Fp8Planner, FP8GoesToSm90Fp8Only) {
       EXPECT_EQ(fp8_block_variant(p.fp8_variant), scales == ScaleMode::kBlock128) << fp8_variant_name(p.fp8_variant);
     }
   }
-  // No other family takes FP8, forced or not; sm90-fp8 takes nothing else.
+  // No other family takes FP8, forced or not; the FP8 kernels take nothing else.
   PlanOverrides forced;
   forced.family = KernelFamily::kSm90Gemm;
   EXPECT_EQ(plan(fp8_linear(256, 256, 256), device, &forced).family, KernelFamily::kNone);
-  forced.family = KernelFamily::kSm90Fp8;
+  forced.family = KernelFamily::kDecodeTma;
+  const LaunchPlan decode16 = plan(fp8_linear(1, 256, 256), device, &forced);
+  EXPECT_EQ(decode16.family, KernelFamily::kNone);
+  EXPECT_NE(std::string(decode16.family_reason).find("sm90-fp8-decode"), std::string::npos) << decode16.family_reason;
   GemmDesc bf16 = anvil::linear_desc(256, 256, 256, DataType::kBF16, DataType::kBF16);
-  EXPECT_EQ(plan(bf16, device, &forced).family, KernelFamily::kNone);
+  for (KernelFamily f : {KernelFamily::kSm90Fp8, KernelFamily::kSm90Fp8Decode}) {
+    forced.family = f;
+    EXPECT_EQ(plan(bf16, device, &forced).family, KernelFamily::kNone) << family_name(f);
+    EXPECT_FALSE(decode_family_accepts(f, bf16)) << family_name(f);
+  }
   EXPECT_NE(plan(bf16, device).family, KernelFamily::kSm90Fp8);
+  EXPECT_NE(plan(bf16, device).family, KernelFamily::kSm90Fp8Decode);
+  GemmDesc bf16_decode = anvil::linear_desc(1, 8192, 8192, DataType::kBF16, DataType::kBF16);
+  EXPECT_NE(plan(bf16_decode, device).family, KernelFamily::kSm90Fp8Decode);
   EXPECT_FALSE(decode_family_accepts(KernelFamily::kFallback, fp8_linear(1, 256, 256)));
   EXPECT_FALSE(decode_family_accepts(KernelFamily::kDecodeTma, fp8_linear(1, 256, 256)));
   EXPECT_TRUE(decode_family_accepts(KernelFamily::kSm90Fp8, fp8_linear(1, 256, 256)));
+  EXPECT_TRUE(decode_family_accepts(KernelFamily::kSm90Fp8Decode, fp8_linear(1, 256, 256)));
 }
 
 TEST(Fp8Planner, MixedPairsTakeTheNarrowPairs) {
@@ -229,10 +256,11 @@ TEST(Fp8Planner, TilesFollowTheWaves) {
 // and the pairs along M are kept.
 TEST(Fp8Planner, OddTileRowsPairAlongN) {
   const DeviceInfo device = DeviceInfo::h200();
+  const PlanOverrides forced = sm90_fp8_forced();
   for (ScaleMode scales : {ScaleMode::kTensor, ScaleMode::kRowColumn, ScaleMode::kBlock128}) {
-    EXPECT_FALSE(fp8_pairs_along_n(plan(fp8_linear(64, 7168, 2048, scales), device).fp8_variant));
+    EXPECT_FALSE(fp8_pairs_along_n(plan(fp8_linear(64, 7168, 2048, scales), device, &forced).fp8_variant));
     for (int64_t m : {1, 16, 64, 128}) {
-      const LaunchPlan p = plan(fp8_linear(m, 36864, 2048, scales), device);
+      const LaunchPlan p = plan(fp8_linear(m, 36864, 2048, scales), device, &forced);
       EXPECT_TRUE(fp8_pairs_along_n(p.fp8_variant)) << m << ": " << fp8_variant_name(p.fp8_variant);
       EXPECT_EQ(p.cluster.m, 1);
       EXPECT_EQ(p.cluster.n, 2);
@@ -248,6 +276,7 @@ TEST(Fp8Planner, OddTileRowsPairAlongN) {
   // The mixed e5m2 pairs have one configuration, along M, at any M.
   GemmDesc mixed = fp8_linear(64, 7168, 2048);
   mixed.b.dtype = DataType::kE5M2;
+  EXPECT_EQ(plan(mixed, device).family, KernelFamily::kSm90Fp8);
   EXPECT_EQ(plan(mixed, device).fp8_variant, Fp8Variant::kNarrowPair);
 }
 
@@ -264,13 +293,15 @@ TEST(Fp8Planner, ForcedVariantIsHonoured) {
             Fp8Variant::kBlockPair);
 }
 
-// Split-K (fp8_plan.h): kv_a at 64 tokens makes 6 CTAs of whole tiles; the plan cuts K
-// into slices of whole 128-wide blocks, asks for the partials' workspace, and says so.
+// Split-K (fp8_plan.h): kv_a at 64 tokens makes 6 CTAs of whole tiles; sm90-fp8's plan
+// cuts K into slices of whole 128-wide blocks, asks for the partials' workspace, and says
+// so (with its own scales sm90-fp8-decode may take the shape instead: sm90-fp8 is forced).
 TEST(Fp8Planner, SplitKForFewTilesAndLongK) {
   const DeviceInfo device = DeviceInfo::h200();
+  const PlanOverrides forced = sm90_fp8_forced();
   for (ScaleMode scales : {ScaleMode::kNone, ScaleMode::kTensor, ScaleMode::kRowColumn, ScaleMode::kBlock128}) {
     const GemmDesc d = fp8_linear(64, 576, 7168, scales);
-    const LaunchPlan p = plan(d, device);
+    const LaunchPlan p = plan(d, device, &forced);
     ASSERT_EQ(p.family, KernelFamily::kSm90Fp8);
     ASSERT_GT(p.k_splits, 1) << p.split_reason;
     EXPECT_EQ(p.k_splits * p.slice_k, 7168);
@@ -311,7 +342,7 @@ TEST(Fp8Planner, SplitKWorkspaceIsOptional) {
 
 TEST(Fp8Planner, SplitKForcedOrRefused) {
   const DeviceInfo device = DeviceInfo::h200();
-  PlanOverrides never;
+  PlanOverrides never = sm90_fp8_forced();
   never.split_k_slices = 1;
   EXPECT_EQ(plan(fp8_linear(64, 576, 7168), device, &never).k_splits, 1);
   PlanOverrides four;
@@ -341,6 +372,237 @@ TEST(Fp8Planner, SplitKForcedOrRefused) {
   const LaunchPlan both = plan(fp8_linear(64, 576, 7168), device, &variant);
   EXPECT_EQ(both.k_splits, 8);
   EXPECT_EQ(both.fp8_variant, Fp8Variant::kNarrowPair);
+}
+
+// ---- sm90-fp8-decode (fp8_decode_plan.h) ----
+
+// The planner's choice between the two FP8 kernels, recomputed from the rule's own pieces:
+// the decode plan the planner would launch, both estimates, and prefers_fp8_decode.
+bool rule_prefers_decode(const GemmDesc& d, const DeviceInfo& device) {
+  if (fp8_decode_refusal(d) != nullptr) return false;
+  PlanOverrides forced;
+  forced.family = KernelFamily::kSm90Fp8Decode;
+  const LaunchPlan decode = plan(d, device, &forced);
+  EXPECT_EQ(decode.family, KernelFamily::kSm90Fp8Decode) << decode.family_reason;
+  const DecodePlan& dp = decode.decode;
+  const double decode_us = fp8_decode_estimated_us(int64_t{dp.feature_tiles} * dp.token_tiles * dp.batch, dp.k_tiles,
+                                                   dp.splits, device.resident(dp.config, dp.splits), dp.token_tile);
+  const double gemm_us = fp8_gemm_estimated_us(d.m, d.n, d.k, d.batch, device.sm_count, d.a.dtype, d.b.dtype, d.scales);
+  return prefers_fp8_decode(d.m, dp.waves, decode_us, gemm_us);
+}
+
+TEST(Fp8DecodePlanner, TokenTiles) {
+  EXPECT_EQ(fp8_decode_token_tile(1), 8);
+  EXPECT_EQ(fp8_decode_token_tile(8), 8);
+  EXPECT_EQ(fp8_decode_token_tile(9), 16);
+  EXPECT_EQ(fp8_decode_token_tile(33), 64);
+  EXPECT_EQ(fp8_decode_token_tile(64), 64);
+  EXPECT_EQ(fp8_decode_token_tile(65), 128);
+  EXPECT_EQ(fp8_decode_token_tile(128), 128);
+  EXPECT_EQ(fp8_decode_token_tile(300), 128);  // several 128-wide tiles when forced
+  // Two CTAs per SM for the streaming tiles (up to 64 tokens), one for the 128-token tile.
+  const DeviceInfo device = DeviceInfo::h200();
+  EXPECT_EQ(device.resident(DecodeConfigId::kFp8x8, 1), 264);
+  EXPECT_EQ(device.resident(DecodeConfigId::kFp8x64, 2), 264);
+  EXPECT_EQ(device.resident(DecodeConfigId::kFp8x128, 1), 132);
+}
+
+// Decode-sized problems on wide weights - the shapes where sm90-fp8's 128-row tiles leave
+// SMs idle - take the decode kernel, with a plan in its units: 128 weight rows, 128-wide K
+// stages, the narrowest token tile that holds M, a split of 1-8.
+TEST(Fp8DecodePlanner, DecodeShapesTakeIt) {
+  const DeviceInfo device = DeviceInfo::h200();
+  const int64_t shapes[][3] = {{1, 8192, 8192},  {7, 8192, 8192},   {16, 10240, 8192}, {64, 8192, 8192},
+                               {1, 28672, 8192}, {64, 7168, 16384}, {64, 36864, 7168}, {100, 8192, 8192},
+                               {128, 4096, 4096}};
+  for (const auto& s : shapes) {
+    for (ScaleMode scales : {ScaleMode::kNone, ScaleMode::kTensor, ScaleMode::kRowColumn}) {
+      const GemmDesc d = fp8_linear(s[0], s[1], s[2], scales);
+      const LaunchPlan p = plan(d, device);
+      SCOPED_TRACE(std::to_string(s[0]) + " x " + std::to_string(s[1]) + " x " + std::to_string(s[2]) + " " +
+                   to_string(scales) + ": " + p.family_reason);
+      ASSERT_EQ(p.family, KernelFamily::kSm90Fp8Decode);
+      EXPECT_STREQ(p.kernel_name, "sm90-fp8-decode");
+      EXPECT_NE(std::string(p.family_reason).find("est."), std::string::npos);
+      EXPECT_EQ(p.decode.tile_rows, 128);
+      EXPECT_EQ(p.decode.k_block, 128);
+      EXPECT_EQ(p.decode.token_tile, fp8_decode_token_tile(s[0]));
+      EXPECT_EQ(p.decode.k_tiles, (s[2] + 127) / 128);
+      EXPECT_EQ(p.decode.feature_tiles, (s[1] + 127) / 128);
+      EXPECT_GE(p.decode.splits, 1);
+      EXPECT_LE(p.decode.splits, 8);
+      EXPECT_EQ(p.k_splits, p.decode.splits);
+      EXPECT_EQ(p.workspace_bytes, 0u) << "the split is reduced in distributed shared memory";
+      EXPECT_TRUE(rule_prefers_decode(d, device));
+    }
+  }
+}
+
+// Where it does not: more than 128 tokens, 65-128 tokens whose one-per-SM CTAs would make
+// more than one wave, block scales, the mixed e5m2 pairs, and whatever forces sm90-fp8 (the
+// family, a variant, split-K slices).
+TEST(Fp8DecodePlanner, OtherShapesKeepSm90Fp8) {
+  const DeviceInfo device = DeviceInfo::h200();
+  const auto family = [&](const GemmDesc& d, const PlanOverrides* o = nullptr) {
+    const LaunchPlan p = plan(d, device, o);
+    EXPECT_GT(std::strlen(p.family_reason), 0u);
+    return p.family;
+  };
+  EXPECT_EQ(family(fp8_linear(200, 8192, 8192)), KernelFamily::kSm90Fp8);
+  EXPECT_EQ(family(fp8_linear(129, 8192, 8192)), KernelFamily::kSm90Fp8);
+  const LaunchPlan two_waves = plan(fp8_linear(128, 28672, 8192), device);
+  EXPECT_EQ(two_waves.family, KernelFamily::kSm90Fp8);
+  EXPECT_NE(std::string(two_waves.family_reason).find("waves"), std::string::npos) << two_waves.family_reason;
+  EXPECT_EQ(family(fp8_linear(100, 36864, 7168)), KernelFamily::kSm90Fp8);
+  EXPECT_EQ(family(fp8_linear(1, 8192, 8192, ScaleMode::kBlock128)), KernelFamily::kSm90Fp8);
+  GemmDesc mixed = fp8_linear(1, 8192, 8192);
+  mixed.a.dtype = DataType::kE5M2;
+  EXPECT_EQ(family(mixed), KernelFamily::kSm90Fp8);
+  mixed.a.dtype = DataType::kE4M3;
+  mixed.b.dtype = DataType::kE5M2;
+  EXPECT_EQ(family(mixed), KernelFamily::kSm90Fp8);
+  const GemmDesc decode_shape = fp8_linear(1, 8192, 8192);
+  ASSERT_EQ(family(decode_shape), KernelFamily::kSm90Fp8Decode);
+  const PlanOverrides forced = sm90_fp8_forced();
+  EXPECT_EQ(family(decode_shape, &forced), KernelFamily::kSm90Fp8);
+  PlanOverrides variant;
+  variant.fp8_variant = static_cast<int>(Fp8Variant::kNarrowPair);
+  EXPECT_EQ(family(decode_shape, &variant), KernelFamily::kSm90Fp8);
+  PlanOverrides slices;
+  slices.split_k_slices = 4;
+  EXPECT_EQ(family(decode_shape, &slices), KernelFamily::kSm90Fp8);
+  // A forced decode split stays with the rule's family choice.
+  PlanOverrides splits;
+  splits.decode_splits = 3;
+  const LaunchPlan split3 = plan(decode_shape, device, &splits);
+  EXPECT_EQ(split3.family, KernelFamily::kSm90Fp8Decode);
+  EXPECT_EQ(split3.decode.splits, 3);
+}
+
+// Across a grid of shapes the planner's choice is the rule's: the decode kernel exactly
+// where prefers_fp8_decode holds for the plan it would launch.
+TEST(Fp8DecodePlanner, PlannerFollowsTheRule) {
+  const DeviceInfo device = DeviceInfo::h200();
+  int decode = 0, gemm = 0;
+  for (int64_t m : {1, 5, 16, 33, 64, 65, 100, 128}) {
+    for (int64_t n : {256, 576, 1536, 4096, 7168, 10240, 28672}) {
+      for (int64_t k : {512, 2048, 7168, 8192}) {
+        const GemmDesc d = fp8_linear(m, n, k, ScaleMode::kTensor);
+        const LaunchPlan p = plan(d, device);
+        const bool want = rule_prefers_decode(d, device);
+        EXPECT_EQ(p.family, want ? KernelFamily::kSm90Fp8Decode : KernelFamily::kSm90Fp8)
+            << m << " x " << n << " x " << k << ": " << p.family_reason;
+        (want ? decode : gemm) += 1;
+      }
+    }
+  }
+  EXPECT_GT(decode, 0);
+  EXPECT_GT(gemm, 0);
+}
+
+// The estimates move the way their parts say: the decode kernel's time grows with K and
+// with the weight's rows, and never falls below streaming the weight once.
+TEST(Fp8DecodePlanner, EstimatesAreMonotone) {
+  const auto decode_us = [](int64_t n, int64_t k, int splits) {
+    return fp8_decode_estimated_us((n + 127) / 128, (k + 127) / 128, splits, 264, 8);
+  };
+  EXPECT_LT(decode_us(8192, 4096, 2), decode_us(8192, 8192, 2));
+  EXPECT_LT(decode_us(8192, 8192, 2), decode_us(16384, 8192, 2));
+  EXPECT_GE(decode_us(8192, 8192, 2), 8192.0 * 8192.0 / kFp8DecodeStreamBytesPerMicrosecond);
+  EXPECT_GT(fp8_gemm_estimated_us(64, 8192, 8192, 1, 132, DataType::kE4M3, DataType::kE4M3, ScaleMode::kTensor), 0.0);
+}
+
+// Forced: the decode kernel runs any M (several 128-token tiles past 128) and any forced
+// split, and says why when it cannot run the problem.
+TEST(Fp8DecodePlanner, ForcedAndRefused) {
+  const DeviceInfo device = DeviceInfo::h200();
+  PlanOverrides forced;
+  forced.family = KernelFamily::kSm90Fp8Decode;
+  const LaunchPlan wide = plan(fp8_linear(300, 1000, 1040), device, &forced);
+  ASSERT_EQ(wide.family, KernelFamily::kSm90Fp8Decode) << wide.family_reason;
+  EXPECT_EQ(wide.decode.token_tile, 128);
+  EXPECT_EQ(wide.decode.token_tiles, 3);
+  EXPECT_EQ(wide.decode.feature_tiles, 8);
+  EXPECT_EQ(wide.decode.k_tiles, 9);  // 1040 = 8 x 128 + 16: the last stage is TMA's zeros past K
+  forced.decode_splits = 5;
+  EXPECT_EQ(plan(fp8_linear(33, 1000, 1040), device, &forced).decode.splits, 5);
+  forced.decode_splits = 0;
+  const auto refusal = [&](const GemmDesc& d, const char* words) {
+    const LaunchPlan p = plan(d, device, &forced);
+    EXPECT_EQ(p.family, KernelFamily::kNone) << p.family_reason;
+    EXPECT_NE(std::string(p.family_reason).find(words), std::string::npos) << p.family_reason;
+    EXPECT_FALSE(decode_family_accepts(KernelFamily::kSm90Fp8Decode, d));
+    ASSERT_NE(fp8_decode_refusal(d), nullptr);
+    EXPECT_NE(std::string(fp8_decode_refusal(d)).find(words), std::string::npos) << fp8_decode_refusal(d);
+  };
+  refusal(fp8_linear(16, 1024, 1024, ScaleMode::kBlock128), "block128");
+  GemmDesc mixed = fp8_linear(16, 1024, 1024);
+  mixed.a.dtype = DataType::kE5M2;
+  refusal(mixed, "e4m3 x e4m3");
+  GemmDesc no_k = fp8_linear(16, 1024, 0);
+  no_k.a.ld = no_k.b.ld = 16;
+  refusal(no_k, "K = 0");
+}
+
+// The registry entry's checks, through can_implement with the kernel named: each refusal
+// with its reason (validation's FP8 rules first, then the kernel's own).
+TEST(Fp8DecodeApi, NamedKernelAcceptsAndRefuses) {
+  const GemmArgs args = fp8_args();
+  std::string message;
+  const auto named = [](GemmDesc d) {
+    d.kernel = "sm90-fp8-decode";
+    return d;
+  };
+  for (ScaleMode scales : {ScaleMode::kNone, ScaleMode::kTensor, ScaleMode::kRowColumn}) {
+    for (DataType out : {DataType::kBF16, DataType::kF16, DataType::kF32}) {
+      for (int64_t m : {1, 7, 16, 33, 64, 100, 128, 300}) {
+        GemmDesc d = named(fp8_linear(m, 1000, 1040, scales));
+        d.d.dtype = out;
+        EXPECT_TRUE(accepted(check(d, &args, &message))) << m << " " << to_string(scales) << ": " << message;
+      }
+    }
+  }
+  GemmDesc swiglu = named(fp8_linear(16, 1024, 512));
+  swiglu.epilogue.activation = Activation::kSwiGLU;
+  swiglu.d.ld = 512;
+  EXPECT_TRUE(accepted(check(swiglu, &args, &message))) << message;
+  GemmDesc batched = named(fp8_linear(16, 1024, 512, ScaleMode::kTensor));
+  batched.batch = 3;
+  batched.a.batch_stride = 16 * 512;
+  batched.b.batch_stride = 1024 * 512;
+  batched.d.batch_stride = 16 * 1024;
+  EXPECT_TRUE(accepted(check(batched, &args, &message))) << message;
+
+  const auto refused = [&](const GemmDesc& d, const GemmArgs& a, Status want, const char* words) {
+    const Status s = check(d, &a, &message);
+    EXPECT_EQ(s, want) << message;
+    EXPECT_NE(message.find(words), std::string::npos) << message;
+  };
+  refused(named(fp8_linear(16, 1024, 1024, ScaleMode::kBlock128)), args, Status::kNotSupported, "block128");
+  GemmDesc mixed = named(fp8_linear(16, 1024, 1024));
+  mixed.b.dtype = DataType::kE5M2;
+  refused(mixed, args, Status::kNotSupported, "e4m3 x e4m3");
+  GemmDesc bf16 = named(anvil::linear_desc(16, 1024, 1024, DataType::kBF16, DataType::kBF16));
+  GemmArgs bf16_args = args;
+  bf16_args.scale_a = bf16_args.scale_b = nullptr;
+  refused(bf16, bf16_args, Status::kNotSupported, "takes e4m3 inputs");
+  GemmArgs misaligned = args;
+  misaligned.a = static_cast<const unsigned char*>(args.a) + 8;
+  refused(named(fp8_linear(16, 1024, 1024)), misaligned, Status::kMisalignedOperand, "16-byte aligned");
+  // Validation's rules, the same for both FP8 kernels.
+  refused(named(fp8_linear(16, 1024, 1000)), args, Status::kNotSupported, "multiple of 16");
+  GemmDesc both_e5m2 = named(fp8_linear(16, 1024, 1024));
+  both_e5m2.a.dtype = both_e5m2.b.dtype = DataType::kE5M2;
+  refused(both_e5m2, args, Status::kNotSupported, "e5m2 x e5m2");
+  GemmDesc rowcol_batch = named(fp8_linear(16, 1024, 512, ScaleMode::kRowColumn));
+  rowcol_batch.batch = 2;
+  rowcol_batch.a.batch_stride = 16 * 512;
+  rowcol_batch.b.batch_stride = 1024 * 512;
+  rowcol_batch.d.batch_stride = 16 * 1024;
+  refused(rowcol_batch, args, Status::kNotSupported, "batch");
+  GemmDesc padded_ld = named(fp8_linear(16, 1024, 1024));
+  padded_ld.a.ld = 1032;
+  refused(padded_ld, args, Status::kMisalignedOperand, "multiples of 16");
 }
 
 // ---- verification helpers ----

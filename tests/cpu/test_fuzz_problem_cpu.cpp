@@ -185,11 +185,11 @@ TEST(FuzzProblem, ReachesEveryCornerItPromises) {
 
 }  // namespace
 
-// FP8 problems: what sm90-fp8 takes, every scale mode and pair drawn, the 16-bit draw of
-// the same index untouched.
+// FP8 problems: what sm90-fp8 takes, every scale mode and pair drawn, planned on one of
+// the two FP8 kernels, the 16-bit draw of the same index untouched.
 TEST(FuzzProblem, Fp8ProblemsAreWhatTheFp8KernelTakes) {
   const verify::FuzzLimits limits = verify::default_fuzz_limits();
-  int modes[4] = {0, 0, 0, 0}, split[4] = {0, 0, 0, 0}, mixed = 0;
+  int modes[4] = {0, 0, 0, 0}, split[4] = {0, 0, 0, 0}, decode[4] = {0, 0, 0, 0}, mixed = 0;
   for (int64_t i = 0; i < kProblems; ++i) {
     const verify::FuzzProblem p = verify::make_fp8_fuzz_problem(kSeed, i, limits);
     const GemmDesc& d = p.desc;
@@ -212,7 +212,11 @@ TEST(FuzzProblem, Fp8ProblemsAreWhatTheFp8KernelTakes) {
     ++modes[static_cast<int>(d.scales)];
     mixed += d.a.dtype != d.b.dtype ? 1 : 0;
     const anvil::detail::LaunchPlan plan = anvil::detail::plan(d, anvil::detail::DeviceInfo::h200());
-    if (plan.k_splits > 1) {
+    EXPECT_TRUE(plan.family == anvil::detail::KernelFamily::kSm90Fp8 ||
+                plan.family == anvil::detail::KernelFamily::kSm90Fp8Decode)
+        << plan.family_reason;
+    if (plan.family == anvil::detail::KernelFamily::kSm90Fp8Decode) ++decode[static_cast<int>(d.scales)];
+    if (plan.family == anvil::detail::KernelFamily::kSm90Fp8 && plan.k_splits > 1) {
       ++split[static_cast<int>(d.scales)];
       EXPECT_EQ(plan.k_splits * plan.slice_k, d.k);
       EXPECT_GT(anvil::workspace_size(d), 0u) << "split-K's partials";
@@ -226,7 +230,16 @@ TEST(FuzzProblem, Fp8ProblemsAreWhatTheFp8KernelTakes) {
         << "the 16-bit draw of the same index stays 16-bit";
   }
   for (int m = 0; m < 4; ++m) EXPECT_GT(modes[m], 0) << "scale mode " << m << " never drawn";
-  // Split-K's shapes in every scale mode, split by the planner (H200's 132 SMs).
-  for (int m = 0; m < 4; ++m) EXPECT_GE(split[m], 20) << "scale mode " << m << ": too few problems split K";
+  // Split-K's shapes in every scale mode, split by the planner (H200's 132 SMs); the
+  // decode-sized ones the rule gives sm90-fp8-decode in every mode it runs (not block
+  // scales), so the dispatcher's stream reaches both FP8 kernels.
+  for (int m = 0; m < 4; ++m) {
+    EXPECT_GE(split[m], 15) << "scale mode " << m << ": too few problems split K";
+    if (m == static_cast<int>(ScaleMode::kBlock128)) {
+      EXPECT_EQ(decode[m], 0) << "block scales run on sm90-fp8";
+    } else {
+      EXPECT_GE(decode[m], 20) << "scale mode " << m << ": too few problems on sm90-fp8-decode";
+    }
+  }
   EXPECT_GT(mixed, 0);
 }

@@ -30,7 +30,7 @@ TEST(Registry, LibraryCarriesNoLabKernel) {
   }
   // What the dispatcher picks from (dispatch.cpp) must be in the library itself.
   for (const char* name : {"ladder-01-naive", "sm90-gemm", "sm90-decode", "sm90-decode-ldg", "sm90-decode-r64",
-                           "sm90-decode-ldg-r64"}) {
+                           "sm90-decode-ldg-r64", "sm90-fp8", "sm90-fp8-decode"}) {
     EXPECT_TRUE(names.count(name)) << name;
   }
 }

@@ -21,6 +21,8 @@
 //                     multiple of 32, not batch-invariant)
 //   FP8               sm90-fp8: e4m3/e5m2 inputs only (validate.cpp's FP8 rules: K-major,
 //                     K and leading dimensions multiples of 16), none of the 16-bit cases
+//   ... decode        sm90-fp8-decode: the same, e4m3 x e4m3 only and no block scales
+//                     (fp8_decode_plan.h, fp8_decode_refusal)
 // Size limits (grids, 2^30 extents) are far from every test case and are not modelled.
 #pragma once
 
@@ -42,6 +44,7 @@ enum class KernelFamily {
   kProductionNoSwiGLU,
   kSplitK,
   kFp8,
+  kFp8Decode,
   kUnknown,
 };
 
@@ -64,6 +67,7 @@ inline KernelFamily kernel_family(const char* name) {
   }
   if (n == "sm90-gemm-splitk4") return KernelFamily::kSplitK;
   if (n == "sm90-fp8") return KernelFamily::kFp8;
+  if (n == "sm90-fp8-decode") return KernelFamily::kFp8Decode;
   if (n == "sm90-gemm" || n == "sm90-gemm-pingpong" || n == "sm90-gemm-streamk" || n == "sm90-gemm-pow2" ||
       n == "sm90-gemm-pair-n") {
     return KernelFamily::kProduction;
@@ -84,7 +88,8 @@ inline bool kernel_promises(const char* kernel, const anvil::GemmDesc& d, std::s
     return false;
   };
   const auto fp8 = [](anvil::DataType t) { return t == anvil::DataType::kE4M3 || t == anvil::DataType::kE5M2; };
-  if (kernel_family(kernel) != KernelFamily::kFp8 && (fp8(d.a.dtype) || fp8(d.b.dtype))) {
+  const bool fp8_kernel = kernel_family(kernel) == KernelFamily::kFp8 || kernel_family(kernel) == KernelFamily::kFp8Decode;
+  if (!fp8_kernel && (fp8(d.a.dtype) || fp8(d.b.dtype))) {
     return no("bf16/fp16 inputs only");
   }
   switch (kernel_family(kernel)) {
@@ -114,8 +119,13 @@ inline bool kernel_promises(const char* kernel, const anvil::GemmDesc& d, std::s
       if (d.batch != 1) return no("batched");
       if (d.batch_invariant) return no("batch-invariant");
       return d.k % 32 == 0 && d.k > 0 ? true : no("K not a multiple of 32");
-    case KernelFamily::kFp8: {
+    case KernelFamily::kFp8:
+    case KernelFamily::kFp8Decode: {
       if (!fp8(d.a.dtype) || !fp8(d.b.dtype)) return no("FP8 inputs only");
+      if (kernel_family(kernel) == KernelFamily::kFp8Decode) {
+        if (d.a.dtype != anvil::DataType::kE4M3 || d.b.dtype != anvil::DataType::kE4M3) return no("e4m3 x e4m3 only");
+        if (d.scales == anvil::ScaleMode::kBlock128) return no("no block scales");
+      }
       if (d.k == 0) return no("K = 0");
       if (!k_major) return no("operands not K-major");
       if (d.k % 16 != 0 || d.a.ld % 16 != 0 || d.b.ld % 16 != 0) return no("K or leading dimensions not multiples of 16");

@@ -1,6 +1,7 @@
-// sm90-fp8 against the reference of the dequantized operands (verify::reference_gemm):
-// every scale mode, every output dtype, the fused epilogues, shapes off the tile grid,
-// decode-sized M, both whole-tile configurations, and the promotion measurement.
+// sm90-fp8 and sm90-fp8-decode against the reference of the dequantized operands
+// (verify::reference_gemm): every scale mode, every output dtype, the fused epilogues,
+// shapes off the tile grid, decode-sized M, both whole-tile configurations, the promotion
+// measurement, and the decode kernel forced at every token tile and K split.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "gpu/gpu_support.h"
+#include "kernels/sm90/fp8_decode_plan.h"
 #include "plan/launch.h"
 #include "verify/fuzz_runner.h"
 
@@ -57,35 +59,52 @@ std::string worst_element(const anvil_test::Operands& op, const anvil::verify::C
          std::to_string(want);
 }
 
-// Runs desc (with the variant forced when >= 0), checks D against the reference and that
-// nothing outside the logical output was written.
-void run_and_check(const GemmDesc& desc, uint64_t seed, int variant = -1, bool c_is_d = false) {
-  SCOPED_TRACE(anvil_test::describe(desc) + (variant >= 0 ? ", variant " + std::to_string(variant) : "") +
-               (c_is_d ? ", C = D" : ""));
+// Runs desc with the overrides' family (sm90-fp8 or sm90-fp8-decode), checks the family
+// that ran, D against the reference and that nothing outside the logical output was
+// written; the plan that ran comes back in *ran and the bytes of D in *d_bytes when asked.
+void run_family_and_check(const GemmDesc& desc, uint64_t seed, const PlanOverrides& overrides, bool c_is_d = false,
+                          LaunchPlan* ran_out = nullptr, std::vector<unsigned char>* d_bytes = nullptr) {
   anvil_test::Operands op;
   ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, desc, seed, c_is_d));
   // The reference first: when C is D, the GEMM overwrites the C the reference reads.
   CHECK_CUDA(anvil::verify::reference_gemm(desc, op.args, op.ref.as_float(), nullptr));
   CHECK_CUDA(cudaDeviceSynchronize());
   anvil::Diagnostic diag;
-  PlanOverrides overrides;
-  overrides.fp8_variant = variant;
   LaunchPlan ran;
-  const Status s = anvil::detail::gemm(desc, op.args, variant >= 0 ? &overrides : nullptr, &diag, &ran);
+  const Status s = anvil::detail::gemm(desc, op.args, &overrides, &diag, &ran);
   ASSERT_EQ(s, Status::kSuccess) << diag.message;
-  ASSERT_EQ(ran.family, KernelFamily::kSm90Fp8) << "planned " << anvil::detail::family_name(ran.family);
-  if (variant >= 0) {
-    ASSERT_EQ(static_cast<int>(ran.fp8_variant), variant) << "the forced variant did not run";
-  }
+  ASSERT_EQ(ran.family, overrides.family) << "planned " << anvil::detail::family_name(ran.family);
   CHECK_CUDA(cudaGetLastError());
   CHECK_CUDA(cudaDeviceSynchronize());
   const auto tol = anvil::verify::tolerance_for(desc);
   const auto cmp = anvil::verify::compare(desc, op.d.get(), op.ref.as_float(), tol, nullptr);
-  EXPECT_TRUE(cmp.passed) << anvil_test::describe(cmp) << "; " << worst_element(op, cmp) << " ("
-                          << anvil::detail::fp8_variant_name(ran.fp8_variant)
+  const std::string config = ran.family == KernelFamily::kSm90Fp8Decode
+                                 ? "sm90-fp8-decode, " + std::to_string(ran.decode.token_tile) + "-token tile, K split " +
+                                       std::to_string(ran.decode.splits)
+                                 : anvil::detail::fp8_variant_name(ran.fp8_variant);
+  EXPECT_TRUE(cmp.passed) << anvil_test::describe(cmp) << "; " << worst_element(op, cmp) << " (" << config
                           << "; tolerance rel_frobenius " << tol.rel_frobenius << ", element " << tol.max_abs << " + "
                           << tol.max_rel << " |ref|)";
   anvil_test::expect_padding_untouched(op);
+  if (ran_out != nullptr) *ran_out = ran;
+  if (d_bytes != nullptr) {
+    ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.d, *d_bytes));
+  }
+}
+
+// sm90-fp8 (forced: decode-sized problems may otherwise go to sm90-fp8-decode), with the
+// variant forced when >= 0.
+void run_and_check(const GemmDesc& desc, uint64_t seed, int variant = -1, bool c_is_d = false) {
+  SCOPED_TRACE(anvil_test::describe(desc) + (variant >= 0 ? ", variant " + std::to_string(variant) : "") +
+               (c_is_d ? ", C = D" : ""));
+  PlanOverrides overrides;
+  overrides.family = KernelFamily::kSm90Fp8;
+  overrides.fp8_variant = variant;
+  LaunchPlan ran;
+  ASSERT_NO_FATAL_FAILURE(run_family_and_check(desc, seed, overrides, c_is_d, &ran));
+  if (variant >= 0) {
+    ASSERT_EQ(static_cast<int>(ran.fp8_variant), variant) << "the forced variant did not run";
+  }
 }
 
 struct Fp8Case {
@@ -359,6 +378,7 @@ void run_split_and_check(const GemmDesc& desc, uint64_t seed, SplitRequest reque
   anvil_test::Operands op;
   ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, desc, seed, c_is_d));
   PlanOverrides overrides;
+  overrides.family = KernelFamily::kSm90Fp8;  // its split-K, not sm90-fp8-decode's cluster split
   overrides.split_k_slices = request.kind == SplitRequest::kNever ? 1 : request.kind == SplitRequest::kForced ? request.slices : 0;
   const size_t planned = anvil::detail::workspace_size(desc, nullptr, &overrides);
   const size_t bytes = workspace_bytes == SIZE_MAX ? planned : workspace_bytes;
@@ -492,7 +512,9 @@ TEST(Fp8SplitK, TooSmallWorkspaceRunsWholeTiles) {
   REQUIRE_SM90();
   for (ScaleMode scales : {ScaleMode::kTensor, ScaleMode::kBlock128}) {
     const GemmDesc d = fp8_desc(64, 576, 7168, scales);
-    const size_t need = anvil::workspace_size(d);
+    PlanOverrides sm90_fp8;
+    sm90_fp8.family = KernelFamily::kSm90Fp8;
+    const size_t need = anvil::detail::workspace_size(d, nullptr, &sm90_fp8);
     ASSERT_GT(need, 0u);
     ASSERT_NO_FATAL_FAILURE(run_split_and_check(d, 9400, SplitRequest{}, false, nullptr, need - 16, 1));
     ASSERT_NO_FATAL_FAILURE(run_split_and_check(d, 9401, SplitRequest{}, false, nullptr, 0, 1));
@@ -766,6 +788,218 @@ TEST(Fp8Quantize, FeedsTheBlockScaledGemm) {
   const auto cmp = anvil::verify::compare(desc, op.d.get(), op.ref.as_float(), tol, nullptr);
   EXPECT_LT(cmp.rel_frobenius, tol.rel_frobenius) << anvil_test::describe(cmp) << "; " << worst_element(op, cmp);
   EXPECT_EQ(cmp.nonfinite, 0);
+}
+
+// ---- sm90-fp8-decode (fp8_decode_plan.h, docs/fp8.md "Decode") ----
+//
+// The decode kernel forced: swap-AB with 128 weight rows per CTA, tokens on wgmma's N side
+// (8-, 16-, 32-, 64- and 128-token tiles), 128-wide K stages, K split across a cluster and
+// summed in rank order, the per-tensor or row/column scales applied once to the total.
+// Each case compares D with the reference of the dequantized operands at sm90-fp8's
+// tolerances and checks D's padding (poisoned outputs: a token row or feature the kernel
+// missed shows as NaN). Shapes are off the grid: N not a multiple of 128, K a multiple of
+// 16 but not of 128 (the last stage partly TMA's zeros).
+
+constexpr ScaleMode kDecodeScaleModes[] = {ScaleMode::kNone, ScaleMode::kTensor, ScaleMode::kRowColumn};
+
+// Runs desc on sm90-fp8-decode (forced, with the K split forced when splits > 0) and checks
+// it; the plan and D's bytes come back when asked.
+void run_decode_and_check(const GemmDesc& desc, uint64_t seed, int splits = 0, bool c_is_d = false,
+                          LaunchPlan* ran = nullptr, std::vector<unsigned char>* d_bytes = nullptr) {
+  SCOPED_TRACE(anvil_test::describe(desc) + ", sm90-fp8-decode" +
+               (splits > 0 ? ", K split " + std::to_string(splits) : "") + (c_is_d ? ", C = D" : ""));
+  PlanOverrides overrides;
+  overrides.family = KernelFamily::kSm90Fp8Decode;
+  overrides.decode_splits = splits;
+  LaunchPlan plan;
+  ASSERT_NO_FATAL_FAILURE(run_family_and_check(desc, seed, overrides, c_is_d, &plan, d_bytes));
+  EXPECT_EQ(plan.decode.token_tile, anvil::detail::fp8_decode_token_tile(desc.m));
+  EXPECT_EQ(plan.decode.k_block, 128);
+  if (splits > 0) {
+    EXPECT_EQ(plan.decode.splits, splits) << plan.split_reason;
+  }
+  if (ran != nullptr) *ran = plan;
+}
+
+// Every token tile (1-128 tokens, and 300: three 128-token tiles), every scale mode, on a
+// ragged weight (1000 features, K = 1040), with the planner's split.
+TEST(Fp8DecodeKernel, TokenCountsAndScaleModes) {
+  REQUIRE_SM90();
+  for (int64_t m : {1, 7, 16, 33, 64, 100, 128, 300}) {
+    for (ScaleMode scales : kDecodeScaleModes) {
+      ASSERT_NO_FATAL_FAILURE(run_decode_and_check(fp8_desc(m, 1000, 1040, scales), 10000 + uint64_t(m)));
+    }
+  }
+}
+
+// Every output dtype, on each token tile's kernel.
+TEST(Fp8DecodeKernel, OutputDtypes) {
+  REQUIRE_SM90();
+  for (int64_t m : {3, 16, 32, 64, 128}) {
+    for (DataType out : {DataType::kBF16, DataType::kF16, DataType::kF32}) {
+      for (ScaleMode scales : {ScaleMode::kTensor, ScaleMode::kRowColumn}) {
+        ASSERT_NO_FATAL_FAILURE(run_decode_and_check(fp8_desc(m, 520, 784, scales, out), 10100 + uint64_t(m)));
+      }
+    }
+  }
+}
+
+// Every K split 1-8 (K = 2064: 17 k-tiles, the last 16 values wide), unsplit and split
+// reductions, at a streaming tile and at the 128-token tile.
+TEST(Fp8DecodeKernel, EveryForcedSplit) {
+  REQUIRE_SM90();
+  for (int splits = 1; splits <= 8; ++splits) {
+    for (int64_t m : {5, 100}) {
+      for (ScaleMode scales : {ScaleMode::kTensor, ScaleMode::kRowColumn}) {
+        ASSERT_NO_FATAL_FAILURE(
+            run_decode_and_check(fp8_desc(m, 700, 2064, scales, DataType::kF32), 10200 + uint64_t(splits), splits));
+      }
+    }
+  }
+}
+
+// Decode-sized problems of model widths, through the planner: the rule takes the decode
+// kernel there (fp8_decode_plan.h), and the result matches.
+TEST(Fp8DecodeKernel, PlannedOnModelShapes) {
+  REQUIRE_SM90();
+  const int64_t shapes[][3] = {{1, 8192, 8192}, {16, 10240, 8192}, {64, 7168, 2048}};
+  for (const auto& shape : shapes) {
+    for (ScaleMode scales : {ScaleMode::kTensor, ScaleMode::kRowColumn}) {
+      const GemmDesc desc = fp8_desc(shape[0], shape[1], shape[2], scales);
+      SCOPED_TRACE(anvil_test::describe(desc));
+      anvil_test::Operands op;
+      ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, desc, 10300 + uint64_t(shape[0])));
+      CHECK_CUDA(anvil::verify::reference_gemm(desc, op.args, op.ref.as_float(), nullptr));
+      anvil::Diagnostic diag;
+      LaunchPlan ran;
+      ASSERT_EQ(anvil::detail::gemm(desc, op.args, nullptr, &diag, &ran), Status::kSuccess) << diag.message;
+      EXPECT_EQ(ran.family, KernelFamily::kSm90Fp8Decode) << ran.family_reason;
+      EXPECT_STREQ(anvil::dispatch_name(desc), "sm90-fp8-decode");
+      CHECK_CUDA(cudaDeviceSynchronize());
+      const auto cmp =
+          anvil::verify::compare(desc, op.d.get(), op.ref.as_float(), anvil::verify::tolerance_for(desc), nullptr);
+      EXPECT_TRUE(cmp.passed) << anvil_test::describe(cmp) << "; " << worst_element(op, cmp);
+      anvil_test::expect_padding_untouched(op);
+    }
+  }
+}
+
+// The fused epilogue after the scaled sum, split and unsplit: alpha with a column bias and
+// GELU, SwiGLU (its up rows' column scales 64 features on), a row bias with ReLU and
+// beta * C, C = D in place, a padded fp16 D, a column-major D.
+TEST(Fp8DecodeKernel, FusedEpilogues) {
+  REQUIRE_SM90();
+  for (ScaleMode scales : kDecodeScaleModes) {
+    for (int splits : {1, 3}) {
+      GemmDesc gelu = fp8_desc(33, 1000, 1040, scales);
+      gelu.alpha = 0.75f;
+      gelu.epilogue.bias = BiasMode::kPerColumn;
+      gelu.epilogue.activation = Activation::kGeluTanh;
+      ASSERT_NO_FATAL_FAILURE(run_decode_and_check(gelu, 10400, splits));
+      GemmDesc swiglu = fp8_desc(16, 1536, 1040, scales);
+      swiglu.epilogue.activation = Activation::kSwiGLU;
+      swiglu.epilogue.bias = BiasMode::kPerColumn;
+      swiglu.d.ld = 768;
+      ASSERT_NO_FATAL_FAILURE(run_decode_and_check(swiglu, 10401, splits));
+      GemmDesc residual = fp8_desc(77, 500, 784, scales, DataType::kF16);
+      residual.d.ld = 512;
+      residual.c = residual.d;
+      residual.beta = 0.5f;
+      residual.alpha = -1.25f;
+      residual.epilogue.bias = BiasMode::kPerRow;
+      residual.epilogue.bias_dtype = DataType::kBF16;
+      residual.epilogue.activation = Activation::kReLU;
+      ASSERT_NO_FATAL_FAILURE(run_decode_and_check(residual, 10402, splits));
+      GemmDesc in_place = fp8_desc(8, 700, 1040, scales, DataType::kF32);
+      in_place.beta = -1.0f;
+      in_place.c = in_place.d;
+      ASSERT_NO_FATAL_FAILURE(run_decode_and_check(in_place, 10403, splits, true));
+      GemmDesc column = fp8_desc(64, 576, 1040, scales);
+      column.d.order = Order::kColMajor;
+      column.d.ld = 72;
+      column.epilogue.activation = Activation::kSiLU;
+      ASSERT_NO_FATAL_FAILURE(run_decode_and_check(column, 10404, splits));
+    }
+  }
+}
+
+// Batched, with the per-tensor scale every matrix shares.
+TEST(Fp8DecodeKernel, BatchedTensorScales) {
+  REQUIRE_SM90();
+  for (int64_t m : {4, 100}) {
+    GemmDesc d = fp8_desc(m, 384, 1040, ScaleMode::kTensor);
+    d.batch = 3;
+    d.a.batch_stride = m * 1040;
+    d.b.batch_stride = 384 * 1040;
+    d.d.batch_stride = m * 384;
+    ASSERT_NO_FATAL_FAILURE(run_decode_and_check(d, 10500 + uint64_t(m)));
+  }
+}
+
+// Bitwise reproducible: the cluster adds the split's partials in rank order whichever CTA
+// finishes first, so two runs of a split plan give the same bits.
+TEST(Fp8DecodeKernel, SplitRunsAreBitwiseEqual) {
+  REQUIRE_SM90();
+  for (ScaleMode scales : kDecodeScaleModes) {
+    for (int64_t m : {16, 100}) {
+      GemmDesc d = fp8_desc(m, 1000, 4096, scales, DataType::kF32);
+      d.epilogue.bias = BiasMode::kPerColumn;
+      std::vector<unsigned char> first, second;
+      ASSERT_NO_FATAL_FAILURE(run_decode_and_check(d, 10600, 4, false, nullptr, &first));
+      ASSERT_NO_FATAL_FAILURE(run_decode_and_check(d, 10600, 4, false, nullptr, &second));
+      ASSERT_EQ(first.size(), second.size());
+      EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size()), 0)
+          << m << " tokens, scales " << anvil::to_string(scales);
+    }
+  }
+}
+
+// The scales are read at run time: a second call with other scales at the same addresses
+// gives the new result.
+TEST(Fp8DecodeKernel, ScalesReadAtRunTime) {
+  REQUIRE_SM90();
+  for (ScaleMode scales : {ScaleMode::kTensor, ScaleMode::kRowColumn}) {
+    const GemmDesc desc = fp8_desc(16, 1000, 1040, scales);
+    SCOPED_TRACE(anvil_test::describe(desc));
+    anvil_test::Operands op;
+    ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, desc, 10700));
+    PlanOverrides overrides;
+    overrides.family = KernelFamily::kSm90Fp8Decode;
+    anvil::Diagnostic diag;
+    ASSERT_EQ(anvil::detail::gemm(desc, op.args, &overrides, &diag), Status::kSuccess) << diag.message;
+    CHECK_CUDA(anvil::verify::fill_scales(op.scale_a.as_float(), anvil::verify::scale_elements_a(desc), 10701, nullptr));
+    CHECK_CUDA(anvil::verify::fill_scales(op.scale_b.as_float(), anvil::verify::scale_elements_b(desc), 10702, nullptr));
+    CHECK_CUDA(anvil::verify::poison(op.d.get(), desc.d.dtype, op.d_elements(), nullptr));
+    ASSERT_EQ(anvil::detail::gemm(desc, op.args, &overrides, &diag), Status::kSuccess) << diag.message;
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CUDA(anvil::verify::reference_gemm(desc, op.args, op.ref.as_float(), nullptr));
+    const auto cmp =
+        anvil::verify::compare(desc, op.d.get(), op.ref.as_float(), anvil::verify::tolerance_for(desc), nullptr);
+    EXPECT_TRUE(cmp.passed) << anvil_test::describe(cmp) << "; " << worst_element(op, cmp);
+  }
+}
+
+// The kernel by name, as `anvil-fuzz --fp8 --kernel sm90-fp8-decode` runs it: random FP8
+// problems (every scale mode and pair, random epilogues, padded and offset operands); each
+// passes or is refused (block scales, the e5m2 pairs, an unaligned operand), and some pass.
+TEST(Fp8DecodeKernel, NamedKernelOnFuzzProblems) {
+  REQUIRE_SM90();
+  anvil_test::Stream stream;
+  CHECK_CUDA(stream.create());
+  anvil::verify::FuzzRunner runner(stream.handle);
+  const anvil::verify::FuzzLimits limits = anvil::verify::small_fuzz_limits();
+  int passed = 0;
+  for (int64_t i = 0; i < 150; ++i) {
+    const anvil::verify::FuzzProblem problem = anvil::verify::make_fp8_fuzz_problem(11, i, limits);
+    const anvil::verify::FuzzOutcome outcome = runner.run(problem, "sm90-fp8-decode");
+    EXPECT_TRUE(outcome.result == anvil::verify::FuzzResult::kPassed ||
+                outcome.result == anvil::verify::FuzzResult::kRefused)
+        << anvil::verify::describe(problem) << ": " << outcome.kernel << ": " << outcome.message << " "
+        << anvil::verify::describe(outcome.comparison);
+    ASSERT_FALSE(outcome.context_lost) << "the CUDA context is unusable after " << anvil::verify::describe(problem);
+    passed += outcome.result == anvil::verify::FuzzResult::kPassed ? 1 : 0;
+  }
+  EXPECT_GT(passed, 0);
 }
 
 }  // namespace

@@ -476,6 +476,9 @@ void run_problem(const Problem& p, int index, int total, const Options& opt,
         if (sm90 && plan.k_splits > 1) {
           row.algo = "split-K " + std::to_string(plan.k_splits) + " slices of K = " + std::to_string(plan.slice_k);
         }
+        if (plan.family == anvil::detail::KernelFamily::kSm90Fp8Decode) {
+          row.algo = std::to_string(plan.decode.token_tile) + "-token tile, K split " + std::to_string(plan.decode.splits);
+        }
       }
       if (st != anvil::Status::kSuccess) {
         row.status = "unsupported";

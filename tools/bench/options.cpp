@@ -499,7 +499,8 @@ void apply_overrides(const Options& opt, std::vector<KernelSpec>& specs) {
   using anvil::detail::KernelFamily;
   constexpr KernelFamily kFamilies[] = {KernelFamily::kSm90Gemm,  KernelFamily::kDecodeTma,
                                         KernelFamily::kDecodeLdg, KernelFamily::kDecodeR64,
-                                        KernelFamily::kDecodeLdgR64, KernelFamily::kSm90Fp8};
+                                        KernelFamily::kDecodeLdgR64, KernelFamily::kSm90Fp8,
+                                        KernelFamily::kSm90Fp8Decode};
   for (KernelSpec& spec : specs) {
     if (spec.kind == KernelSpec::Kind::kAnvilAuto || spec.kind == KernelSpec::Kind::kAnvilPlain) {
       spec.planned = true;

@@ -20,6 +20,7 @@
 #include "kernels/sm100/budget.h"
 #include "kernels/sm90/sm90_configs.h"
 #include "kernels/sm90/decode_plan.h"
+#include "kernels/sm90/fp8_decode_plan.h"
 #include "kernels/sm90/plan.h"
 #include "kernels/sm90/row_split.h"
 #include "plan/planner.h"
@@ -265,6 +266,28 @@ void print_fp8_split_k(const GemmDesc& d, const DeviceInfo& dev, const LaunchPla
   }
 }
 
+// sm90-fp8-decode (fp8_decode_plan.h): the plan it would launch, forced, and both
+// estimates the planner compares.
+void print_fp8_decode(const GemmDesc& d, const DeviceInfo& dev, const LaunchPlan& chosen) {
+  std::printf("\nsm90-fp8-decode (swap-AB, 128 weight rows x token tile, 128-wide K stages; est: fp8_decode_plan.h, us)\n");
+  if (const char* why = fp8_decode_refusal(d)) {
+    std::printf("  does not run this problem: %s\n", why);
+    return;
+  }
+  PlanOverrides forced;
+  forced.family = KernelFamily::kSm90Fp8Decode;
+  const LaunchPlan p = plan(d, dev, &forced);
+  const DecodePlan& dp = p.decode;
+  const double decode_us = fp8_decode_estimated_us(int64_t{dp.feature_tiles} * dp.token_tiles * dp.batch, dp.k_tiles,
+                                                   dp.splits, dev.resident(dp.config, dp.splits), dp.token_tile);
+  const double gemm_us = fp8_gemm_estimated_us(d.m, d.n, d.k, d.batch, dev.sm_count, d.a.dtype, d.b.dtype, d.scales);
+  std::printf("  %d-token tile, %d x %d tiles, K split %d: %lld CTAs in %lld wave(s), est %.1f us against sm90-fp8's "
+              "%.1f%s\n",
+              dp.token_tile, dp.feature_tiles, dp.token_tiles * dp.batch, dp.splits, static_cast<long long>(dp.ctas),
+              static_cast<long long>(dp.waves), decode_us, gemm_us,
+              chosen.family == KernelFamily::kSm90Fp8Decode ? "  <- planned" : "");
+}
+
 void print_gemm_candidates(const GemmDesc& d, const DeviceInfo& dev, const LaunchPlan& chosen) {
   const int sms = dev.sm_count;
   const double k_steps = static_cast<double>(ceil_div(d.k, 64));
@@ -381,6 +404,7 @@ int run(int argc, char** argv) {
     print_roofline(d, dev, 1, out_bytes, 2.0);
     print_fp8_candidates(d, dev, chosen);
     print_fp8_split_k(d, dev, chosen);
+    print_fp8_decode(d, dev, chosen);
     std::printf("\n");
     print_plan(chosen, d, stdout);
     return chosen.family == KernelFamily::kNone ? 1 : 0;

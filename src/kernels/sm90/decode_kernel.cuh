@@ -1,4 +1,5 @@
-// The decode GEMM (few tokens, large weights), swap-AB with a cluster split of K:
+// The decode GEMM (few tokens, large weights), swap-AB with a cluster split of K, for
+// bf16/fp16 inputs (sm90-decode, sm90-decode-r64) and e4m3 (sm90-fp8-decode):
 //
 //   D[tokens, features] = X[tokens, K] W[features, K]^T   is computed as   D^T = W X^T,
 //
@@ -35,19 +36,25 @@ namespace anvil::detail {
 // the accumulators.
 // kRows weight rows per CTA, 64 per consumer warpgroup: 128, or 64 for the unsplit
 // configuration (sm90-decode-r64: twice the CTAs, so 17-64 tokens on an 8192-row weight
-// fill the GPU without splitting K). kKBlocks 64-wide K boxes per stage: a CTA fed by TMA
+// fill the GPU without splitting K). kKBlocks K boxes per stage: a CTA fed by TMA
 // completes about one stage per ~0.55 us (docs/notes/tma-ring-rate.md), so a 64-row CTA
 // needs four boxes per stage to stream per stage twice what a 128-row one does with one.
 // kTwoPerSm_: two CTAs share an SM (a ring of ~108 KiB each); by default the memory-bound
 // one-box configurations.
+// kElementBytes_: 2 for bf16/fp16 (sm90-decode, sm90-decode-r64), 1 for e4m3
+// (sm90-fp8-decode). A K box is one 128-byte swizzle row either way - 64 16-bit or 128
+// 8-bit values - so a stage holds the same bytes, and twice the K, with 8-bit inputs; the
+// consumer mainloop then takes k32 steps of 32 bytes (consumer.cuh, input_bytes).
 template <int kTokenTile_, int kRows = 128, int kKBlocks_ = 1,
-          bool kTwoPerSm_ = decode_bandwidth_bound(kTokenTile_) && kKBlocks_ == 1>
+          bool kTwoPerSm_ = decode_bandwidth_bound(kTokenTile_) && kKBlocks_ == 1, int kElementBytes_ = 2>
 struct DecodeConfig {
   static constexpr int kTokenTile = kTokenTile_;
   static constexpr int kKBlocks = kKBlocks_;
+  static constexpr int kElementBytes = kElementBytes_;
+  static constexpr int kBoxK = 128 / kElementBytes;  // values of K in one box
   // Names the shared consumer mainloop reads (consumer.cuh): weights are its "A"
   // (M side), tokens its "B" (N side).
-  static constexpr int kBlockK = 64 * kKBlocks;
+  static constexpr int kBlockK = kBoxK * kKBlocks;
   static constexpr int kBlockN = kTokenTile;
   static constexpr int kConsumers = kRows / 64;
   static constexpr int kSlabs = 1;
@@ -55,8 +62,8 @@ struct DecodeConfig {
   static constexpr int kMulticastCtas = 1;
   static constexpr int kReleaseCtas = 1;
   static constexpr bool kPingPong = false;  // both consumer warpgroups split every tile
-  static constexpr int kStageBytesA = kBlockM * kBlockK * 2;
-  static constexpr int kStageBytesB = kTokenTile * kBlockK * 2;
+  static constexpr int kStageBytesA = kBlockM * kBlockK * kElementBytes;
+  static constexpr int kStageBytesB = kTokenTile * kBlockK * kElementBytes;
   static constexpr bool kTwoPerSm = kTwoPerSm_;
   // 2 x (108 KiB + slack + the 1 KiB the system reserves per CTA) stays under 228 KiB.
   static constexpr int kRingBytes = kTwoPerSm ? 108 * 1024 : 192 * 1024;
@@ -72,6 +79,7 @@ struct DecodeConfig {
   using ReduceShape = detail::ReduceShape<2, 2, kRows>;
 
   static_assert(kRows == 64 || kRows == 128, "one or two consumer warpgroups of m64");
+  static_assert(kElementBytes == 1 || kElementBytes == 2, "8-bit or 16-bit inputs");
   static_assert(kTokenTile % 8 == 0 && kTokenTile <= 256, "wgmma N, and whole 8-row swizzle atoms of X");
   static_assert(kStages >= 2, "a ring needs two stages to overlap load and math");
 };
@@ -94,6 +102,8 @@ struct DecodeParams {
   int token_tiles;           // grid.z = token_tiles * batch
   bool batched;
   EpilogueParams epilogue;
+  // 8-bit configurations only: the scales that multiply each finished sum.
+  Fp8SumScales scales;
 };
 
 // This CTA's contiguous share of the k-tiles: split r of s gets [r k / s, (r + 1) k / s),
@@ -114,10 +124,11 @@ __device__ void run_split_producer(const DecodeParams& p, KRange range, int feat
     sm90::mbarrier_wait(&barriers.empty[ring.stage], ring.phase ^ 1);
     uint64_t* full = &barriers.full[ring.stage];
     sm90::mbarrier_arrive_expect_tx(full, Config::kStageBytesA + Config::kStageBytesB);
-    // One 64-wide box of W and of X per K block, box after box (consumer.cuh's layout).
+    // One box of W and of X per K block (64 16-bit or 128 8-bit values wide), box after box
+    // (consumer.cuh's layout).
 #pragma unroll
     for (int box = 0; box < Config::kKBlocks; ++box) {
-      const int k = kt * Config::kBlockK + box * 64;
+      const int k = kt * Config::kBlockK + box * Config::kBoxK;
       uint8_t* w = tiles_w[ring.stage] + box * Config::kBlockM * 128;
       uint8_t* x = tiles_x[ring.stage] + box * Config::kTokenTile * 128;
       if (p.batched) {
@@ -193,8 +204,15 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
     park_partial<Config::kTokenTile>(partial, acc[0], consumer);
     const DecodeTileOrigin origin = tile_origin<Config>(p);
     const int rank = static_cast<int>(sm90::cluster_cta_rank()), splits = static_cast<int>(sm90::cluster_size());
-    finish_decode_tile<Config::kTokenTile, Config::kConsumerThreads, typename Config::ReduceShape>(
-        p.epilogue, partial, origin, rank, splits, threadIdx.x - 128, [] { consumers_sync<Config>(); });
+    if constexpr (Config::kElementBytes == 1) {
+      // FP8: the per-tensor or row/column scales multiply the cluster's total.
+      finish_decode_tile<Config::kTokenTile, Config::kConsumerThreads, typename Config::ReduceShape>(
+          p.epilogue, partial, origin, rank, splits, threadIdx.x - 128, [] { consumers_sync<Config>(); }, 1, 0,
+          p.scales);
+    } else {
+      finish_decode_tile<Config::kTokenTile, Config::kConsumerThreads, typename Config::ReduceShape>(
+          p.epilogue, partial, origin, rank, splits, threadIdx.x - 128, [] { consumers_sync<Config>(); });
+    }
   }
 }
 

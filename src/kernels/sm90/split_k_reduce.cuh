@@ -123,6 +123,70 @@ struct ReduceShare {
   ColumnBias bias;  // its columns' bias (zeros without one)
 };
 
+// What multiplies a finished sum before the epilogue (alpha, bias, activation, C) sees
+// it. Sums of 16-bit inputs go as they are: UnscaledSums compiles to nothing. FP8 sums
+// (sm90-fp8-decode) carry their per-tensor or row/column scales (anvil::ScaleMode), which
+// multiply whole K sums: applied once, to the cluster's total, as sm90-fp8 applies them to
+// its accumulators (fp8_scales.cuh: the sum times the product of the scales). A policy
+// has columns(gemm_col, swiglu) -> Columns, the thread's four features' column factors,
+// loaded once per thread while the cluster barrier is awaited (its features never change,
+// ReduceShare), and apply(columns, row, gate, up), which scales one group of a token row.
+struct UnscaledSums {
+  struct Columns {};
+  __device__ __forceinline__ Columns columns(int64_t, bool) const { return {}; }
+  __device__ __forceinline__ void apply(const Columns&, int64_t, float4&, float4&) const {}
+};
+
+// Swap-AB: a decode tile's rows are GEMM columns (features: B's scale, scale_b[n]) and
+// its columns are GEMM rows (tokens: A's scale, scale_a[m]).
+struct Fp8SumScales {
+  const float* a = nullptr;  // scale_a: [0] (kTensor) or one per token (kRowColumn)
+  const float* b = nullptr;  // scale_b: [0] (kTensor) or one per feature (kRowColumn)
+  ScaleMode mode = ScaleMode::kNone;
+  int64_t cols = 0;          // GEMM columns (N): features past it read no scale
+
+  // kTensor: sa * sb for every feature; kRowColumn: sb of each of the four features (and
+  // of their SwiGLU up rows, kSwiGLUBlock further on); kNone: ones.
+  struct Columns {
+    float4 gate, up;
+  };
+  __device__ __forceinline__ Columns columns(int64_t gemm_col, bool swiglu) const {
+    Columns c;
+    if (mode == ScaleMode::kTensor) {
+      const float f = __ldg(a) * __ldg(b);
+      c.gate = make_float4(f, f, f, f);
+      c.up = c.gate;
+    } else if (mode == ScaleMode::kRowColumn) {
+      const auto at = [&](int64_t col) { return col < cols ? __ldg(b + col) : 0.0f; };
+      c.gate = make_float4(at(gemm_col), at(gemm_col + 1), at(gemm_col + 2), at(gemm_col + 3));
+      c.up = c.gate;
+      if (swiglu) {
+        const int64_t up = gemm_col + kSwiGLUBlock;
+        c.up = make_float4(at(up), at(up + 1), at(up + 2), at(up + 3));
+      }
+    } else {
+      c.gate = make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+      c.up = c.gate;
+    }
+    return c;
+  }
+  // `row` is a token inside the output (rows past M are never finished). The product of
+  // the two scales first, then the sum times it: sm90-fp8's rounding.
+  __device__ __forceinline__ void apply(const Columns& c, int64_t row, float4& gate, float4& up) const {
+    if (mode == ScaleMode::kNone) return;
+    const float sa = mode == ScaleMode::kRowColumn ? __ldg(a + row) : 1.0f;
+    const auto scale = [&](float4& v, const float4& f) {
+      if (mode == ScaleMode::kRowColumn) {
+        v.x *= sa * f.x, v.y *= sa * f.y, v.z *= sa * f.z, v.w *= sa * f.w;
+      } else {
+        v.x *= f.x, v.y *= f.y, v.z *= f.z, v.w *= f.w;
+      }
+    };
+    scale(gate, c.gate);
+    scale(up, c.up);
+  }
+};
+
 // Works out a thread of CTA `rank`'s share of the rank-th of `splits` slices of the tile's
 // outputs, and loads its column bias. Nothing here reads the partials, so the kernels run
 // it between arriving at the cluster barrier that publishes them and waiting there: its
@@ -157,9 +221,10 @@ __device__ __forceinline__ ReduceShare plan_reduce_share(const EpilogueParams& p
 // took at 64 tokens (H200). Shape::kGroups groups
 // per step, summed together (sum_over_cluster); a thread's last groups past its count
 // re-read the step's first and skip their stores.
-template <int kTokenTile, int kThreads, class Shape, Activation kAct, class Out>
+template <int kTokenTile, int kThreads, class Shape, Activation kAct, class Out, class Scales>
 __device__ __forceinline__ void reduce_rows_as(const EpilogueParams& p, const float* partial, DecodeTileOrigin origin,
-                                               const ReduceShare& share, int splits, int parts, int part_floats) {
+                                               const ReduceShare& share, int splits, int parts, int part_floats,
+                                               const Scales& scales, const typename Scales::Columns& columns) {
   constexpr bool kSwiGLU = kAct == Activation::kSwiGLU;
   constexpr int kGroupsPerToken = Shape::groups_per_token(kSwiGLU);
   constexpr int kTokenStep = kThreads / kGroupsPerToken;
@@ -195,6 +260,7 @@ __device__ __forceinline__ void reduce_rows_as(const EpilogueParams& p, const fl
 #pragma unroll
     for (int j = 0; j < kStep; ++j) {
       if (j == 0 || i + j < count) {  // the step's first group exists: i < count
+        scales.apply(columns, origin.token0 + first_token + int64_t{i + j} * kTokenStep, gate[j], up[j]);
         float y[4];
         activate_four<kAct>(p, share.bias, gate[j], up[j], y);
         store_four_as<Out, true>(out + j * out_step, y);
@@ -206,23 +272,24 @@ __device__ __forceinline__ void reduce_rows_as(const EpilogueParams& p, const fl
 // reduce_and_finish for one activation: the short loop above for D's dtype when it
 // applies, else finish_four per group (C, per-row bias, a strided or unaligned D, the
 // last columns of D).
-template <int kTokenTile, int kThreads, class Shape, Activation kAct>
+template <int kTokenTile, int kThreads, class Shape, Activation kAct, class Scales>
 __device__ __forceinline__ void reduce_and_finish_as(const EpilogueParams& p, const float* partial,
                                                      DecodeTileOrigin origin, const ReduceShare& share, int splits,
-                                                     int parts, int part_floats) {
+                                                     int parts, int part_floats, const Scales& scales,
+                                                     const typename Scales::Columns& columns) {
   constexpr bool kSwiGLU = kAct == Activation::kSwiGLU;
   constexpr int kGroupsPerToken = Shape::groups_per_token(kSwiGLU);
   if (p.row_major_simple && p.four_wide && share.col + 4 <= p.n_out) {
     switch (p.d.dtype) {
       case DataType::kBF16:
         return reduce_rows_as<kTokenTile, kThreads, Shape, kAct, __nv_bfloat16>(p, partial, origin, share, splits,
-                                                                                parts, part_floats);
+                                                                                parts, part_floats, scales, columns);
       case DataType::kF16:
         return reduce_rows_as<kTokenTile, kThreads, Shape, kAct, __half>(p, partial, origin, share, splits, parts,
-                                                                         part_floats);
+                                                                         part_floats, scales, columns);
       default:
         return reduce_rows_as<kTokenTile, kThreads, Shape, kAct, float>(p, partial, origin, share, splits, parts,
-                                                                        part_floats);
+                                                                        part_floats, scales, columns);
     }
   }
 #pragma unroll 1
@@ -239,6 +306,7 @@ __device__ __forceinline__ void reduce_and_finish_as(const EpilogueParams& p, co
       const float* const up_at[1] = {at + kSwiGLUBlock};
       sum_over_cluster<1, Shape::kTerms>(up_at, splits, parts, part_floats, up);
     }
+    scales.apply(columns, row, gate[0], up[0]);
     finish_four<kAct>(p, origin.batch, row, share.col, share.bias, gate[0], up[0]);
   }
 }
@@ -247,21 +315,34 @@ __device__ __forceinline__ void reduce_and_finish_as(const EpilogueParams& p, co
 // cluster's, or the CTA's own without a split), with their shares from plan_reduce_share:
 // finishes the rank-th of `splits` slices of the tile's outputs. The activation is chosen
 // here, once, not per output.
-template <int kTokenTile, int kThreads, class Shape>
+template <int kTokenTile, int kThreads, class Shape, class Scales>
 __device__ void reduce_and_finish(const EpilogueParams& p, const float* partial, DecodeTileOrigin origin,
-                                  const ReduceShare& share, int splits, int parts = 1, int part_floats = 0) {
+                                  const ReduceShare& share, int splits, int parts, int part_floats,
+                                  const Scales& scales, const typename Scales::Columns& columns) {
   if (!share.active) return;
   visit_activation(p.activation, [&](auto act) {
     constexpr Activation kAct = decltype(act)::value;
     // SwiGLU pairs 64 gate rows with 64 up rows: 128-row tiles only (the host refuses it
     // for the others).
     if constexpr (kAct != Activation::kSwiGLU || Shape::kTileFeatures == 128) {
-      reduce_and_finish_as<kTokenTile, kThreads, Shape, kAct>(p, partial, origin, share, splits, parts, part_floats);
+      reduce_and_finish_as<kTokenTile, kThreads, Shape, kAct>(p, partial, origin, share, splits, parts, part_floats,
+                                                              scales, columns);
     }
   });
 }
 
-// The end of every decode CTA, both kernels: with its partial tile parked at `partials`,
+// The column factors of a thread's four features (its share's, which its tokens keep);
+// none for a thread without groups, which reads no scale.
+template <class Scales>
+__device__ __forceinline__ typename Scales::Columns thread_scale_columns(const EpilogueParams& p,
+                                                                         DecodeTileOrigin origin,
+                                                                         const ReduceShare& share, const Scales& scales) {
+  typename Scales::Columns columns{};
+  if (share.active) columns = scales.columns(origin.feature0 + share.feature, p.activation == Activation::kSwiGLU);
+  return columns;
+}
+
+// The end of every decode CTA, every decode kernel: with its partial tile parked at `partials`,
 // the CTAs of a split add theirs in rank order and each finishes its share of the tile.
 // Two branches, not one path with its barriers under `if (splits > 1)`: the unsplit one
 // compiles for one split, its reads local and its loop bounds known. Merged, sm90-decode
@@ -269,26 +350,31 @@ __device__ void reduce_and_finish(const EpilogueParams& p, const float* partial,
 // local_barrier() publishes the parked partials to the CTA's own finishing threads (the
 // consumer warpgroups' named barrier, or __syncthreads when every thread finishes).
 // `thread` counts the finishing threads from 0; parts and part_floats as reduce_and_finish.
-template <int kTokenTile, int kThreads, class Shape, class LocalBarrier>
+// `scales` multiply the total before the epilogue (UnscaledSums, Fp8SumScales).
+template <int kTokenTile, int kThreads, class Shape, class LocalBarrier, class Scales = UnscaledSums>
 __device__ __forceinline__ void finish_decode_tile(const EpilogueParams& p, const float* partials,
                                                    DecodeTileOrigin origin, int rank, int splits, int thread,
-                                                   LocalBarrier local_barrier, int parts = 1, int part_floats = 0) {
+                                                   LocalBarrier local_barrier, int parts = 1, int part_floats = 0,
+                                                   const Scales& scales = Scales{}) {
   if (splits == 1) {
     // No peer reads this CTA's partial (sm90-decode-r64 in its one wave, or tiles that
     // fill the GPU): the local barrier publishes it. The cluster barriers' MEMBAR.ALL.GPU
     // and the DSMEM reads of its own partial made up 1.5 of the 2.0 us from the
     // mainloop's end to the exit on sm90-decode-r64 at 64 x 8192 x 8192.
     const ReduceShare share = plan_reduce_share<kTokenTile, kThreads, Shape>(p, origin, rank, 1, thread);
+    const auto columns = thread_scale_columns(p, origin, share, scales);
     local_barrier();
-    reduce_and_finish<kTokenTile, kThreads, Shape>(p, partials, origin, share, 1, parts, part_floats);
+    reduce_and_finish<kTokenTile, kThreads, Shape>(p, partials, origin, share, 1, parts, part_floats, scales, columns);
     return;
   }
   // Partials are visible cluster-wide once every CTA has arrived (release) and this one
   // has waited (acquire); the thread's share of the finishing is worked out in between ...
   sm90::cluster_arrive();
   const ReduceShare share = plan_reduce_share<kTokenTile, kThreads, Shape>(p, origin, rank, splits, thread);
+  const auto columns = thread_scale_columns(p, origin, share, scales);
   sm90::cluster_wait();
-  reduce_and_finish<kTokenTile, kThreads, Shape>(p, partials, origin, share, splits, parts, part_floats);
+  reduce_and_finish<kTokenTile, kThreads, Shape>(p, partials, origin, share, splits, parts, part_floats, scales,
+                                                 columns);
   // ... and must stay alive until every peer has read them. Relaxed: each thread has used
   // every value it read (its stores are issued), and waiting for those stores to be
   // performed, which is what the release would add, protects nothing.
