@@ -1,5 +1,5 @@
-// cp.async: copies of 4 to 16 bytes from global to shared memory through the load path
-// (LDGSTS), tracked per thread in commit groups or by an mbarrier. Unlike TMA they need no tensor map and cost one
+// cp.async: 16-byte copies from global to shared memory through the load path (LDGSTS),
+// tracked per thread in commit groups. Unlike TMA they need no tensor map and cost one
 // instruction per 16 bytes per thread; unlike ld.global + st.shared they hold no registers
 // while in flight, so a thread can keep several stages of copies outstanding.
 #pragma once
@@ -13,19 +13,6 @@ namespace anvil::sm90 {
 // only - streamed data has no reuse in L1.
 __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, uint32_t src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-
-// Copies one 4-byte word (a scale) into shared memory; .ca: cached in L1 too, where the
-// neighbouring words of the same sector are read next.
-__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
-}
-
-// One arrival on an mbarrier, made once all of this thread's earlier cp.async copies have
-// landed. .noinc: the arrival counts against the barrier's expected arrivals, which must
-// include it.
-__device__ __forceinline__ void cp_async_mbarrier_arrive_noinc(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 
 // Closes this thread's copies issued since the last commit into one group.

@@ -1,7 +1,6 @@
 // The warp-specialized Hopper GEMM, composed from its parts:
 //   producer warpgroup  - one thread walks the tile sequence issuing TMA loads into the
-//                         stage ring (producer.cuh), its warp copying block scales
-//                         beside them where there are any;
+//                         stage ring (producer.cuh);
 //   consumer warpgroups - each owns 64-row slabs of the output tile, issues wgmma from
 //                         the ring and frees stages (consumer.cuh), then runs the fused
 //                         epilogue (epilogue_store.cuh) while the producer already
@@ -18,7 +17,6 @@
 #include <cuda.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "arch/sm90/cluster.cuh"
 #include "arch/sm90/setmaxnreg.cuh"
@@ -35,13 +33,6 @@
 
 namespace anvil::detail {
 
-// Block-scaled configurations' scales, a set per stage (producer.cuh, load_stage_block_scales).
-template <class Config>
-struct BlockScaleRing {
-  StageBlockScales<Config::kBlockM> stages[Config::kStages];
-};
-struct NoBlockScaleRing {};
-
 template <class Config>
 struct SharedStorage {
   alignas(1024) uint8_t a[Config::kStages][Config::kStageBytesA];
@@ -52,15 +43,6 @@ struct SharedStorage {
   // wgmma. The other waits for that before its own tile, so their mainloops alternate
   // and a warpgroup never waits on a stage more than one phase ahead of its barrier.
   uint64_t mainloop_done[Config::kConsumers];
-  [[no_unique_address]] std::conditional_t<Config::kBlockScales, BlockScaleRing<Config>, NoBlockScaleRing> block_scales;
-
-  __device__ StageBlockScales<Config::kBlockM>* stage_scales() {
-    if constexpr (Config::kBlockScales) {
-      return block_scales.stages;
-    } else {
-      return nullptr;
-    }
-  }
 };
 
 // The consumers' walk over stream-K work units: a unit that ends before the tile's last K
@@ -110,7 +92,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
     sm90::tma_prefetch_descriptor(&params.map_b);
     // Every consumer warpgroup that reads a stage, in every CTA that receives it by
     // multicast, frees it.
-    shared.barriers.init(Config::kStageReaders * Config::kReleaseCtas, 1 + scale_copy_arrivals<Config>());
+    shared.barriers.init(Config::kStageReaders * Config::kReleaseCtas);
     if constexpr (Config::kPingPong) {
       for (int c = 0; c < Config::kConsumers; ++c) sm90::mbarrier_init(&shared.mainloop_done[c], 1);
       sm90::fence_barrier_init();
@@ -125,10 +107,8 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
 
   if (warpgroup == 0) {
     sm90::setmaxnreg_dec<Config::kProducerRegisters>();
-    // One thread issues the TMA loads; with block scales its whole warp copies the scales.
-    if (threadIdx.x == 0 || (Config::kBlockScales && threadIdx.x < 32)) {
-      run_producer<Config>(params, cta_rank, cluster, clusters, shared.a, shared.b, shared.barriers,
-                           shared.stage_scales());
+    if (threadIdx.x == 0) {
+      run_producer<Config>(params, cta_rank, cluster, clusters, shared.a, shared.b, shared.barriers);
     }
   } else {
     sm90::setmaxnreg_inc<Config::kConsumerRegisters>();
@@ -161,7 +141,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
         const TileCoord tile = params.scheduler.tile(linear, cta_rank);
         if constexpr (Config::kBlockScales) {
           run_block_scaled_mainloop<Config, kInput>(acc, consumer, params.k_tiles, params.scales, tile, ring, shared.a,
-                                                    shared.b, shared.stage_scales(), shared.barriers);
+                                                    shared.b, shared.barriers);
         } else if constexpr (Config::kElementBytes == 1) {
           const bool no_rows =
               int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer) >= params.scales.rows;

@@ -1,7 +1,6 @@
 // The shared-memory stage ring between the TMA producer and the wgmma consumers.
 //
-// Each stage has a FullBarrier (the producer's expect_tx arrival plus the TMA bytes, and
-// with block scales the producer warp's arrivals for the scales it copies) and
+// Each stage has a FullBarrier (the producer's expect_tx arrival plus the TMA bytes) and
 // an EmptyBarrier (one arrival per consumer warpgroup of every CTA that reads the stage -
 // with multicast, the peer CTA's consumers too, because the peer's producer writes here).
 // Both sides walk the ring in the same order; a side's phase bit flips each time its
@@ -34,24 +33,14 @@ struct StageRing {
   }
 };
 
-// DeepSeek-V3 block scales (ScaleMode::kBlock128) that travel with a stage: the scales of
-// its K block for the tile's kRows rows of A and for the tile's 128 columns of B.
-template <int kRows>
-struct StageBlockScales {
-  float a[kRows];
-  float b[4];  // b[0]; 16 bytes keep the next stage's rows 16-byte aligned
-};
-
 template <int kStages>
 struct StageBarriers {
   uint64_t full[kStages];
   uint64_t empty[kStages];
 
-  // full_arrivals: the producer's expect_tx arrival, plus one per thread whose cp.async
-  // copies also fill the stage (block scales, producer.cuh).
-  __device__ __forceinline__ void init(uint32_t empty_arrivals, uint32_t full_arrivals = 1) {
+  __device__ __forceinline__ void init(uint32_t empty_arrivals) {
     for (int s = 0; s < kStages; ++s) {
-      sm90::mbarrier_init(&full[s], full_arrivals);
+      sm90::mbarrier_init(&full[s], 1);
       sm90::mbarrier_init(&empty[s], empty_arrivals);
     }
     sm90::fence_barrier_init();

@@ -1,6 +1,6 @@
 // The producer: one thread that keeps the stage ring full. It waits for a stage to be
 // freed, announces the bytes it will bring, and issues TMA copies that complete on the
-// stage's FullBarrier. With block scales its warp also copies each stage's scales. With a cluster, each CTA fetches 1/kMulticastCtas of the shared
+// stage's FullBarrier. With a cluster, each CTA fetches 1/kMulticastCtas of the shared
 // tile (B for a cluster along M, A along N) and multicasts it to all, so that tile is read
 // from L2 once per cluster instead of once per CTA.
 #pragma once
@@ -9,8 +9,6 @@
 
 #include <cstdint>
 
-#include "arch/sm90/cp_async.cuh"
-#include "arch/sm90/mbarrier.cuh"
 #include "arch/sm90/tma.cuh"
 #include "kernels/sm90/params.h"
 #include "kernels/sm90/pipeline.cuh"
@@ -104,53 +102,6 @@ __device__ __forceinline__ int loaded_rows(int first_row, int64_t rows) {
   return live == 0 ? 0 : live <= kRowGroup ? kRowGroup : kSliceRows;
 }
 
-// Whether a configuration's stages carry DeepSeek-V3 block scales (KernelSpec::
-// block_scales); configurations without the field (Blackwell's) never do.
-template <class Config>
-constexpr bool stages_carry_block_scales() {
-  if constexpr (requires { Config::kBlockScales; }) {
-    return Config::kBlockScales;
-  } else {
-    return false;
-  }
-}
-
-// The producer warp's arrivals on a stage's full barrier besides the expect_tx one: each
-// lane's, once the block scales it copied have landed.
-template <class Config>
-constexpr uint32_t scale_copy_arrivals() {
-  return stages_carry_block_scales<Config>() ? 32 : 0;
-}
-
-// Copies the block scales of K tile kt of `tile` into the stage: lane l of the producer
-// warp copies the A scales of the tile's rows l, l + 32, ..., lane 0 also the tile's B
-// scale, and each lane then arrives on the stage's full barrier once its copies have
-// landed. The consumers read them from shared memory beside the operands, so no scale load
-// from global memory stands between a K block's retirement and its promotion. Rows past M
-// copy row M - 1's scale and a tile past N the last column block's: those sums are never
-// stored. Under split-K the batch index is the slice, which starts at K block batch x
-// k_blocks_per_batch (Fp8Scales).
-template <class Config>
-__device__ __forceinline__ void load_stage_block_scales(const Fp8Scales& scales, const TileCoord& tile, int kt,
-                                                        StageBlockScales<Config::kBlockM>& stage, uint64_t* full) {
-  static_assert(Config::kBlockN == 128, "one B scale block per tile");
-  const int lane = threadIdx.x % 32;
-  const int64_t k_block = int64_t{tile.batch} * scales.k_blocks_per_batch + kt;
-  const float* scale_a = scales.a + k_block * scales.rows;
-  const int64_t row0 = int64_t{tile.m_tile} * Config::kBlockM;
-#pragma unroll
-  for (int r = lane; r < Config::kBlockM; r += 32) {
-    const int64_t row = row0 + r < scales.rows ? row0 + r : scales.rows - 1;
-    sm90::cp_async_4(sm90::smem_addr(&stage.a[r]), scale_a + row);
-  }
-  if (lane == 0) {
-    const int64_t last_n_block = (scales.cols - 1) / 128;
-    const int64_t n_block = tile.n_tile < last_n_block ? tile.n_tile : last_n_block;
-    sm90::cp_async_4(sm90::smem_addr(&stage.b[0]), scales.b + n_block * scales.k_blocks + k_block);
-  }
-  sm90::cp_async_mbarrier_arrive_noinc(sm90::smem_addr(full));
-}
-
 // Loads K tiles [k_begin, k_end) of one output tile into the ring. `slice` is this CTA's
 // share of the operand tiles its cluster shares (0 without sharing); rows of A and B are
 // the tile's, offset by the slice. The tile's A box starts at row first_row_a + m_tile x
@@ -175,9 +126,7 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
                                              uint8_t (*tiles_b)[Config::kStageBytesB],
                                              StageBarriers<Config::kStages>& barriers,
                                              int64_t rows_a = INT64_MAX, int64_t rows_b = INT64_MAX,
-                                             const CUtensorMap* map_a_rows8 = nullptr,
-                                             const Fp8Scales* block_scales = nullptr,
-                                             StageBlockScales<Config::kBlockM>* stage_scales = nullptr) {
+                                             const CUtensorMap* map_a_rows8 = nullptr) {
   constexpr int kSliceRowsA = Config::kBlockM / Config::kSlicesA;
   constexpr int kSliceRowsB = Config::kBlockN / Config::kSlicesB;
   const int tile_row_a = first_row_a + tile.m_tile * Config::kBlockM;
@@ -185,7 +134,6 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
   const int row_a = tile_row_a + (Config::kSlicesA > 1 ? static_cast<int>(slice) * kSliceRowsA : 0);
   const int row_b = tile_row_b + (Config::kSlicesB > 1 ? static_cast<int>(slice) * kSliceRowsB : 0);
   constexpr bool kSkip = skips_dead_boxes<Config>() && requires { Loads::kSkipsDeadBoxes; };
-  constexpr bool kCopiesScales = stages_carry_block_scales<Config>();
   uint32_t expected = Loads::kExpectedBytes;
   bool load_a = true, load_b = true;
   bool group_a = false;  // this CTA's A slice goes as one 8-row box
@@ -206,33 +154,20 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
     // first lap passes straight through.
     Loads::wait_empty(&barriers.empty[ring.stage], ring.phase ^ 1);
     uint64_t* full = &barriers.full[ring.stage];
-    // With block scales the whole producer warp runs this loop: lane 0 issues the TMA loads
-    // first, then every lane copies its share of the stage's scales, and the warp meets
-    // again before the next stage. A lane left to run ahead would wait on the next stage's
-    // empty barrier while lane 0, in the same warp, still has this stage to issue.
-    if (!kCopiesScales || threadIdx.x % 32 == 0) {
-      if (Loads::announces(slice)) sm90::mbarrier_arrive_expect_tx(full, expected);
-      const int k = kt * Config::kBlockK;
-      uint8_t* slice_a = tiles_a[ring.stage] + (Config::kSlicesA > 1 ? slice * Loads::kSliceBytesA : 0);
-      uint8_t* slice_b = tiles_b[ring.stage] + (Config::kSlicesB > 1 ? slice * Loads::kSliceBytesB : 0);
-      if constexpr (kSkip) {
-        if (group_a) {
-          Loads::template load<Config::kSlicesA, kRowGroup>(slice_a, *map_a_rows8, full, k, row_a, batched_a,
-                                                            tile.batch);
-        } else if (load_a) {
-          Loads::template load<Config::kSlicesA, kSliceRowsA>(slice_a, map_a, full, k, row_a, batched_a, tile.batch);
-        }
-        if (load_b) {
-          Loads::template load<Config::kSlicesB, kSliceRowsB>(slice_b, map_b, full, k, row_b, batched_b, tile.batch);
-        }
-      } else {
+    if (Loads::announces(slice)) sm90::mbarrier_arrive_expect_tx(full, expected);
+    const int k = kt * Config::kBlockK;
+    uint8_t* slice_a = tiles_a[ring.stage] + (Config::kSlicesA > 1 ? slice * Loads::kSliceBytesA : 0);
+    uint8_t* slice_b = tiles_b[ring.stage] + (Config::kSlicesB > 1 ? slice * Loads::kSliceBytesB : 0);
+    if constexpr (kSkip) {
+      if (group_a) {
+        Loads::template load<Config::kSlicesA, kRowGroup>(slice_a, *map_a_rows8, full, k, row_a, batched_a, tile.batch);
+      } else if (load_a) {
         Loads::template load<Config::kSlicesA, kSliceRowsA>(slice_a, map_a, full, k, row_a, batched_a, tile.batch);
-        Loads::template load<Config::kSlicesB, kSliceRowsB>(slice_b, map_b, full, k, row_b, batched_b, tile.batch);
       }
-    }
-    if constexpr (kCopiesScales) {
-      load_stage_block_scales<Config>(*block_scales, tile, kt, stage_scales[ring.stage], full);
-      __syncwarp();
+      if (load_b) Loads::template load<Config::kSlicesB, kSliceRowsB>(slice_b, map_b, full, k, row_b, batched_b, tile.batch);
+    } else {
+      Loads::template load<Config::kSlicesA, kSliceRowsA>(slice_a, map_a, full, k, row_a, batched_a, tile.batch);
+      Loads::template load<Config::kSlicesB, kSliceRowsB>(slice_b, map_b, full, k, row_b, batched_b, tile.batch);
     }
     ring.advance();
   }
@@ -245,11 +180,9 @@ __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtens
                                           StageRing<Config::kStages>& ring, uint8_t (*tiles_a)[Config::kStageBytesA],
                                           uint8_t (*tiles_b)[Config::kStageBytesB],
                                           StageBarriers<Config::kStages>& barriers, int64_t rows_a = INT64_MAX,
-                                          int64_t rows_b = INT64_MAX, const CUtensorMap* map_a_rows8 = nullptr,
-                                          const Fp8Scales* block_scales = nullptr,
-                                          StageBlockScales<Config::kBlockM>* stage_scales = nullptr) {
+                                          int64_t rows_b = INT64_MAX, const CUtensorMap* map_a_rows8 = nullptr) {
   load_tile_at<Config, Loads>(map_a, map_b, batched, batched, tile, 0, k_begin, k_end, slice, ring, tiles_a, tiles_b,
-                              barriers, rows_a, rows_b, map_a_rows8, block_scales, stage_scales);
+                              barriers, rows_a, rows_b, map_a_rows8);
 }
 
 // The rows of A and of B whose products are stored: M, and the GEMM's N (twice the output
@@ -259,12 +192,10 @@ __device__ __forceinline__ int64_t stored_rows_b(const Sm90Params& params) {
   return params.epilogue.activation == Activation::kSwiGLU ? 2 * params.epilogue.n_out : params.epilogue.n_out;
 }
 
-// Run by one thread, or with block scales by the whole producer warp (load_tile_at).
 template <class Config>
 __device__ void run_producer(const Sm90Params& params, uint32_t cta_rank, int cluster, int clusters,
                              uint8_t (*tiles_a)[Config::kStageBytesA], uint8_t (*tiles_b)[Config::kStageBytesB],
-                             StageBarriers<Config::kStages>& barriers,
-                             StageBlockScales<Config::kBlockM>* stage_scales = nullptr) {
+                             StageBarriers<Config::kStages>& barriers) {
   const uint32_t slice = Config::kMulticastCtas > 1 ? cta_rank : 0;
   StageRing<Config::kStages> ring;
   if constexpr (Config::kStreamK) {
@@ -279,7 +210,7 @@ __device__ void run_producer(const Sm90Params& params, uint32_t cta_rank, int cl
     for (int linear = cluster; linear < params.scheduler.total_cluster_tiles(); linear += clusters) {
       load_tile<Config>(params.map_a, params.map_b, params.batched, params.scheduler.tile(linear, cta_rank), 0,
                         params.k_tiles, slice, ring, tiles_a, tiles_b, barriers, stored_rows_a(params),
-                        stored_rows_b(params), &params.map_a_rows8, &params.scales, stage_scales);
+                        stored_rows_b(params), &params.map_a_rows8);
     }
   }
 }
