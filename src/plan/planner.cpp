@@ -72,9 +72,6 @@ DecodeConfigId decode_config(KernelFamily family, int64_t m) {
   }
 }
 
-// The family's narrowest token tile: the one a batch-invariant split is planned for.
-int smallest_token_tile(KernelFamily family) { return family == KernelFamily::kDecodeR64 ? 16 : 8; }
-
 DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const DeviceInfo& device, int forced_splits) {
   // Batch invariance: no K split, so every output sums its K in one order whatever M is.
   if (desc.batch_invariant && forced_splits == 0) forced_splits = 1;
@@ -88,7 +85,7 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
   // and sm90-decode-r64's 32- and 64-token tiles (decode_plan.h, choose_single_wave_split).
   const bool single_wave = family == KernelFamily::kDecodeLdg || family == KernelFamily::kDecodeLdgR64 ||
                            config == DecodeConfigId::kR64x32 || config == DecodeConfigId::kR64x64;
-  const DecodeLaunchPlan p = plan_decode(desc, shape.token_tile, smallest_token_tile(family), resident, single_wave,
+  const DecodeLaunchPlan p = plan_decode(desc, shape.token_tile, resident, single_wave,
                                          shape.tile_rows, shape.k_block, forced_splits);
   DecodePlan out;
   out.config = config;
@@ -111,6 +108,15 @@ double decode_wave_fill(const DecodePlan& p, const DeviceInfo& device) {
   return resident > 0 && p.waves > 0 ? static_cast<double>(p.ctas) / static_cast<double>(p.waves * resident) : 0.0;
 }
 
+
+// Whether sm90-gemm's split-K can run a batch-invariant split: one matrix (the slices are
+// the batch), and room for the partials in a 16-byte aligned workspace.
+bool invariant_split_k_fits(const GemmDesc& desc, int splits, const CallFacts& facts) {
+  const SplitKPlan split{splits, desc.k / splits};
+  return desc.batch == 1 && facts.workspace_aligned16 &&
+         facts.workspace_bytes >= split_k_workspace_bytes(split, desc.m, desc.n);
+}
+
 // Which decode kernel takes a problem sent to decoding (the order of preference, each
 // family only where its rule holds and its checks pass).
 KernelFamily pick_decode_family(const GemmDesc& desc, const DeviceInfo& device, const CallFacts& facts, char* reason) {
@@ -118,10 +124,17 @@ KernelFamily pick_decode_family(const GemmDesc& desc, const DeviceInfo& device, 
   const bool invariant = desc.batch_invariant;
   const auto ok = [&](KernelFamily f) { return facts.accepts[index(f)]; };
   if (invariant) {
-    // Batch invariance: unsplit plans only, and only the TMA-fed kernels, which sum each
-    // output's K in the same order as sm90-gemm (the load-path kernels split K across
-    // their warpgroups). The 64-row tiles where all of them are resident at once unsplit,
-    // else the 128-row ones.
+    // Batch invariance: only the TMA-fed kernels, which sum each output's K in the same
+    // order as sm90-gemm (the load-path kernels split K across their warpgroups). A
+    // narrow weight's split (batch_invariant_k_split) runs on the 128-row tiles, whose k-tiles
+    // sm90-gemm's slices match.
+    const int splits = batch_invariant_k_split(desc, device, facts);
+    if (splits > 1) {
+      say(reason, "batch-invariant: 128-row tiles, the weight's K split of %d (fixed by N and K)", splits);
+      return KernelFamily::kDecodeTma;
+    }
+    // Unsplit: the 64-row tiles where all of them are resident at once, else the 128-row
+    // ones.
     const int64_t tiles64 = decode_rows64_tiles(desc.n, desc.batch);
     if (ok(KernelFamily::kDecodeR64) &&
         tiles64 <= device.resident(decode_config(KernelFamily::kDecodeR64, desc.m), 1)) {
@@ -237,16 +250,20 @@ void describe_tile_choice(LaunchPlan& p, const Sm90Problem& problem, int sms, bo
 // sm90-gemm's split-K (split_k.h): K in equal slices, one strided-batched launch of the
 // slices into fp32 partials, then their sum in slice order with the epilogue. Only for
 // operands read in place (the slices are batch-stride views of them), batch 1, a 16-byte
-// aligned workspace with room for the partials, and never in batch-invariant mode (the
-// slice count depends on M). The variant fields then describe the slices' launch.
+// aligned workspace with room for the partials. In batch-invariant mode the slices are the
+// weight's split (batch_invariant_k_split, `invariant`), whatever M is; normal mode's rule depends
+// on M. The variant fields then describe the slices' launch.
 bool plan_split_k(LaunchPlan& p, const GemmDesc& desc, const Sm90Problem& whole, const PlanOverrides& ov,
-                  const CallFacts& facts, int sms, bool forced_variant) {
-  if (ov.split_k_slices == 1 || desc.batch_invariant || desc.batch != 1 || p.repack.a || p.repack.b) return false;
+                  const CallFacts& facts, int sms, bool forced_variant, int invariant) {
+  if (ov.split_k_slices == 1 || desc.batch != 1 || p.repack.a || p.repack.b) return false;
+  if (desc.batch_invariant && invariant <= 1) return false;
   // Where both apply, split-K beats stream-K: every slice's tiles start together on the same
   // K range, and the partials are summed across the GPU, not by each tile's last CTA
   // (docs/notes/split-k.md).
   SplitKPlan split;
-  if (ov.split_k_slices > 1) {
+  if (desc.batch_invariant) {
+    split = SplitKPlan{invariant, desc.k / invariant};
+  } else if (ov.split_k_slices > 1) {
     const int64_t s = ov.split_k_slices;
     if (desc.k % (s * kSplitKGranule) == 0) split = SplitKPlan{static_cast<int>(s), desc.k / s};
   } else if (!forced_variant) {
@@ -344,7 +361,17 @@ void plan_sm90(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, co
   }
   p.workspace_bytes = repack_bytes + (p.variant == Sm90Variant::kTallStreamK ? sk_bytes : 0);
   p.k_splits = 1;
-  if (plan_split_k(p, desc, problem, ov, facts, sms, forced_variant)) return;
+  const int invariant = batch_invariant_k_split(desc, device, facts);
+  if (plan_split_k(p, desc, problem, ov, facts, sms, forced_variant, invariant)) return;
+  if (invariant > 1) {
+    // Whole tiles would sum K in another order than this weight's split at other M (only
+    // a forced sm90-gemm gets here: the planner sends such problems to sm90-decode).
+    p.family = KernelFamily::kNone;
+    say(p.family_reason, "batch-invariant: this weight's K split of %d needs sm90-gemm's split-K, which cannot run "
+        "(one matrix, %zu workspace bytes, 16-byte aligned)", invariant,
+        split_k_workspace_bytes(SplitKPlan{invariant, desc.k / invariant}, desc.m, desc.n));
+    return;
+  }
   if (p.variant == Sm90Variant::kTallStreamK) {
     say(p.split_reason, "stream-K: the last waves' K iterations spread over %d SMs, fixed up in a fixed order", sms);
   } else {
@@ -439,9 +466,19 @@ void plan_fp8(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, con
 }
 
 void plan_decode_family(LaunchPlan& p, KernelFamily family, const GemmDesc& desc, const DeviceInfo& device,
-                        const PlanOverrides& ov) {
+                        const PlanOverrides& ov, const CallFacts& facts) {
   p.family = family;
-  p.decode = plan_decode_launch(family, desc, device, ov.decode_splits);
+  // Batch-invariant problems take the weight's split, which only sm90-decode's 128-row
+  // tiles cut K for (a forced 64-row or load-path kernel would sum it whole).
+  const int invariant = batch_invariant_k_split(desc, device, facts);
+  if (invariant > 1 && family != KernelFamily::kDecodeTma) {
+    p.family = KernelFamily::kNone;
+    say(p.family_reason, "batch-invariant: this weight's K split of %d runs on sm90-decode or sm90-gemm, not %s",
+        invariant, family_name(family));
+    return;
+  }
+  p.decode = plan_decode_launch(family, desc, device,
+                                ov.decode_splits > 0 ? ov.decode_splits : desc.batch_invariant ? invariant : 0);
   p.k_splits = p.decode.splits;
   p.main_rows = desc.m;
   p.tile = TileShape{p.decode.tile_rows, p.decode.token_tile};  // weight rows x tokens (swap-AB)
@@ -484,7 +521,7 @@ void plan_fp8_family(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& devi
       return;
     }
     say(p.family_reason, "sm90-fp8-decode forced");
-    plan_decode_family(p, KernelFamily::kSm90Fp8Decode, desc, device, ov);
+    plan_decode_family(p, KernelFamily::kSm90Fp8Decode, desc, device, ov, facts);
     finish();
     return;
   }
@@ -503,7 +540,7 @@ void plan_fp8_family(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& devi
     if (prefers_fp8_decode(desc.m, decode.waves, decode_us, gemm_us)) {
       say(p.family_reason, "sm90-fp8-decode: %lld tokens, est. %.1f us against sm90-fp8's %.1f (%lld CTAs stream the weight)",
           static_cast<long long>(desc.m), decode_us, gemm_us, static_cast<long long>(decode.ctas));
-      plan_decode_family(p, KernelFamily::kSm90Fp8Decode, desc, device, ov);
+      plan_decode_family(p, KernelFamily::kSm90Fp8Decode, desc, device, ov, facts);
       finish();
       return;
     }
@@ -653,6 +690,14 @@ bool decode_family_accepts(KernelFamily family, const GemmDesc& desc) {
   return (desc.n + rows - 1) / rows <= 65535 && (desc.m + widest - 1) / widest * desc.batch <= 65535;
 }
 
+// Where sm90-decode does not read the operands in place, no other kernel the mode runs can
+// split K at every M: 1.
+int batch_invariant_k_split(const GemmDesc& desc, const DeviceInfo& device, const CallFacts& facts) {
+  if (!desc.batch_invariant || !facts.accepts[static_cast<int>(KernelFamily::kDecodeTma)]) return 1;
+  return batch_invariant_split(desc.n, desc.k, desc.batch, device.sm_count,
+                               [&](int s) { return device.resident(DecodeConfigId::kTma128, s); });
+}
+
 LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides* overrides, const CallFacts* facts) {
   const PlanOverrides ov = overrides != nullptr ? *overrides : PlanOverrides{};
   CallFacts judged;
@@ -678,28 +723,37 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
     say(p.family_reason, "%s forced", family_name(ov.family));
     if (ov.family == KernelFamily::kSm90Gemm) plan_sm90(p, desc, device, ov, *facts);
     else if (ov.family == KernelFamily::kFallback) p.family = KernelFamily::kFallback;
-    else plan_decode_family(p, ov.family, desc, device, ov);
+    else plan_decode_family(p, ov.family, desc, device, ov, *facts);
     p.kernel_name = family_name(p.family);
     return p;
   }
 
   // A decode kernel for few tokens (always in batch-invariant mode), sm90-gemm, then the
   // CUDA-core kernel, which takes every valid problem.
-  // Batch-invariant problems take any unsplit plan: decode (unsplit) up to 64 tokens,
-  // where it streams the weight once, and sm90-gemm's whole tiles (no stream-K) beyond.
-  const bool decode = desc.batch_invariant ? desc.m <= kDecodeAlwaysTokens
-                                           : prefers_decode(desc.m, desc.n, desc.batch, device.sm_count) ||
-                                                 prefers_wide_decode(desc.m, desc.n, desc.k, desc.batch, device.sm_count);
+  // Batch-invariant problems take the fastest plan that cuts K where the weight's split
+  // says (batch_invariant_k_split). Unsplit: decode up to 64 tokens, where it streams the weight
+  // once, and sm90-gemm's whole tiles (no stream-K) beyond. Split: sm90-decode's cluster
+  // up to 128 tokens; beyond, where the decode kernel's compute-bound tiles run a k-tile
+  // ~1.4x slower than sm90-gemm's (decode_plan.h), sm90-gemm's split-K where the
+  // workspace holds the partials, else sm90-decode.
+  const int invariant = batch_invariant_k_split(desc, device, *facts);
+  bool decode = prefers_decode(desc.m, desc.n, desc.batch, device.sm_count) ||
+                prefers_wide_decode(desc.m, desc.n, desc.k, desc.batch, device.sm_count);
+  if (desc.batch_invariant) {
+    decode = invariant > 1 ? desc.m <= kDecodeMaxTokens || !invariant_split_k_fits(desc, invariant, *facts)
+                           : desc.m <= kDecodeAlwaysTokens;
+  }
   if (decode) {
     const KernelFamily f = pick_decode_family(desc, device, *facts, p.family_reason);
     if (f != KernelFamily::kNone) {
-      plan_decode_family(p, f, desc, device, ov);
+      plan_decode_family(p, f, desc, device, ov, *facts);
       p.kernel_name = family_name(f);
       return p;
     }
   }
   if (ok(KernelFamily::kSm90Gemm)) {
     if (decode) say(p.family_reason, "sm90-gemm: no decode kernel reads these operands in place (it repacks them)");
+    else if (desc.batch_invariant && invariant > 1) say(p.family_reason, "sm90-gemm: batch-invariant beyond %d tokens, split-K in the weight's %d slices", static_cast<int>(kDecodeMaxTokens), invariant);
     else if (desc.batch_invariant) say(p.family_reason, "sm90-gemm: batch-invariant beyond %d tokens, whole tiles (no stream-K)", static_cast<int>(kDecodeAlwaysTokens));
     else if (desc.m > kDecodeMaxTokens) say(p.family_reason, "sm90-gemm: more than %d tokens", static_cast<int>(kDecodeMaxTokens));
     else say(p.family_reason, "sm90-gemm: %lld tokens, its tiles fill >= %.0f%% of their waves and decode's make > 1 wave",

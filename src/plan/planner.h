@@ -176,6 +176,12 @@ struct LaunchPlan {
   bool row_split() const { return tail_family != KernelFamily::kNone; }
 };
 
+// Batch-invariant mode's K split for desc's weight: the number of slices every plan of the
+// mode cuts K into, whatever M is (1: none; kernels/sm90/decode_plan.h,
+// batch_invariant_split). 1 outside the mode, and where sm90-decode does not take the
+// operands (facts.accepts).
+int batch_invariant_k_split(const GemmDesc& desc, const DeviceInfo& device, const CallFacts& facts);
+
 LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides* overrides = nullptr,
                 const CallFacts* facts = nullptr);
 

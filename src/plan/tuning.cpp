@@ -242,9 +242,10 @@ void check_entry_plan(const TunedEntry& e, const DeviceIdentity& id, const std::
   if (validate_desc(desc, &diag) != Status::kSuccess) refuse(where, std::string("invalid problem: ") + diag.message);
   CallFacts facts;
   for (int f = 0; f < kKernelFamilies; ++f) facts.accepts[f] = decode_family_accepts(static_cast<KernelFamily>(f), desc);
-  const LaunchPlan p = plan(desc, device_info_for(id), &e.plan, &facts);
+  const DeviceInfo device = device_info_for(id);
+  const LaunchPlan p = plan(desc, device, &e.plan, &facts);
   char why[kReasonChars] = {};
-  if (!tuned_plan_usable(p, e.plan, desc, facts, why)) {
+  if (!tuned_plan_usable(p, e.plan, desc, device, facts, why)) {
     refuse(where, "the plan " + describe_overrides(e.plan) + " cannot run " + problem_text(e.problem) + ": " + why);
   }
 }
@@ -410,8 +411,8 @@ std::string describe_overrides(const PlanOverrides& o) {
   return s;
 }
 
-bool tuned_plan_usable(const LaunchPlan& p, const PlanOverrides& o, const GemmDesc& desc, const CallFacts& facts,
-                       char* why) {
+bool tuned_plan_usable(const LaunchPlan& p, const PlanOverrides& o, const GemmDesc& desc, const DeviceInfo& device,
+                       const CallFacts& facts, char* why) {
   const auto no = [&](const char* fmt, auto... args) {
     if (why != nullptr) std::snprintf(why, kReasonChars, fmt, args...);
     return false;
@@ -436,8 +437,17 @@ bool tuned_plan_usable(const LaunchPlan& p, const PlanOverrides& o, const GemmDe
   if (desc.batch_invariant) {
     const auto ldg = [](KernelFamily k) { return k == KernelFamily::kDecodeLdg || k == KernelFamily::kDecodeLdgR64; };
     if (ldg(p.family) || (p.row_split() && ldg(p.tail_family))) return no("batch-invariant: the load-path kernels split K within a CTA");
-    if (p.k_splits > 1 || (p.row_split() && p.tail.splits > 1)) return no("batch-invariant: a K split changes the summation order");
     if (sm90 && p.variant == Sm90Variant::kTallStreamK) return no("batch-invariant: stream-K changes the summation order");
+    // Every plan of the mode cuts K where the weight's split says, whatever M is.
+    const int splits = batch_invariant_k_split(desc, device, facts);
+    if (splits == 1 && (p.k_splits > 1 || (p.row_split() && p.tail.splits > 1))) {
+      return no("batch-invariant: a K split changes the summation order");
+    }
+    if (splits > 1 && (p.k_splits != splits || p.row_split() || (decode && p.family != KernelFamily::kDecodeTma) ||
+                       (sm90 && p.slice_k * splits != desc.k))) {
+      return no("batch-invariant: this weight's K is summed in %d slices (sm90-decode's cluster or sm90-gemm's split-K), "
+                "the plan in %d", splits, p.k_splits);
+    }
   }
   return true;
 }
@@ -550,7 +560,7 @@ LaunchPlan plan_with_tuning(const GemmDesc& desc, const DeviceInfo& info, const 
   PlanOverrides tuned;
   if (device != nullptr && find_tuned_overrides(desc, *device, &tuned)) {
     LaunchPlan p = plan(desc, info, &tuned, &facts);
-    if (tuned_plan_usable(p, tuned, desc, facts, nullptr)) {
+    if (tuned_plan_usable(p, tuned, desc, info, facts, nullptr)) {
       std::snprintf(p.family_reason, kReasonChars, "tuned: %s", describe_overrides(tuned).c_str());
       return p;
     }

@@ -83,7 +83,7 @@ std::string describe_overrides(const PlanOverrides& overrides);
 // family takes the problem, the workspace holds what it needs, and in batch-invariant
 // mode it keeps the one summation order. why (kReasonChars) says what refused it.
 bool tuned_plan_usable(const LaunchPlan& plan, const PlanOverrides& overrides, const GemmDesc& desc,
-                       const CallFacts& facts, char* why);
+                       const DeviceInfo& device, const CallFacts& facts, char* why);
 
 // The loaded cache (replacing any earlier one), and forgetting it.
 Status install_tuning_cache(TuningCache cache, const char* source, Diagnostic* diag);

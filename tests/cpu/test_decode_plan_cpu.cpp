@@ -72,28 +72,31 @@ TEST(DecodeSplit, NarrowTokenTilesLetEightyTilesStreamUnsplit) {
   EXPECT_EQ(choose_decode_split(64, 128, true, two_per_sm, decode_cta_headroom(16)).splits, 2);
 }
 
-TEST(DecodeSplit, BatchInvariantSplitIsTheWidestStreamingTilesOne) {
-  const auto resident = [](int, int splits) { return two_per_sm(splits); };
-  for (int64_t m : {1, 16, 64}) {
-    GemmDesc d = linear_desc(m, 10240, 8192, DataType::kBF16, DataType::kBF16);
-    EXPECT_EQ(plan_decode(d, decode_token_tile(m), 8, resident).split.splits, m <= 16 ? 1 : 2) << "m = " << m;
-    d.batch_invariant = true;
-    EXPECT_EQ(plan_decode(d, decode_token_tile(m), 8, resident).split.splits, 2) << "m = " << m;
-  }
-}
-
-// Batch invariance: every token count gets the split of the narrowest tile, so a row's sums
-// are added in the same order whatever M is - the wide token tiles (65 tokens and up)
-// included, whose own plans would split otherwise.
-TEST(DecodeSplit, BatchInvariantSplitDoesNotDependOnM) {
-  const auto resident = [](int tile, int splits) { return tile <= 64 ? two_per_sm(splits) : one_per_sm(splits); };
-  for (int64_t n : {1024, 4096, 8192, 10240, 12288, 28672}) {
-    GemmDesc d = linear_desc(1, n, 8192, DataType::kBF16, DataType::kBF16);
-    d.batch_invariant = true;
-    const int one_token = plan_decode(d, decode_token_tile(1), 8, resident).split.splits;
-    for (int64_t m : {8, 16, 64, 65, 100, 128, 256, 300, 1000}) {
-      d.m = m;
-      EXPECT_EQ(plan_decode(d, decode_token_tile(m), 8, resident).split.splits, one_token) << "n = " << n << ", m = " << m;
+// Batch invariance: the split is a function of the weight (N, K) and the batch count
+// alone (batch_invariant_split), in whole 64-wide k-tiles of at least 8192 of K, and the
+// most whose 128-token tiles fit one wave of one CTA per SM.
+TEST(DecodeSplit, BatchInvariantSplitIsTheWeightsOwn) {
+  const auto resident = [](int splits) { return one_per_sm(splits); };
+  EXPECT_EQ(batch_invariant_split(512, 131072, 1, 132, resident), 8);   // 4 tiles: the widest cluster
+  EXPECT_EQ(batch_invariant_split(1536, 40960, 1, 132, resident), 5);   // 8192 of K per slice at most
+  EXPECT_EQ(batch_invariant_split(2048, 16384, 1, 132, resident), 2);   // 16 tiles, the most that split
+  EXPECT_EQ(batch_invariant_split(2176, 65536, 1, 132, resident), 1);   // 17 tiles
+  EXPECT_EQ(batch_invariant_split(5120, 25600, 1, 132, resident), 1);   // 40 tiles
+  EXPECT_EQ(batch_invariant_split(1024, 8192, 1, 132, resident), 1);    // slices would be too short
+  EXPECT_EQ(batch_invariant_split(1024, 65544, 1, 132, resident), 1);   // K not a multiple of 64
+  EXPECT_EQ(batch_invariant_split(512, 131072, 5, 132, resident), 1);   // 20 tiles over the batches
+  EXPECT_EQ(batch_invariant_split(512, 131072, 1, 78, resident), 8);    // a smaller GPU: 4 x 8 CTAs still fit
+  for (int64_t n : {128, 576, 1024, 3072, 4096, 7168, 8192, 28672}) {
+    for (int64_t k : {2048, 8192, 14336, 16384, 18432, 40960, 65536, 131072}) {
+      const int s = batch_invariant_split(n, k, 1, 132, resident);
+      SCOPED_TRACE(std::to_string(n) + " x " + std::to_string(k));
+      ASSERT_GE(s, 1);
+      ASSERT_LE(s, kDecodeMaxSplit);
+      if (s == 1) continue;
+      EXPECT_EQ(k % (64 * s), 0);
+      EXPECT_GE(k / s, kBatchInvariantMinSliceK);
+      EXPECT_LE((n + 127) / 128 * s, one_per_sm(s));
+      EXPECT_LE((n + 127) / 128 * kDecodeMaxSplit, 132);
     }
   }
 }
@@ -112,7 +115,7 @@ TEST(DecodeSplit, WideTokenTilesFillOneWave) {
   for (int64_t m : {80, 96, 112, 128}) {
     for (const auto& [n, splits] : fastest) {
       const GemmDesc d = linear_desc(m, n, 8192, DataType::kBF16, DataType::kBF16);
-      const DecodeLaunchPlan plan = plan_decode(d, decode_token_tile(m), 8, h200_one_per_sm);
+      const DecodeLaunchPlan plan = plan_decode(d, decode_token_tile(m), h200_one_per_sm);
       EXPECT_EQ(plan.split.splits, splits) << "m = " << m << ", n = " << n;
       EXPECT_EQ(plan.split.waves, 1) << "m = " << m << ", n = " << n;
     }
@@ -120,7 +123,7 @@ TEST(DecodeSplit, WideTokenTilesFillOneWave) {
   // 256 tokens keep the whole-waves score, which splits 80 tiles over two waves (256 x
   // 10240: 3 splits, 122 us in the 2026-11-29 sweep, docs/decode.md; unsplit not measured).
   const GemmDesc wide = linear_desc(256, 10240, 8192, DataType::kBF16, DataType::kBF16);
-  EXPECT_GT(plan_decode(wide, 256, 8, h200_one_per_sm).split.splits, 1);
+  EXPECT_GT(plan_decode(wide, 256, h200_one_per_sm).split.splits, 1);
 }
 
 TEST(DecodeSplit, ComputeBoundTilesBalanceWaves) {

@@ -31,6 +31,12 @@ GemmDesc linear(int64_t m, int64_t n, int64_t k) {
   return d;
 }
 
+// Batch-invariant mode's K split for d's weight (decode_plan.h).
+int weight_split(const GemmDesc& d, const DeviceInfo& device) {
+  return batch_invariant_split(d.n, d.k, d.batch, device.sm_count,
+                               [&](int s) { return device.resident(DecodeConfigId::kTma128, s); });
+}
+
 // ---- The dispatcher's choices before the planner existed, pinned (dispatch_pins.h) ----
 
 char family_letter(KernelFamily f) {
@@ -238,9 +244,10 @@ TEST(PlannerGemm, SplitKWhereWholeTilesLeaveNearlyEverySmIdle) {
   batched.b.batch_stride = 512 * 131072;
   batched.d.batch_stride = batched.c.batch_stride = 256 * 512;
   EXPECT_EQ(plan(batched, h200).k_splits, 1);
+  // Batch-invariant problems split by the weight's rule, not this one (PlannerBatchInvariant).
   GemmDesc invariant = linear(256, 512, 131072);
   invariant.batch_invariant = true;
-  EXPECT_EQ(plan(invariant, h200).k_splits, 1);
+  EXPECT_EQ(plan(invariant, h200).k_splits, weight_split(invariant, h200));
   // Well-filled GPUs keep whole tiles.
   EXPECT_EQ(plan(linear(4096, 4096, 4096), h200).k_splits, 1);
   EXPECT_EQ(plan(linear(255, 4096, 4096), h200).k_splits, 1);
@@ -342,32 +349,43 @@ TEST(PlannerOverrides, PowersOfTwoOnlyWithoutFittedWidths) {
 
 // ---- Batch invariance ----
 //
-// Only the order in which each output element's K is summed must not depend on M. The
-// plans that keep one order: sm90-gemm's whole tiles (any variant, no stream-K), and the
-// TMA-fed decode kernels unsplit (the load-path kernels split K across warpgroups).
+// Only the order in which each output element's K is summed must not depend on M. Where the
+// weight's split (batch_invariant_split, fixed by N, K and the batch count) is 1: sm90-gemm's
+// whole tiles (any variant, no stream-K) and the TMA-fed decode kernels unsplit (the
+// load-path kernels split K across warpgroups). Where it is s > 1: sm90-decode's cluster of
+// s, or sm90-gemm's split-K in s slices of K / s - both cut K at the same k-tiles and add
+// the parts in the same order.
 
-bool keeps_one_k_order(const LaunchPlan& p) {
-  const auto unsplit_tma_decode = [](KernelFamily f, const DecodePlan& d) {
-    return (f == KernelFamily::kDecodeTma || f == KernelFamily::kDecodeR64) && d.splits == 1;
+bool keeps_one_k_order(const LaunchPlan& p, const GemmDesc& d, const DeviceInfo& device) {
+  const int s = weight_split(d, device);
+  const auto tma_decode = [&](KernelFamily f, const DecodePlan& dp, int splits) {
+    return (f == KernelFamily::kDecodeTma || (splits == 1 && f == KernelFamily::kDecodeR64)) && dp.splits == splits;
   };
   if (p.family == KernelFamily::kSm90Gemm) {
-    return p.schedule != GemmSchedule::kStreamK && p.k_splits == 1 &&
-           (!p.row_split() || unsplit_tma_decode(p.tail_family, p.tail));
+    if (p.schedule == GemmSchedule::kStreamK) return false;
+    if (s > 1) return p.k_splits == s && p.slice_k * s == d.k && !p.row_split();
+    return p.k_splits == 1 && (!p.row_split() || tma_decode(p.tail_family, p.tail, 1));
   }
-  return unsplit_tma_decode(p.family, p.decode) && p.k_splits == 1;
+  return tma_decode(p.family, p.decode, s) && p.k_splits == s;
 }
 
 TEST(PlannerBatchInvariant, EveryPlanSumsKInOneOrder) {
   for (const DeviceInfo& device : {DeviceInfo::h200(), DeviceInfo::fallback(132), DeviceInfo::fallback(78)}) {
-    for (int64_t m : {1, 7, 8, 9, 16, 17, 64, 65, 128, 255, 256, 257, 1000, 1025, 4096, 4097}) {
-      for (int64_t n : {1024, 4096, 8192, 10240, 28672}) {
-        for (int64_t k : {4096, 8192, 65536}) {
+    for (int64_t m : {1, 7, 8, 9, 16, 17, 64, 65, 128, 129, 255, 256, 257, 1000, 1025, 4096, 4097}) {
+      for (int64_t n : {512, 1024, 4096, 8192, 10240, 28672}) {
+        for (int64_t k : {4096, 8192, 16384, 65536, 65544}) {
           GemmDesc d = linear(m, n, k);
           d.batch_invariant = true;
-          const LaunchPlan p = plan(d, device);
-          EXPECT_TRUE(keeps_one_k_order(p)) << m << " x " << n << " x " << k << ": " << family_name(p.family) << ", "
-                                            << p.split_reason;
-          EXPECT_EQ(p.workspace_bytes, 0u);
+          for (size_t workspace : {~size_t{0}, size_t{0}}) {
+            CallFacts facts;
+            facts.workspace_bytes = workspace;
+            const LaunchPlan p = plan(d, device, nullptr, &facts);
+            EXPECT_TRUE(keeps_one_k_order(p, d, device))
+                << m << " x " << n << " x " << k << " (workspace " << workspace << "): " << family_name(p.family)
+                << ", " << p.split_reason;
+            // Only sm90-gemm's split-K takes a workspace in this mode.
+            if (p.k_splits == 1 || p.family != KernelFamily::kSm90Gemm) EXPECT_EQ(p.workspace_bytes, 0u);
+          }
         }
       }
     }
@@ -395,13 +413,56 @@ TEST(PlannerBatchInvariant, TheFastestUnsplitPlanForEachM) {
   EXPECT_EQ(p.tail.splits, 1);
 }
 
+// A weight whose 128-row tiles leave most SMs idle splits K the same way at every M:
+// sm90-decode's cluster up to 128 tokens, sm90-gemm's split-K beyond (the workspace holds
+// the partials), sm90-decode again where it does not.
+TEST(PlannerBatchInvariant, ANarrowLongWeightSplitsTheSameWayAtEveryM) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  GemmDesc d = linear(1, 1536, 40960);
+  d.batch_invariant = true;
+  ASSERT_EQ(weight_split(d, h200), 5);  // 12 tiles; slices of 8192
+  for (int64_t m : {1, 16, 64, 65, 128}) {
+    d.m = m;
+    const LaunchPlan p = plan(d, h200);
+    EXPECT_EQ(p.family, KernelFamily::kDecodeTma) << "m = " << m;
+    EXPECT_EQ(p.k_splits, 5) << "m = " << m;
+  }
+  for (int64_t m : {129, 300, 4096}) {
+    d.m = m;
+    LaunchPlan p = plan(d, h200);
+    EXPECT_EQ(p.family, KernelFamily::kSm90Gemm) << "m = " << m;
+    EXPECT_EQ(p.k_splits, 5) << "m = " << m;
+    EXPECT_EQ(p.slice_k, 8192) << "m = " << m;
+    EXPECT_EQ(p.workspace_bytes, size_t(5) * m * 1536 * 4) << "m = " << m;
+    CallFacts none;
+    none.workspace_bytes = 0;
+    p = plan(d, h200, nullptr, &none);
+    EXPECT_EQ(p.family, KernelFamily::kDecodeTma) << "m = " << m;
+    EXPECT_EQ(p.k_splits, 5) << "m = " << m;
+  }
+  // sm90-gemm forced without room for the partials would sum K whole: refused.
+  d.m = 300;
+  PlanOverrides gemm;
+  gemm.family = KernelFamily::kSm90Gemm;
+  CallFacts none;
+  none.workspace_bytes = 0;
+  EXPECT_EQ(plan(d, h200, &gemm, &none).family, KernelFamily::kNone);
+  EXPECT_EQ(plan(d, h200, &gemm).family, KernelFamily::kSm90Gemm);
+  // Wider weights keep whole K at every M (their split would cost large M more than it
+  // saves small M).
+  GemmDesc wide = linear(100, 5120, 25600);
+  wide.batch_invariant = true;
+  EXPECT_EQ(weight_split(wide, h200), 1);
+  EXPECT_EQ(plan(wide, h200).k_splits, 1);
+}
+
 TEST(PlannerBatchInvariant, TheSameFamilyAndOrderForEveryDtypeAndEpilogue) {
   for (DataType dt : {DataType::kBF16, DataType::kF16}) {
     GemmDesc d = linear(64, 8192, 4096);
     d.a.dtype = d.b.dtype = d.c.dtype = d.d.dtype = dt;
     d.batch_invariant = true;
     d.epilogue.bias = BiasMode::kPerColumn;
-    EXPECT_TRUE(keeps_one_k_order(plan(d, DeviceInfo::h200())));
+    EXPECT_TRUE(keeps_one_k_order(plan(d, DeviceInfo::h200()), d, DeviceInfo::h200()));
   }
 }
 

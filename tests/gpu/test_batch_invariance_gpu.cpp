@@ -1,9 +1,10 @@
 // Batch invariance: with GemmDesc::batch_invariant, a row's output bits do not depend on M
 // or on which plan runs it. Every plan the mode may pick sums each output's K in one order
-// (src/plan/planner.h): sm90-gemm's whole tiles in any configuration, and the TMA-fed decode
-// kernels unsplit. These tests run the first rows of one set of operands at many M, and
-// each such plan forced through the planner's overrides, and compare the rows bitwise with
-// those of the largest call.
+// (docs/planner.md): where the weight's split (batch_invariant_k_split) is 1, sm90-gemm's
+// whole tiles in any configuration and the TMA-fed decode kernels unsplit; where it is
+// s > 1, sm90-decode's cluster of s and sm90-gemm's split-K in s slices. These tests run
+// the first rows of one set of operands at many M, and each such plan forced through the
+// planner's overrides, and compare the rows bitwise with those of the largest call.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -40,8 +41,10 @@ struct InvarianceCase {
 std::vector<InvarianceCase> cases() {
   std::vector<InvarianceCase> out;
   // Square, a wide weight, and ragged N and K (N not a multiple of any tile width; K not a
-  // multiple of the 64-wide K step).
-  const std::pair<int64_t, int64_t> shapes[] = {{4096, 4096}, {10240, 2048}, {3000, 4104}, {1000, 520}};
+  // multiple of the 64-wide K step): unsplit. Narrow weights with a long K, which the mode
+  // splits in 8 and in 2 (ragged N).
+  const std::pair<int64_t, int64_t> shapes[] = {{4096, 4096}, {10240, 2048}, {3000, 4104},
+                                                {1000, 520},  {1024, 65536}, {600, 16384}};
   for (auto [n, k] : shapes) {
     for (DataType dt : {DataType::kBF16, DataType::kF16}) {
       for (bool epilogue : {false, true}) {
@@ -119,6 +122,12 @@ void expect_same_rows(const std::vector<unsigned char>& rows, const Reference& r
   ADD_FAILURE() << what << ": rows differ from the " << kMaxRows << "-row call's, first at byte " << first;
 }
 
+// The K split every plan of the mode must use for this problem's weight.
+int weight_split(const GemmDesc& desc) {
+  return anvil::detail::batch_invariant_k_split(desc, anvil::detail::current_device_info(),
+                                                anvil::detail::CallFacts{});
+}
+
 std::string plan_text(const LaunchPlan& p) {
   std::string s = anvil::detail::family_name(p.family);
   if (p.family == KernelFamily::kSm90Gemm) s += std::string("/") + anvil::detail::variant_name(p.variant);
@@ -138,13 +147,14 @@ TEST_P(BatchInvariance, RowsDoNotDependOnM) {
     std::vector<unsigned char> rows;
     LaunchPlan ran;
     ASSERT_NO_FATAL_FAILURE(run_rows(ref.op, desc_for(c, m), nullptr, rows, &ran));
-    EXPECT_EQ(ran.k_splits, 1) << "m = " << m;
+    EXPECT_EQ(ran.k_splits, weight_split(desc_for(c, m))) << "m = " << m;
     expect_same_rows(rows, ref, "m = " + std::to_string(m) + " (" + plan_text(ran) + ")");
   }
 }
 
-// Every plan the mode may pick, forced: each sm90-gemm configuration but stream-K,
-// with and without a row split, and both TMA-fed decode kernels unsplit.
+// Every plan the mode may pick, forced: each sm90-gemm configuration but stream-K (whole
+// tiles, or the slices of the weight's split), with and without a row split, and the
+// TMA-fed decode kernels (the 64-row one only unsplit: the planner refuses it otherwise).
 TEST_P(BatchInvariance, EveryPlanTheModeMayPickAgrees) {
   REQUIRE_SM90();
   const InvarianceCase& c = GetParam();
@@ -178,9 +188,10 @@ TEST_P(BatchInvariance, EveryPlanTheModeMayPickAgrees) {
       std::vector<unsigned char> rows;
       LaunchPlan ran;
       ASSERT_NO_FATAL_FAILURE(run_rows(ref.op, desc, &o, rows, &ran));
-      ASSERT_EQ(ran.k_splits, 1) << plan_text(ran);
+      const int splits = weight_split(desc);
+      ASSERT_EQ(ran.k_splits, splits) << plan_text(ran);
       ASSERT_FALSE(ran.row_split() && ran.tail.splits != 1) << plan_text(ran);
-      if (o.row_split == PlanOverrides::RowSplit::kAlways && (m == 300 || m == 1025)) {
+      if (o.row_split == PlanOverrides::RowSplit::kAlways && splits == 1 && (m == 300 || m == 1025)) {
         EXPECT_TRUE(ran.row_split()) << "m = " << m << ": the forced row split did not happen";
       }
       expect_same_rows(rows, ref, "m = " + std::to_string(m) + ", forced " + plan_text(ran));

@@ -267,7 +267,7 @@ std::vector<Candidate> enumerate(const GemmDesc& desc, const Options& opt) {
     c.untuned = i == 0;
     anvil::Diagnostic diag;
     if (anvil::detail::plan_for(desc, nullptr, &c.overrides, &c.plan, &diag) != anvil::Status::kSuccess) continue;
-    if (!c.untuned && !anvil::detail::tuned_plan_usable(c.plan, c.overrides, desc, facts, nullptr)) continue;
+    if (!c.untuned && !anvil::detail::tuned_plan_usable(c.plan, c.overrides, desc, anvil::detail::current_device_info(), facts, nullptr)) continue;
     const std::string sig = launch_signature(c.plan);
     if (std::find(seen.begin(), seen.end(), sig) != seen.end()) continue;
     seen.push_back(sig);

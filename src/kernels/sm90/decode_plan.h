@@ -296,6 +296,42 @@ ANVIL_HOST_DEVICE constexpr KStepRange k_step_range(int part, int parts, int ste
 }
 ANVIL_HOST_DEVICE constexpr int most_k_steps(int parts, int steps) { return (steps + parts - 1) / parts; }
 
+// Batch-invariant mode's K split (GemmDesc::batch_invariant; planner.cpp): fixed by the
+// weight (N, K) and the batch count, never by M, so that a row's K is cut at the same
+// places and its slices added in the same order whatever M is. Every kernel the mode runs
+// with a split cuts K there: sm90-decode's cluster (rank r sums the 64-wide k-tiles
+// [r k/s, (r + 1) k/s), the partials added in rank order) and, beyond 128 tokens,
+// sm90-gemm's split-K (slice r of K / s, the partials added in slice order).
+//
+// Only weights of so few 128-row tiles that even the widest cluster split fits one wave
+// (tiles x 8 <= SMs: at most 2048 features on 132 SMs) split: unsplit, they keep at most an
+// eighth of the SMs busy at 1-128 tokens (64 x 512 x 131072 ran 0.12x cuBLAS, 256 x 1024 x
+// 131072 0.15x). Wider weights lose less unsplit than sm90-gemm's split-K costs them at
+// large M, where each slice's fp32 partials go through memory: with 2 slices, 509-12289
+// tokens on 5120-8192 x 16384-36864 weights ran 13-31% slower than whole tiles (H200,
+// docs/notes/batch-invariant-split.md). The split is the most whose 128-token tiles fit
+// one wave (one CTA per SM), as normal mode plans 96-128 tokens
+// (choose_single_wave_split), in slices of whole k-tiles (K a multiple of 64 x splits:
+// sm90-gemm's slices must end where the decode kernel's ranks do) and of at least
+// kBatchInvariantMinSliceK, so that the partials' round trip stays small beside the
+// slices' math.
+inline constexpr int64_t kBatchInvariantMinSliceK = 8192;
+inline constexpr int kBatchInvariantKTile = 64;
+
+// resident_128_token_ctas(s): sm90-decode's 128-token CTAs that fit at once in clusters
+// of s.
+template <class ResidentCtas>
+int batch_invariant_split(int64_t n, int64_t k, int64_t batch, int sm_count, ResidentCtas resident_128_token_ctas) {
+  const int64_t feature_tiles = (n + 127) / 128 * batch;
+  if (feature_tiles * kDecodeMaxSplit > sm_count) return 1;
+  int splits = 1;
+  for (int s = 2; s <= kDecodeMaxSplit; ++s) {
+    if (k % (int64_t{kBatchInvariantKTile} * s) != 0 || k / s < kBatchInvariantMinSliceK) continue;
+    if (feature_tiles * s <= resident_128_token_ctas(s)) splits = s;
+  }
+  return splits;
+}
+
 // The grid of one decode launch, in the units both decode kernels share: 128 weight rows
 // per feature tile, 64-wide k-tiles.
 struct DecodeLaunchPlan {
@@ -308,8 +344,7 @@ struct DecodeLaunchPlan {
 };
 
 // resident_ctas(token_tile, splits): CTAs of the kernel that fit on the GPU at once in
-// clusters of `splits`. smallest_tile is the kernel's narrowest token tile, the one a
-// batch-invariant split is planned for. single_wave: the kernel runs one CTA per SM and
+// clusters of `splits`. single_wave: the kernel runs one CTA per SM and
 // picks its split with choose_single_wave_split for every token tile; else the tile
 // decides (decode_plans_single_wave, decode_bandwidth_bound).
 // tile_rows and k_block: weight rows per CTA and K per stage of the kernel (128 and 64
@@ -318,7 +353,7 @@ struct DecodeLaunchPlan {
 // forced_splits (1..8, at most the k-tiles; PlanOverrides::decode_splits) replaces the
 // choice, for measurement against every alternative.
 template <class ResidentCtas>
-DecodeLaunchPlan plan_decode(const GemmDesc& desc, int token_tile, int smallest_tile, ResidentCtas resident_ctas,
+DecodeLaunchPlan plan_decode(const GemmDesc& desc, int token_tile, ResidentCtas resident_ctas,
                              bool single_wave = false, int tile_rows = 128, int k_block = 64, int forced_splits = 0) {
   DecodeLaunchPlan plan;
   plan.token_tile = token_tile;
@@ -328,28 +363,15 @@ DecodeLaunchPlan plan_decode(const GemmDesc& desc, int token_tile, int smallest_
   plan.k_tiles = static_cast<int>((desc.k + k_block - 1) / k_block);
   const int64_t tiles = int64_t{plan.feature_tiles} * plan.token_tiles * desc.batch;
   const bool bandwidth_bound = decode_bandwidth_bound(token_tile);
-  // The split for `tile`, by the rule for that tile: in batch-invariant mode the smallest
-  // one's, whatever the tokens' own tile is.
+  // The split for `tile`, by the rule for that tile.
   const auto choose = [&](int64_t output_tiles, int tile, double headroom) {
     const auto resident = [&](int s) { return resident_ctas(tile, s); };
     return single_wave || decode_plans_single_wave(tile)
                ? choose_single_wave_split(output_tiles, plan.k_tiles, resident)
                : choose_decode_split(output_tiles, plan.k_tiles, decode_bandwidth_bound(tile), resident, headroom);
   };
-  if (desc.batch_invariant) {
-    // The split may depend on the weight (features, K) and the batch count, never on the
-    // number of tokens: a token's sums are then added in the same order whatever M is.
-    // The tokens' own tile must not choose the cost model here, or from 65 tokens most
-    // weights would get another split than one token does. Planned with the headroom of
-    // the widest streaming tile, so 32-64 tokens, where a lone CTA streams slowest, do not
-    // get a split only narrow tiles can afford.
-    const int splits = choose(int64_t{plan.feature_tiles} * desc.batch, smallest_tile,
-                              decode_cta_headroom(static_cast<int>(kDecodeAlwaysTokens)))
-                           .splits;
-    plan.split = decode_split_cost(tiles, plan.k_tiles, splits, resident_ctas(token_tile, splits), bandwidth_bound);
-  } else {
-    plan.split = choose(tiles, token_tile, decode_cta_headroom(token_tile));
-  }
+  // Batch-invariant problems arrive with their split forced (batch_invariant_split).
+  plan.split = choose(tiles, token_tile, decode_cta_headroom(token_tile));
   if (forced_splits >= 1 && forced_splits <= kDecodeMaxSplit && forced_splits <= plan.k_tiles) {
     plan.split = decode_split_cost(tiles, plan.k_tiles, forced_splits, resident_ctas(token_tile, forced_splits),
                                    bandwidth_bound);
