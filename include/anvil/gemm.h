@@ -95,9 +95,10 @@ struct GemmDesc {
   // (see kernel_name()), e.g. "sm90-gemm" or "sm90-decode".
   const char* kernel = nullptr;
   // Batch invariance: a row of D is bitwise the same whatever m is (whatever other rows
-  // share the call). The dispatcher then makes no m-dependent choice: K-major problems
-  // always go to the decode kernel with a K split fixed by (n, k, batch). Costs speed
-  // where m is large; see docs/decode.md.
+  // share the call). Each output's K is then summed in one order fixed by (n, k, batch):
+  // whole, or for weights of few tiles and a long K in a fixed number of slices, which
+  // from 129 rows take a workspace (workspace_size counts it; without it a slower kernel
+  // gives the same bits). See docs/planner.md#batch-invariance.
   bool batch_invariant = false;
   // FP8 inputs only (kNone otherwise): how the sums are scaled, and which scale arrays
   // GemmArgs::scale_a / scale_b point to.
