@@ -117,6 +117,21 @@ bool invariant_split_k_fits(const GemmDesc& desc, int splits, const CallFacts& f
          facts.workspace_bytes >= split_k_workspace_bytes(split, desc.m, desc.n);
 }
 
+// Batch-invariant mode's 64-row tiles for two token tiles: from 96 tokens, where the second
+// tile holds at least 32. A token tile streams the whole weight whatever its live tokens,
+// and TMA zero-fills the rest of its box; measured (H200, bf16, against sm90-gemm's whole
+// tiles, one call): 96-128 tokens on 1536-4096 x 2880-18944 weights 4-47% faster (4096 x
+// 4096 at 112 tokens 24.3 -> 17.4 us), 80 tokens -5% to +38%, 65 tokens up to 20% slower
+// (4096 x 11008: 55.2 -> 66.4 us).
+constexpr int64_t kInvariantRows64MinTokens = 96;
+
+// Whether sm90-decode-r64's CTAs for this problem - its 64-row weight tiles once per 64
+// tokens - are all resident at once unsplit.
+bool invariant_rows64_resident(const GemmDesc& desc, const DeviceInfo& device) {
+  const int64_t ctas = decode_rows64_tiles(desc.n, desc.batch) * ceil_div(desc.m, 64);
+  return ctas <= device.resident(decode_config(KernelFamily::kDecodeR64, desc.m), 1);
+}
+
 // Which decode kernel takes a problem sent to decoding (the order of preference, each
 // family only where its rule holds and its checks pass).
 KernelFamily pick_decode_family(const GemmDesc& desc, const DeviceInfo& device, const CallFacts& facts, char* reason) {
@@ -133,13 +148,11 @@ KernelFamily pick_decode_family(const GemmDesc& desc, const DeviceInfo& device, 
       say(reason, "batch-invariant: 128-row tiles, the weight's K split of %d (fixed by N and K)", splits);
       return KernelFamily::kDecodeTma;
     }
-    // Unsplit: the 64-row tiles where all of them are resident at once, else the 128-row
-    // ones.
-    const int64_t tiles64 = decode_rows64_tiles(desc.n, desc.batch);
-    if (ok(KernelFamily::kDecodeR64) &&
-        tiles64 <= device.resident(decode_config(KernelFamily::kDecodeR64, desc.m), 1)) {
-      say(reason, "batch-invariant, unsplit: the weight's %lld 64-row tiles are all resident at once",
-          static_cast<long long>(tiles64));
+    // Unsplit: the 64-row tiles where all of them are resident at once (for every 64
+    // tokens), else the 128-row ones.
+    if (ok(KernelFamily::kDecodeR64) && invariant_rows64_resident(desc, device)) {
+      say(reason, "batch-invariant, unsplit: the weight's %lld 64-row tiles x %lld token tiles are all resident at once",
+          static_cast<long long>(decode_rows64_tiles(desc.n, desc.batch)), static_cast<long long>(ceil_div(desc.m, 64)));
       return KernelFamily::kDecodeR64;
     }
     if (ok(KernelFamily::kDecodeTma)) {
@@ -740,8 +753,15 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
   bool decode = prefers_decode(desc.m, desc.n, desc.batch, device.sm_count) ||
                 prefers_wide_decode(desc.m, desc.n, desc.k, desc.batch, device.sm_count);
   if (desc.batch_invariant) {
+    // Unsplit at 96-128 tokens, where sm90-gemm's whole tiles would keep less than
+    // kSm90MinWaveEfficiency of their wave busy (prefers_decode's rule): sm90-decode-r64's
+    // 64-row tiles for each 64 tokens where they are all resident at once, four times the
+    // CTAs of sm90-gemm's 128 x 128 tiles (kInvariantRows64MinTokens).
+    const bool rows64 = desc.m >= kInvariantRows64MinTokens && desc.m <= kDecodeMaxTokens &&
+                        facts->accepts[index(KernelFamily::kDecodeR64)] && invariant_rows64_resident(desc, device) &&
+                        !sm90_fills_its_waves(desc.m, desc.n, desc.batch, device.sm_count);
     decode = invariant > 1 ? desc.m <= kDecodeMaxTokens || !invariant_split_k_fits(desc, invariant, *facts)
-                           : desc.m <= kDecodeAlwaysTokens;
+                           : desc.m <= kDecodeAlwaysTokens || rows64;
   }
   if (decode) {
     const KernelFamily f = pick_decode_family(desc, device, *facts, p.family_reason);

@@ -456,6 +456,30 @@ TEST(PlannerBatchInvariant, ANarrowLongWeightSplitsTheSameWayAtEveryM) {
   EXPECT_EQ(plan(wide, h200).k_splits, 1);
 }
 
+// 96-128 tokens, unsplit: where sm90-gemm's whole tiles would leave most of their wave
+// idle, sm90-decode-r64's 64-row tiles for each 64 tokens, if all are resident at once.
+TEST(PlannerBatchInvariant, SixtyFourRowTilesForEverySixtyFourTokens) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  GemmDesc d = linear(100, 4096, 11008);  // 64 tiles x 2 token tiles = 128 CTAs
+  d.batch_invariant = true;
+  LaunchPlan p = plan(d, h200);
+  EXPECT_EQ(p.family, KernelFamily::kDecodeR64) << p.family_reason;
+  EXPECT_EQ(p.k_splits, 1);
+  EXPECT_EQ(p.decode.token_tiles, 2);
+  d.n = 5120;  // 160 CTAs: not all resident
+  EXPECT_EQ(plan(d, h200).family, KernelFamily::kSm90Gemm);
+  d = linear(128, 28672, 8192);  // sm90-gemm's tiles fill their waves
+  d.batch_invariant = true;
+  EXPECT_EQ(plan(d, h200).family, KernelFamily::kSm90Gemm);
+  d = linear(129, 1024, 4096);  // beyond 128 tokens: sm90-gemm
+  d.batch_invariant = true;
+  EXPECT_EQ(plan(d, h200).family, KernelFamily::kSm90Gemm);
+  d.m = 95;  // the second token tile would hold too few tokens
+  EXPECT_EQ(plan(d, h200).family, KernelFamily::kSm90Gemm);
+  d.m = 96;
+  EXPECT_EQ(plan(d, h200).family, KernelFamily::kDecodeR64);
+}
+
 TEST(PlannerBatchInvariant, TheSameFamilyAndOrderForEveryDtypeAndEpilogue) {
   for (DataType dt : {DataType::kBF16, DataType::kF16}) {
     GemmDesc d = linear(64, 8192, 4096);

@@ -155,13 +155,18 @@ inline bool prefers_wide_decode(int64_t m, int64_t n, int64_t k, int64_t batch, 
          4 * tiles <= sm_count;
 }
 
+// Whether sm90-gemm's chosen configuration keeps at least kSm90MinWaveEfficiency of its
+// waves' SM slots busy.
+inline bool sm90_fills_its_waves(int64_t m, int64_t n, int64_t batch, int sm_count) {
+  const Sm90Variant variant = choose_sm90_variant(m, n, batch, sm_count);
+  return variant_wave_plan(variant, m, n, batch, sm_count).efficiency >= kSm90MinWaveEfficiency;
+}
+
 inline bool prefers_decode(int64_t m, int64_t n, int64_t batch, int sm_count) {
   if (m <= kDecodeAlwaysTokens) return true;
   if (m > kDecodeMaxTokens) return false;
   if (decode_tiles_fit_one_wave(n, batch, sm_count)) return true;
-  const Sm90Variant variant = choose_sm90_variant(m, n, batch, sm_count);
-  const WavePlan plan = variant_wave_plan(variant, m, n, batch, sm_count);
-  return plan.efficiency < kSm90MinWaveEfficiency;
+  return !sm90_fills_its_waves(m, n, batch, sm_count);
 }
 
 // The narrowest instantiated token tile that holds m tokens (m > 256 uses several 256-wide
