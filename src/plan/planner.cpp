@@ -73,7 +73,8 @@ DecodeConfigId decode_config(KernelFamily family, int64_t m) {
 }
 
 DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const DeviceInfo& device, int forced_splits) {
-  // Batch invariance: no K split, so every output sums its K in one order whatever M is.
+  // Batch invariance without the weight's split passed in (a row split's tail, which only
+  // unsplit weights have): no K split, so every output sums its K in one order whatever M is.
   if (desc.batch_invariant && forced_splits == 0) forced_splits = 1;
   const DecodeConfigId config = decode_config(family, desc.m);
   const DecodeShape shape = kDecodeShapes[static_cast<int>(config)];
@@ -107,7 +108,6 @@ double decode_wave_fill(const DecodePlan& p, const DeviceInfo& device) {
   const int resident = device.resident(p.config, p.splits);
   return resident > 0 && p.waves > 0 ? static_cast<double>(p.ctas) / static_cast<double>(p.waves * resident) : 0.0;
 }
-
 
 // Whether sm90-gemm's split-K can run a batch-invariant split: one matrix (the slices are
 // the batch), and room for the partials in a 16-byte aligned workspace.
