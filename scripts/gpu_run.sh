@@ -113,6 +113,10 @@ if want fuzz; then
   timeout ${FUZZ_TIMEOUT:-480} "$BUILD/tools/fuzz/anvil-fuzz" --fp8 --seed "${FUZZ_SEED:-$(date -u +%Y%m%d)}" \
     --problems "${FUZZ_FP8_PROBLEMS:-1000}" --json "$OUT/fuzz-fp8-$stamp.json" >"$OUT/fuzz-fp8.txt" 2>&1 || status=1
   grep -E "^FAIL|^anvil-fuzz" "$OUT/fuzz-fp8.txt" | tail -20
+  # Batch-invariant problems on weights the mode splits (docs/planner.md#batch-invariance).
+  timeout ${FUZZ_TIMEOUT:-480} "$BUILD/tools/fuzz/anvil-fuzz" --invariant-split --seed "${FUZZ_SEED:-$(date -u +%Y%m%d)}" \
+    --problems "${FUZZ_INVARIANT_PROBLEMS:-300}" --json "$OUT/fuzz-invariant-$stamp.json" >"$OUT/fuzz-invariant.txt" 2>&1 || status=1
+  grep -E "^FAIL|^anvil-fuzz" "$OUT/fuzz-invariant.txt" | tail -20
 fi
 
 if want sanitize; then

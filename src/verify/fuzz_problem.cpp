@@ -253,6 +253,37 @@ FuzzProblem make_fp8_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits
   return p;
 }
 
+FuzzProblem make_invariant_split_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits& limits) {
+  FuzzProblem p = make_fuzz_problem(seed, index, limits);
+  Random rng(Random(p.data_seed ^ 0xB1B1B1B1B1B1B1B1ull).next());
+  GemmDesc& d = p.desc;
+  const bool swiglu = d.epilogue.activation == Activation::kSwiGLU;
+  d.batch = 1;
+  d.batch_invariant = true;
+  d.m = rng.log_uniform(600);
+  d.n = draw_extent(rng, 2048);
+  if (swiglu) d.n = std::max<int64_t>(128, d.n / 128 * 128);
+  d.k = 128 * rng.between(128, 1024);
+  // Keep to the cap: shorter K first (never under 16384), then fewer rows.
+  while (fuzz_macs(d) > limits.max_large_macs && d.k >= 2 * 16384) d.k = d.k / 256 * 128;
+  while (fuzz_macs(d) > limits.max_large_macs && d.m > 1) d.m = (d.m + 1) / 2;
+  const auto kmajor = [&](Order order) {
+    MatrixLayout l;
+    l.dtype = d.a.dtype;
+    l.order = order;
+    l.ld = d.k + 8 * (rng.percent(70) ? 0 : rng.between(1, 8));
+    return l;
+  };
+  d.a = kmajor(Order::kRowMajor);
+  d.b = kmajor(Order::kColMajor);
+  d.d = draw_layout(rng, d.d.dtype, d.m, swiglu ? d.n / 2 : d.n, 1, false);
+  d.c = d.d;
+  d.c.batch_stride = 0;
+  p.a_offset = 8 * (rng.percent(70) ? 0 : rng.between(1, 4));
+  p.b_offset = 8 * (rng.percent(70) ? 0 : rng.between(1, 4));
+  return p;
+}
+
 namespace {
 
 const char* order_name(Order o) { return o == Order::kRowMajor ? "row" : "col"; }

@@ -243,3 +243,34 @@ TEST(FuzzProblem, Fp8ProblemsAreWhatTheFp8KernelTakes) {
   }
   EXPECT_GT(mixed, 0);
 }
+
+// Batch-invariant problems on weights the mode splits: valid, taken by the dispatcher,
+// and planned with a K split on the H200 (sm90-decode's cluster or sm90-gemm's split-K).
+TEST(FuzzProblem, InvariantSplitProblemsSplitK) {
+  const verify::FuzzLimits limits = verify::default_fuzz_limits();
+  int split = 0, decode = 0, gemm = 0;
+  for (int64_t i = 0; i < kProblems; ++i) {
+    const verify::FuzzProblem p = verify::make_invariant_split_fuzz_problem(kSeed, i, limits);
+    const GemmDesc& d = p.desc;
+    SCOPED_TRACE(verify::describe(p));
+    EXPECT_TRUE(d.batch_invariant);
+    EXPECT_EQ(d.batch, 1);
+    EXPECT_LE(d.n, 2048);
+    EXPECT_GE(d.k, 16384);
+    EXPECT_EQ(d.k % 128, 0);
+    const int64_t slack = d.epilogue.activation == Activation::kSwiGLU ? 128 * d.m * d.k : 0;
+    EXPECT_LE(verify::fuzz_macs(d), limits.max_large_macs + slack);
+    const GemmArgs args = fake_args(p);
+    anvil::Diagnostic diag;
+    const Status s = anvil::can_implement(d, &args, &diag);
+    EXPECT_TRUE(s == Status::kSuccess || s == Status::kDriverUnavailable || s == Status::kArchMismatch)
+        << anvil::to_string(s) << ": " << diag.message;
+    const anvil::detail::LaunchPlan plan = anvil::detail::plan(d, anvil::detail::DeviceInfo::h200());
+    split += plan.k_splits > 1 ? 1 : 0;
+    decode += plan.family == anvil::detail::KernelFamily::kDecodeTma && plan.k_splits > 1 ? 1 : 0;
+    gemm += plan.family == anvil::detail::KernelFamily::kSm90Gemm && plan.k_splits > 1 ? 1 : 0;
+  }
+  EXPECT_GT(split, kProblems * 9 / 10);
+  EXPECT_GT(decode, kProblems / 5);
+  EXPECT_GT(gemm, kProblems / 5);
+}

@@ -46,6 +46,8 @@ const char* kUsage =
     "                    scales; rows no expert owns must stay poisoned\n"
     "  --fp8             FP8 problems (e4m3 / e5m2 pairs, every scale mode; docs/fp8.md); with\n"
     "                    --grouped, only the e4m3 problems of the grouped stream are run\n"
+    "  --invariant-split batch-invariant problems on weights the mode splits (N <= 2048,\n"
+    "                    K of 16384-131072, 1-600 rows; docs/planner.md#batch-invariance)\n"
     "  --json FILE       write the summary and every failure as JSON\n"
     "  --verbose         print every problem and its outcome\n"
     "  --allow-no-gpu    without an sm_90 GPU, say so and exit 0 instead of 2\n"
@@ -60,6 +62,7 @@ struct Options {
   bool small = false;
   bool grouped = false;
   bool fp8 = false;
+  bool invariant_split = false;
   std::string json_path;
   bool verbose = false;
   bool allow_no_gpu = false;
@@ -109,6 +112,8 @@ Options parse(int argc, char** argv) {
       o.grouped = true;
     } else if (arg == "--fp8") {
       o.fp8 = true;
+    } else if (arg == "--invariant-split") {
+      o.invariant_split = true;
     } else if (arg == "--json") {
       o.json_path = value();
     } else if (arg == "--verbose") {
@@ -119,6 +124,7 @@ Options parse(int argc, char** argv) {
       usage_error("unknown option " + arg);
     }
   }
+  if (o.invariant_split && (o.fp8 || o.grouped)) usage_error("--invariant-split draws 16-bit dense problems only");
   if (o.grouped && o.kernel != "auto") usage_error("--grouped runs anvil::grouped_gemm; --kernel does not apply");
   if (o.kernel != "auto") {
     bool known = false;
@@ -149,6 +155,7 @@ std::string rerun_command(const Options& o, int64_t index) {
   if (o.small) cmd += " --small";
   if (o.grouped) cmd += " --grouped";
   if (o.fp8) cmd += " --fp8";
+  if (o.invariant_split) cmd += " --invariant-split";
   return cmd;
 }
 
@@ -258,8 +265,9 @@ void run_all(const Options& o, Summary& s) {
         problem = verify::describe(g);
         outcome = verify::run_grouped_fuzz_problem(g, stream);
       } else {
-        const verify::FuzzProblem p =
-            o.fp8 ? verify::make_fp8_fuzz_problem(o.seed, i, limits) : verify::make_fuzz_problem(o.seed, i, limits);
+        const verify::FuzzProblem p = o.fp8               ? verify::make_fp8_fuzz_problem(o.seed, i, limits)
+                                      : o.invariant_split ? verify::make_invariant_split_fuzz_problem(o.seed, i, limits)
+                                                          : verify::make_fuzz_problem(o.seed, i, limits);
         problem = verify::describe(p);
         outcome = runner.run(p, o.kernel.c_str());
       }
