@@ -120,9 +120,9 @@ bool invariant_split_k_fits(const GemmDesc& desc, int splits, const CallFacts& f
 // Batch-invariant mode's 64-row tiles for two token tiles: from 96 tokens, where the second
 // tile holds at least 32. A token tile streams the whole weight whatever its live tokens,
 // and TMA zero-fills the rest of its box; measured (H200, bf16, against sm90-gemm's whole
-// tiles, one call): 96-128 tokens on 1536-4096 x 2880-18944 weights 4-47% faster (4096 x
-// 4096 at 112 tokens 24.3 -> 17.4 us), 80 tokens -5% to +38%, 65 tokens up to 20% slower
-// (4096 x 11008: 55.2 -> 66.4 us).
+// tiles, one call): 96-128 tokens on 32-4096 x 2880-18944 weights 11-67% faster (4096 x
+// 4096 at 112 tokens 24.3 -> 17.6 us), 80 tokens -5% to +60%, 65 tokens -16% to +56%
+// (4096 x 11008: 55.5 -> 66.4 us).
 constexpr int64_t kInvariantRows64MinTokens = 96;
 
 // Whether sm90-decode-r64's CTAs for this problem - its 64-row weight tiles once per 64

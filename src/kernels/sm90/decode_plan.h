@@ -312,8 +312,8 @@ ANVIL_HOST_DEVICE constexpr int most_k_steps(int parts, int steps) { return (ste
 // (tiles x 8 <= SMs: at most 2048 features on 132 SMs) split: unsplit, they keep at most an
 // eighth of the SMs busy at 1-128 tokens (64 x 512 x 131072 ran 0.12x cuBLAS, 256 x 1024 x
 // 131072 0.15x). Wider weights lose less unsplit than sm90-gemm's split-K costs them at
-// large M, where each slice's fp32 partials go through memory: with 2 slices, 509-12289
-// tokens on 5120-8192 x 16384-36864 weights ran 13-31% slower than whole tiles (H200,
+// large M, where each slice's fp32 partials go through memory: with 2-3 slices, 383-12289
+// tokens on 3584-8192 x 16384-36864 weights ran 11-31% slower than whole tiles (H200,
 // docs/notes/batch-invariant-split.md). The split is the most whose 128-token tiles fit
 // one wave (one CTA per SM), as normal mode plans 96-128 tokens
 // (choose_single_wave_split), in slices of whole k-tiles (K a multiple of 64 x splits:
