@@ -302,6 +302,8 @@ Tolerance tolerance_for(const GemmDesc& desc) {
   tol.max_rel = 2.0 * u_out + eps_acc + eps_fn;
   tol.max_abs = typical * (u_out + eps_acc + eps_fn);
   tol.rel_frobenius = 2.0 * u_out + eps_acc + eps_fn;
+  if (desc.d.dtype == DataType::kF16) tol.overflow = 65520.0;        // 65504 + 2^4
+  if (desc.d.dtype == DataType::kBF16) tol.overflow = 0x1.ffp127;   // (2 - 2^-7) 2^127 + 2^119
   return tol;
 }
 
@@ -335,7 +337,8 @@ Comparison compare_host(const std::vector<double>& d, const std::vector<double>&
     const bool d_finite = std::isfinite(dv);
     const bool r_finite = std::isfinite(rv);
     if (!d_finite) {
-      const bool alike = !r_finite && ((std::isnan(dv) && std::isnan(rv)) || dv == rv);
+      const bool alike = (!r_finite && ((std::isnan(dv) && std::isnan(rv)) || dv == rv)) ||
+                         rounds_to_infinity(dv, rv, tol.overflow, tol.max_abs, tol.max_rel);
       if (!alike) {
         ++result.nonfinite;
         if (worse(inf, index, worst_err, worst_index)) worst_err = inf, worst_index = index;

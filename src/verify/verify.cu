@@ -267,7 +267,7 @@ struct CompareParams {
   const float* ref;
   MatrixLayout ld;
   int64_t m, n_out, batch;
-  double max_abs, max_rel;
+  double max_abs, max_rel, overflow;
 };
 
 // Non-finite errors count as infinitely large so that the worst index points at them.
@@ -297,7 +297,8 @@ __global__ void __launch_bounds__(kCompareThreads) compare_kernel(CompareParams 
     const bool r_finite = isfinite(rv);
     if (!d_finite) {
       // A reference that overflowed the same way leaves nothing to blame on the kernel.
-      const bool alike = !r_finite && ((isnan(dv) && isnan(rv)) || dv == rv);
+      const bool alike = (!r_finite && ((isnan(dv) && isnan(rv)) || dv == rv)) ||
+                         rounds_to_infinity(dv, rv, p.overflow, p.max_abs, p.max_rel);
       if (!alike) {
         ++mine.nonfinite;
         keep_worst(mine.max_err, mine.max_index, inf, t);
@@ -463,6 +464,7 @@ Comparison compare(const GemmDesc& desc, const void* d, const float* ref, const 
   p.batch = desc.batch;
   p.max_abs = tol.max_abs;
   p.max_rel = tol.max_rel;
+  p.overflow = tol.overflow;
 
   Partial* scratch = nullptr;
   if (cudaMalloc(&scratch, sizeof(Partial) * kCompareBlocks) != cudaSuccess) return failed_comparison();

@@ -10,7 +10,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -62,9 +64,24 @@ struct Tolerance {
   double rel_frobenius;  // ||D - ref||_F / ||ref||_F must be below this
   double max_abs;        // and every |D - ref| <= max_abs + max_rel * |ref|
   double max_rel;
+  // Where the exact result lies at or past the output type's overflow threshold (its
+  // largest finite value plus half an ulp), less the element bound, an infinite D of the
+  // same sign is the correct rounding: a sum the kernel rounded a little higher overflowed
+  // there. Infinity for fp32 outputs, whose reference (fp32 as well) overflows alike.
+  double overflow = std::numeric_limits<double>::infinity();
 };
 // Documented per output dtype and K (docs/verification.md).
 Tolerance tolerance_for(const GemmDesc& desc);
+
+// Whether an infinite d is the output type's rounding of the finite exact value ref
+// (Tolerance::overflow). Host and device (verify.cu's comparison) share it.
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+inline bool rounds_to_infinity(double d, double ref, double overflow, double max_abs, double max_rel) {
+  return std::isinf(d) && std::isfinite(ref) && std::signbit(d) == std::signbit(ref) &&
+         std::fabs(ref) >= overflow - (max_abs + max_rel * std::fabs(ref));
+}
 
 struct Comparison {
   double rel_frobenius = 0;

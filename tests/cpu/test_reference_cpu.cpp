@@ -427,6 +427,33 @@ TEST(CompareHost, PlantedErrorAndNaNAreCaught) {
   EXPECT_EQ(c.count, -1);
 }
 
+// An fp16 output whose exact value lies at fp16's overflow threshold (65520: 65504 plus half
+// an ulp) or within the element bound below it may round to infinity; one further below,
+// or of the other sign, may not.
+TEST(CompareHost, Fp16OverflowAtTheThresholdIsCorrectRounding) {
+  const verify::Tolerance tol = verify::tolerance_for(desc_with(DataType::kF16, 100000));
+  ASSERT_EQ(tol.overflow, 65520.0);
+  const double inf = std::numeric_limits<double>::infinity();
+  const double slack = tol.max_abs + tol.max_rel * 65520.0;
+  std::vector<double> ref = {1.0, 70000.0, -80000.0, 65520.0 - 0.5 * slack};
+  std::vector<double> d = {1.0, inf, -inf, inf};
+  auto c = verify::compare_host(d, ref, tol);
+  EXPECT_TRUE(c.passed);
+  EXPECT_EQ(c.nonfinite, 0);
+
+  ref[3] = 65520.0 - 2.0 * slack - 1000.0;  // too far below the threshold to round up
+  c = verify::compare_host(d, ref, tol);
+  EXPECT_FALSE(c.passed);
+  EXPECT_EQ(c.nonfinite, 1);
+  EXPECT_EQ(c.worst_index, 3);
+
+  ref[3] = 70000.0;
+  d[3] = -inf;  // the wrong sign
+  EXPECT_EQ(verify::compare_host(d, ref, tol).nonfinite, 1);
+  // fp32 outputs: the reference overflows alike, so no finite value excuses an infinity.
+  EXPECT_EQ(verify::tolerance_for(desc_with(DataType::kF32, 100000)).overflow, inf);
+}
+
 TEST(CompareHost, WholeMatrixDriftFailsTheFrobeniusBound) {
   std::vector<double> ref(1024), d(1024);
   for (size_t t = 0; t < ref.size(); ++t) {
