@@ -72,7 +72,13 @@ struct GroupedGemmDesc {
   //   kTensor:    sa = scale_a[0]; sb_e = scale_b[e] (scale_b_per_expert) or scale_b[0].
   //   kRowColumn: sa(i) = scale_a[i], one per storage row (rows, or E x max_rows, floats);
   //               sb_e(j) = scale_b[e * N + j] ([E, N], scale_b_per_expert) or scale_b[j].
-  // kBlock128 is not supported by the grouped kernel.
+  //   kBlock128:  DeepSeek-V3 blocks, as the dense GEMM's (gemm.h) over A's storage rows:
+  //               sa(i, k) = scale_a[(k / 128) * R + i] with R = rows (contiguous) or
+  //               E * max_rows (masked), an fp32 [ceil(K/128), R] array; W's per 128 x 128
+  //               block, sb_e(k, j) = scale_b[e * nb * kb + (j / 128) * kb + k / 128] with
+  //               nb = ceil(N/128), kb = ceil(K/128) ([E, nb, kb], scale_b_per_expert, or
+  //               one [nb, kb] for all). Each 128-wide K block is summed on the tensor
+  //               cores and added, scaled, to an fp32 total (docs/fp8.md).
   ScaleMode scales = ScaleMode::kNone;
   bool scale_b_per_expert = true;
   // Planning hint: the rows an expert typically has (0: rows / E for kContiguous, rows for

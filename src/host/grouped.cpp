@@ -44,6 +44,24 @@ int64_t grouped_storage_rows(const GroupedGemmDesc& d) {
   return d.layout == GroupedLayout::kMasked ? d.experts * d.rows : d.rows;
 }
 
+int64_t grouped_scale_a_floats(const GroupedGemmDesc& d) {
+  switch (d.scales) {
+    case ScaleMode::kTensor: return 1;
+    case ScaleMode::kRowColumn: return grouped_storage_rows(d);
+    case ScaleMode::kBlock128: return (d.k + 127) / 128 * grouped_storage_rows(d);
+    default: return 0;
+  }
+}
+
+int64_t grouped_scale_b_floats_per_expert(const GroupedGemmDesc& d) {
+  switch (d.scales) {
+    case ScaleMode::kTensor: return 1;
+    case ScaleMode::kRowColumn: return d.n;
+    case ScaleMode::kBlock128: return (d.n + 127) / 128 * ((d.k + 127) / 128);
+    default: return 0;
+  }
+}
+
 Status validate_grouped_desc(const GroupedGemmDesc& d, Diagnostic* diag) {
   if (d.layout != GroupedLayout::kContiguous && d.layout != GroupedLayout::kMasked) {
     return fail(diag, Status::kInvalidArgument, "grouped: unknown layout %d", static_cast<int>(d.layout));
@@ -82,10 +100,6 @@ Status validate_grouped_desc(const GroupedGemmDesc& d, Diagnostic* diag) {
   if (d.input != DataType::kE4M3 && d.scales != ScaleMode::kNone) {
     return fail(diag, Status::kNotSupported, "grouped: scales (%s) apply to e4m3 inputs only; A and W are %s",
                 to_string(d.scales), to_string(d.input));
-  }
-  if (d.scales == ScaleMode::kBlock128) {
-    return fail(diag, Status::kNotSupported,
-                "grouped: block128 scales are not supported by the grouped kernel; use tensor or row/column scales");
   }
   const auto act = d.epilogue.activation;
   if (static_cast<int>(act) < 0 || static_cast<int>(act) > static_cast<int>(Activation::kSwiGLU)) {
@@ -153,9 +167,8 @@ Status validate_grouped_args(const GroupedGemmDesc& d, const GroupedGemmArgs& a,
     return fail(diag, Status::kInvalidArgument, "grouped: D overlaps A or W");
   }
   if (d.scales != ScaleMode::kNone) {
-    const bool rows = d.scales == ScaleMode::kRowColumn;
-    const int64_t b_floats = (d.scale_b_per_expert ? d.experts : 1) * (rows ? d.n : 1);
-    if (overlap(d_span, span_of(a.scale_a, (rows ? storage_rows : 1) * 4)) ||
+    const int64_t b_floats = (d.scale_b_per_expert ? d.experts : 1) * grouped_scale_b_floats_per_expert(d);
+    if (overlap(d_span, span_of(a.scale_a, grouped_scale_a_floats(d) * 4)) ||
         overlap(d_span, span_of(a.scale_b, b_floats * 4))) {
       return fail(diag, Status::kInvalidArgument, "grouped: D overlaps scale_a or scale_b");
     }
@@ -182,7 +195,7 @@ size_t grouped_workspace_size(const GroupedGemmDesc&) { return 0; }
 const char* grouped_dispatch_name(const GroupedGemmDesc& desc) {
   if (validate_grouped_desc(desc, nullptr) != Status::kSuccess) return nullptr;
   const GroupedPlan plan = plan_grouped(desc, current_device_info());
-  return grouped_variant_name(plan.variant, plan.fp8);
+  return grouped_variant_name(plan.variant, plan.fp8, plan.block_scales);
 }
 
 Status grouped_gemm(const GroupedGemmDesc& desc, const GroupedGemmArgs& args, Diagnostic* diag) {

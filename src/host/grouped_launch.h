@@ -8,6 +8,9 @@ namespace anvil::detail {
 
 int64_t grouped_output_cols(const GroupedGemmDesc& d);
 int64_t grouped_storage_rows(const GroupedGemmDesc& d);
+// The floats of scale_a, and of scale_b per expert, that the scale mode reads (grouped.h).
+int64_t grouped_scale_a_floats(const GroupedGemmDesc& d);
+int64_t grouped_scale_b_floats_per_expert(const GroupedGemmDesc& d);
 Status validate_grouped_desc(const GroupedGemmDesc& d, Diagnostic* diag);
 Status validate_grouped_args(const GroupedGemmDesc& d, const GroupedGemmArgs& a, Diagnostic* diag);
 

@@ -15,7 +15,14 @@ GroupedTileShape grouped_tile(GroupedVariant v) {
   return {128, 256};
 }
 
-const char* grouped_variant_name(GroupedVariant v, bool fp8) {
+const char* grouped_variant_name(GroupedVariant v, bool fp8, bool block_scales) {
+  if (fp8 && block_scales) {
+    switch (v) {
+      case GroupedVariant::kNarrow: return "sm90-grouped-fp8-block/128x128";
+      case GroupedVariant::kShort: return "sm90-grouped-fp8-block/64x128";
+      default: return "sm90-grouped-fp8-block/?";
+    }
+  }
   if (fp8) {
     switch (v) {
       case GroupedVariant::kWide: return "sm90-grouped-fp8/128x256";
@@ -51,6 +58,7 @@ GroupedPlan plan_grouped(const GroupedGemmDesc& desc, const DeviceInfo& device, 
   // e4m3 runs the same tiles (a stage row is 128 bytes either way) and the same rule: at
   // few rows per expert the weight read bounds both, at many the tile count per SM does.
   plan.fp8 = desc.input == DataType::kE4M3;
+  plan.block_scales = plan.fp8 && desc.scales == ScaleMode::kBlock128;
   plan.expected_rows = grouped_expected_rows(desc);
   const int64_t wide_tiles = desc.experts * ((plan.expected_rows + 127) / 128) * ((desc.n + 255) / 256);
   if (forced >= 0 && forced < kGroupedVariants) {
@@ -70,6 +78,11 @@ GroupedPlan plan_grouped(const GroupedGemmDesc& desc, const DeviceInfo& device, 
     // Fewer wide tiles than SMs: half-width tiles put twice as many SMs to work.
     plan.variant = GroupedVariant::kNarrow;
     std::snprintf(plan.reason, sizeof(plan.reason), "~%lld 128x256 tiles leave SMs idle: 128x128",
+                  static_cast<long long>(wide_tiles));
+  }
+  if (plan.block_scales && plan.variant == GroupedVariant::kWide) {
+    plan.variant = GroupedVariant::kNarrow;
+    std::snprintf(plan.reason, sizeof(plan.reason), "block scales: 128-wide tiles (~%lld 128x256 tiles' worth)",
                   static_cast<long long>(wide_tiles));
   }
   const GroupedTileShape tile = grouped_tile(plan.variant);

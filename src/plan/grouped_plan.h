@@ -18,12 +18,16 @@ struct GroupedTileShape {
   int block_m, block_n;
 };
 GroupedTileShape grouped_tile(GroupedVariant v);
-// "sm90-grouped/128x256", ...; with fp8, the e4m3 configuration's "sm90-grouped-fp8/128x256".
-const char* grouped_variant_name(GroupedVariant v, bool fp8 = false);
+// "sm90-grouped/128x256", ...; with fp8, the e4m3 configuration's "sm90-grouped-fp8/128x256";
+// with block scales "sm90-grouped-fp8-block/128x128" (128-wide tiles only).
+const char* grouped_variant_name(GroupedVariant v, bool fp8 = false, bool block_scales = false);
 
 struct GroupedPlan {
   GroupedVariant variant = GroupedVariant::kWide;
   bool fp8 = false;  // e4m3 inputs: the 8-bit configuration of the variant (same tile)
+  // DeepSeek-V3 block scales: the block-scaled 8-bit configuration, never the 128x256 tile
+  // (a B scale covers 128 columns, and the partial sums double the accumulators).
+  bool block_scales = false;
   int block_m = 128, block_n = 256;
   int tiles_n = 0;
   int64_t max_tiles = 0;   // most tiles any routing can make

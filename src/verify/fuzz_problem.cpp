@@ -250,6 +250,7 @@ FuzzProblem make_fp8_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits
   d.batch_invariant = false;
   p.a_offset = 16 * (rng.percent(70) ? 0 : rng.between(1, 4));
   p.b_offset = 16 * (rng.percent(70) ? 0 : rng.between(1, 4));
+  if (d.scales == ScaleMode::kBlock128) p.scale_a_offset = rng.below(4);
   return p;
 }
 
@@ -328,12 +329,14 @@ std::string describe(const FuzzProblem& p) {
                              : p.unread_c       ? operand_text("C (NaN, must not be read)", d.c, p.c_offset)
                              : d.beta != 0.0f ? operand_text("C", d.c, p.c_offset)
                                               : std::string("C none");
-  char tail[240];
-  std::snprintf(tail, sizeof(tail), "alpha=%g beta=%g | act=%s bias=%s/%s off=%lld%s%s%s", static_cast<double>(d.alpha),
+  const std::string scale_shift =
+      p.scale_a_offset > 0 ? " (scale_a +" + std::to_string(p.scale_a_offset) + " floats)" : std::string();
+  char tail[280];
+  std::snprintf(tail, sizeof(tail), "alpha=%g beta=%g | act=%s bias=%s/%s off=%lld%s%s%s%s", static_cast<double>(d.alpha),
                 static_cast<double>(d.beta), activation_name(d.epilogue.activation), bias_name(d.epilogue.bias),
                 to_string(d.epilogue.bias_dtype), static_cast<long long>(p.bias_offset),
                 d.batch_invariant ? " | batch-invariant" : "", d.scales != ScaleMode::kNone ? " | scales " : "",
-                d.scales != ScaleMode::kNone ? to_string(d.scales) : "");
+                d.scales != ScaleMode::kNone ? to_string(d.scales) : "", scale_shift.c_str());
   return std::string(head) + " | " + operand_text("A", d.a, p.a_offset) + " | " + operand_text("B", d.b, p.b_offset) +
          " | " + operand_text("D", d.d, p.d_offset) + " | " + c_text + " | " + tail;
 }

@@ -36,6 +36,9 @@ struct FuzzProblem {
   GemmDesc desc;  // desc.kernel is left null: the caller picks the kernel
   // Elements between each buffer's aligned allocation and the operand's base pointer.
   int64_t a_offset = 0, b_offset = 0, c_offset = 0, d_offset = 0, bias_offset = 0;
+  // FP8 block scales: floats between scale_a's allocation and the array (0-3: the scale
+  // map starts at the 16-byte boundary below it).
+  int64_t scale_a_offset = 0;
   bool c_is_d = false;   // args.c == args.d (beta != 0): the in-place residual add
   bool unread_c = false; // beta == 0 but a NaN-filled C is passed: it must not be read
   uint64_t data_seed = 0;

@@ -163,11 +163,11 @@ std::optional<FuzzOutcome> FuzzRunner::prepare(const FuzzProblem& problem, const
 
   if (desc_.scales != ScaleMode::kNone) {
     const int64_t na = scale_elements_a(desc_), nb = scale_elements_b(desc_);
-    FUZZ_CUDA(scale_a_.reserve(static_cast<size_t>(na) * sizeof(float)));
+    FUZZ_CUDA(scale_a_.reserve(static_cast<size_t>(problem.scale_a_offset + na) * sizeof(float)));
     FUZZ_CUDA(scale_b_.reserve(static_cast<size_t>(nb) * sizeof(float)));
-    FUZZ_CUDA(fill_scales(static_cast<float*>(scale_a_.ptr), na, seed + 5, stream_));
+    FUZZ_CUDA(fill_scales(static_cast<float*>(scale_a_.ptr), problem.scale_a_offset + na, seed + 5, stream_));
     FUZZ_CUDA(fill_scales(static_cast<float*>(scale_b_.ptr), nb, seed + 6, stream_));
-    args_.scale_a = static_cast<const float*>(scale_a_.ptr);
+    args_.scale_a = static_cast<const float*>(scale_a_.ptr) + problem.scale_a_offset;
     args_.scale_b = static_cast<const float*>(scale_b_.ptr);
   }
 

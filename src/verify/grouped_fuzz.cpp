@@ -107,14 +107,19 @@ GroupedFuzzProblem make_grouped_fuzz_problem(uint64_t seed, int64_t index, bool 
   d.expected_rows_per_expert = hint == 0 ? 0 : hint == 1 ? 16 : hint == 2 ? 200 : 5000;
   // FP8, drawn after everything else so the 16-bit problems of a seed stay as they were:
   // e4m3 A and W (K rounded up to the multiple of 16 TMA needs for 1-byte rows) with no,
-  // per-tensor or row/column scales, B's per expert or shared.
+  // per-tensor, row/column or DeepSeek-V3 block scales, B's per expert or shared; block
+  // scales of A from 0-3 floats past a 16-byte boundary (the tensor map's shift).
   if (r.percent(35)) {
     d.input = DataType::kE4M3;
     if (d.output != DataType::kF32) d.output = r.percent(75) ? DataType::kBF16 : DataType::kF16;
     d.k = (d.k + 15) / 16 * 16;
     const int64_t scales = r.below(10);
-    d.scales = scales < 1 ? ScaleMode::kNone : scales < 4 ? ScaleMode::kTensor : ScaleMode::kRowColumn;
+    d.scales = scales < 1   ? ScaleMode::kNone
+               : scales < 3 ? ScaleMode::kTensor
+               : scales < 6 ? ScaleMode::kRowColumn
+                            : ScaleMode::kBlock128;
     d.scale_b_per_expert = r.percent(80);
+    if (d.scales == ScaleMode::kBlock128) p.scale_a_offset = r.below(4);
   }
   // torch's offs (E row ends) where the first expert starts at row 0.
   if (d.layout == GroupedLayout::kContiguous && p.lead == 0) d.offsets_are_ends = r.percent(40);
@@ -133,10 +138,12 @@ std::string describe(const GroupedFuzzProblem& p) {
   const GroupedGemmDesc& d = p.desc;
   int64_t total = 0, empty = 0;
   for (int64_t rows : p.rows) total += rows, empty += rows == 0;
-  char text[360];
+  const std::string shift =
+      p.scale_a_offset > 0 ? " (scale_a +" + std::to_string(p.scale_a_offset) + " floats)" : std::string();
+  char text[400];
   std::snprintf(text, sizeof(text),
                 "#%lld %s E=%lld N=%lld K=%lld rows=%lld (%lld routed, %lld experts empty, lead %lld) %s->%s idx%s "
-                "act %d bias %d/%s alpha %g hint %lld scales %s%s%s",
+                "act %d bias %d/%s alpha %g hint %lld scales %s%s%s%s",
                 static_cast<long long>(p.index), d.layout == GroupedLayout::kMasked ? "masked" : "contiguous",
                 static_cast<long long>(d.experts), static_cast<long long>(d.n), static_cast<long long>(d.k),
                 static_cast<long long>(d.rows), static_cast<long long>(total), static_cast<long long>(empty),
@@ -145,7 +152,7 @@ std::string describe(const GroupedFuzzProblem& p) {
                 static_cast<int>(d.epilogue.bias), to_string(d.epilogue.bias_dtype), static_cast<double>(d.alpha),
                 static_cast<long long>(d.expected_rows_per_expert), to_string(d.scales),
                 d.scales != ScaleMode::kNone && !d.scale_b_per_expert ? " (B shared)" : "",
-                d.offsets_are_ends ? " ends" : "");
+                shift.c_str(), d.offsets_are_ends ? " ends" : "");
   return text;
 }
 
@@ -190,10 +197,14 @@ FuzzOutcome run_grouped_fuzz_problem(const GroupedFuzzProblem& p, cudaStream_t s
   if (e == cudaSuccess) e = fill_random(a.ptr, d.input, rows * d.k, p.data_seed, 1.0f, stream);
   if (e == cudaSuccess) e = fill_random(w.ptr, d.input, d.experts * d.n * d.k, p.data_seed + 1, 1.0f, stream);
   if (e == cudaSuccess) e = fill_random(bias.ptr, d.epilogue.bias_dtype, d.experts * d.n, p.data_seed + 2, 1.0f, stream);
-  if (e == cudaSuccess) e = scale_a.allocate(static_cast<size_t>(rows) * sizeof(float));
-  if (e == cudaSuccess) e = scale_b.allocate(static_cast<size_t>(d.experts * d.n) * sizeof(float));
-  if (e == cudaSuccess) e = fill_scales(static_cast<float*>(scale_a.ptr), std::max<int64_t>(rows, 1), p.data_seed + 3, stream);
-  if (e == cudaSuccess) e = fill_scales(static_cast<float*>(scale_b.ptr), d.experts * d.n, p.data_seed + 4, stream);
+  // Room for every mode's scales (block scales: ceil(K/128) per row, per 128 x 128 block of W).
+  const int64_t k_blocks = (d.k + 127) / 128;
+  const int64_t a_floats = p.scale_a_offset + std::max<int64_t>(rows, 1) * k_blocks;
+  const int64_t b_floats = d.experts * std::max(d.n, (d.n + 127) / 128 * k_blocks);
+  if (e == cudaSuccess) e = scale_a.allocate(static_cast<size_t>(a_floats) * sizeof(float));
+  if (e == cudaSuccess) e = scale_b.allocate(static_cast<size_t>(b_floats) * sizeof(float));
+  if (e == cudaSuccess) e = fill_scales(static_cast<float*>(scale_a.ptr), a_floats, p.data_seed + 3, stream);
+  if (e == cudaSuccess) e = fill_scales(static_cast<float*>(scale_b.ptr), b_floats, p.data_seed + 4, stream);
   if (e == cudaSuccess) e = poison(out.ptr, d.output, static_cast<int64_t>(d_bytes / out_bytes), stream);
   if (e == cudaSuccess) e = cudaMemsetAsync(flags.ptr, 0, sizeof(int), stream);
   const std::vector<int64_t> b = grouped_bounds(p);
@@ -215,7 +226,7 @@ FuzzOutcome run_grouped_fuzz_problem(const GroupedFuzzProblem& p, cudaStream_t s
   args.error_flags = static_cast<int*>(flags.ptr);
   args.stream = stream;
   if (d.scales != ScaleMode::kNone) {
-    args.scale_a = static_cast<const float*>(scale_a.ptr);
+    args.scale_a = static_cast<const float*>(scale_a.ptr) + p.scale_a_offset;
     args.scale_b = static_cast<const float*>(scale_b.ptr);
   }
   Diagnostic diag;

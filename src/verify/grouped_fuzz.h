@@ -27,6 +27,7 @@ struct GroupedFuzzProblem {
   GroupedGemmDesc desc;
   std::vector<int64_t> rows;  // per expert
   int64_t lead = 0;           // contiguous: rows before offsets[0] (rows after offsets[E]: desc.rows - the rest)
+  int64_t scale_a_offset = 0; // floats between scale_a's allocation and the array (block scales: 0-3)
   uint64_t data_seed = 0;
 };
 

@@ -56,11 +56,15 @@ GemmArgs expert_args(const GroupedGemmDesc& desc, const GroupedGemmArgs& args, i
   g.bias = advance(args.bias, expert * desc.n, desc.epilogue.bias_dtype);
   g.stream = args.stream;
   // The expert's scales as a dense GEMM's: A's rows from the expert's first storage row
-  // (kRowColumn), B's from the expert's block (or the one shared block).
+  // (kRowColumn; kBlock128's are strided by the storage rows, which a dense GEMM's are not:
+  // reference_grouped gathers them), B's from the expert's block (or the one shared block).
   const bool row_column = desc.scales == ScaleMode::kRowColumn;
+  const int64_t b_floats = desc.scales == ScaleMode::kBlock128 ? (desc.n + 127) / 128 * ((desc.k + 127) / 128)
+                           : row_column                        ? desc.n
+                                                               : 1;
   if (desc.scales != ScaleMode::kNone && args.scale_a != nullptr) {
-    g.scale_a = args.scale_a + (row_column ? r.first : 0);
-    g.scale_b = args.scale_b + (desc.scale_b_per_expert ? expert * (row_column ? desc.n : 1) : 0);
+    g.scale_a = args.scale_a + (desc.scales != ScaleMode::kTensor ? r.first : 0);
+    g.scale_b = args.scale_b + (desc.scale_b_per_expert ? expert * b_floats : 0);
   }
   return g;
 }
@@ -68,15 +72,37 @@ GemmArgs expert_args(const GroupedGemmDesc& desc, const GroupedGemmArgs& args, i
 cudaError_t reference_grouped(const GroupedGemmDesc& desc, const GroupedGemmArgs& args,
                               const std::vector<int64_t>& bounds, float* ref, cudaStream_t stream) {
   const std::vector<ExpertRows> rows = expert_rows(desc, bounds);
-  for (int64_t e = 0; e < desc.experts; ++e) {
+  // Block scales: each expert's [k_blocks, rows_e] block of A's scales, gathered from the
+  // grouped [k_blocks, storage rows] array into `gathered`, as a dense GEMM reads them.
+  const bool block = desc.scales == ScaleMode::kBlock128 && args.scale_a != nullptr;
+  const int64_t k_blocks = (desc.k + 127) / 128;
+  const int64_t storage_rows = desc.layout == GroupedLayout::kMasked ? desc.experts * desc.rows : desc.rows;
+  float* gathered = nullptr;
+  if (block) {
+    int64_t most = 1;
+    for (const ExpertRows& r : rows) most = r.rows > most ? r.rows : most;
+    const cudaError_t err = cudaMallocAsync(reinterpret_cast<void**>(&gathered), static_cast<size_t>(k_blocks * most) * sizeof(float), stream);
+    if (err != cudaSuccess) return err;
+  }
+  cudaError_t err = cudaSuccess;
+  for (int64_t e = 0; e < desc.experts && err == cudaSuccess; ++e) {
     if (rows[e].rows <= 0) continue;
     const GemmDesc g = expert_desc(desc, rows[e].rows);
     GemmArgs a = expert_args(desc, args, e, rows[e], nullptr);
     a.d = nullptr;
-    const cudaError_t err = reference_gemm(g, a, ref + rows[e].first * out_cols(desc), stream);
-    if (err != cudaSuccess) return err;
+    if (block) {
+      const size_t row_bytes = static_cast<size_t>(rows[e].rows) * sizeof(float);
+      err = cudaMemcpy2DAsync(gathered, row_bytes, a.scale_a, static_cast<size_t>(storage_rows) * sizeof(float), row_bytes,
+                              static_cast<size_t>(k_blocks), cudaMemcpyDeviceToDevice, stream);
+      a.scale_a = gathered;
+    }
+    if (err == cudaSuccess) err = reference_gemm(g, a, ref + rows[e].first * out_cols(desc), stream);
   }
-  return cudaSuccess;
+  if (gathered != nullptr) {
+    const cudaError_t freed = cudaFreeAsync(gathered, stream);
+    if (err == cudaSuccess) err = freed;
+  }
+  return err;
 }
 
 // Every element is held to the element bound expert by expert; the Frobenius bound applies

@@ -121,8 +121,11 @@ TEST(GroupedFp8Desc, RefusesWithAReason) {
   // 1-byte rows: K must be a multiple of 16 for 16-byte aligned TMA rows.
   EXPECT_EQ(check(fp8(4, 256, 136, 10, ScaleMode::kRowColumn), &why), Status::kMisalignedOperand);
   EXPECT_NE(why.find("multiple of 16"), std::string::npos) << why;
-  EXPECT_EQ(check(fp8(4, 256, 128, 10, ScaleMode::kBlock128), &why), Status::kNotSupported);
-  EXPECT_NE(why.find("block128"), std::string::npos) << why;
+  // Block scales on 16-bit inputs are refused like any scale.
+  GroupedGemmDesc half_block = contiguous(4, 256, 128, 10);
+  half_block.scales = ScaleMode::kBlock128;
+  EXPECT_EQ(check(half_block, &why), Status::kNotSupported);
+  EXPECT_NE(why.find("e4m3"), std::string::npos) << why;
   GroupedGemmDesc d = fp8(4, 256, 128, 10, ScaleMode::kRowColumn);
   d.input = DataType::kE5M2;
   EXPECT_EQ(check(d, &why), Status::kNotSupported);
@@ -166,6 +169,35 @@ TEST(GroupedFp8Args, RefusesMissingMisalignedAndOverlappedScales) {
   a.scale_a = nullptr;
   a.scale_b = nullptr;
   EXPECT_EQ(anvil::detail::validate_grouped_args(none, a, &diag), Status::kSuccess) << diag.message;
+}
+
+// DeepSeek-V3 block scales run the block-scaled 128-wide configurations: where the rule
+// would take 128x256 tiles they take 128x128, and the short tiles stay.
+TEST(GroupedFp8Plan, BlockScalesTake128WideTiles) {
+  using anvil::ScaleMode;
+  const DeviceInfo h200 = DeviceInfo::h200();
+  EXPECT_EQ(check(fp8(256, 2048, 7168, 4096 * 8, ScaleMode::kBlock128)), Status::kSuccess);
+  const auto wide = plan_grouped(fp8(256, 2048, 7168, 4096 * 8, ScaleMode::kBlock128), h200);
+  EXPECT_EQ(plan_grouped(fp8(256, 2048, 7168, 4096 * 8, ScaleMode::kRowColumn), h200).variant, GroupedVariant::kWide);
+  EXPECT_TRUE(wide.block_scales);
+  EXPECT_EQ(wide.variant, GroupedVariant::kNarrow);
+  EXPECT_EQ(wide.block_n, 128);
+  EXPECT_NE(std::string(wide.reason).find("block scales"), std::string::npos) << wide.reason;
+  const auto few = plan_grouped(fp8(256, 2048, 7168, 256 * 8, ScaleMode::kBlock128), h200);
+  EXPECT_EQ(few.variant, GroupedVariant::kShort);
+  EXPECT_FALSE(plan_grouped(fp8(256, 2048, 7168, 256 * 8, ScaleMode::kRowColumn), h200).block_scales);
+  EXPECT_STREQ(anvil::detail::grouped_variant_name(GroupedVariant::kNarrow, true, true), "sm90-grouped-fp8-block/128x128");
+  EXPECT_STREQ(anvil::detail::grouped_variant_name(GroupedVariant::kShort, true, true), "sm90-grouped-fp8-block/64x128");
+  // The scale arrays each mode reads: block scales per 128 values of K per storage row of
+  // A, and per 128 x 128 block of W.
+  GroupedGemmDesc d = fp8(4, 200, 400, 37, ScaleMode::kBlock128);
+  EXPECT_EQ(anvil::detail::grouped_scale_a_floats(d), 4 * 37);
+  EXPECT_EQ(anvil::detail::grouped_scale_b_floats_per_expert(d), 2 * 4);
+  d.layout = GroupedLayout::kMasked;
+  EXPECT_EQ(anvil::detail::grouped_scale_a_floats(d), 4 * 4 * 37);
+  d.scales = ScaleMode::kRowColumn;
+  EXPECT_EQ(anvil::detail::grouped_scale_a_floats(d), 4 * 37);
+  EXPECT_EQ(anvil::detail::grouped_scale_b_floats_per_expert(d), 200);
 }
 
 TEST(GroupedFp8Plan, SameTileRuleWithTheEightBitConfigurations) {
@@ -217,6 +249,12 @@ TEST(GroupedFp8Reference, ExpertScalesPointIntoTheGroupedArrays) {
   EXPECT_EQ(g.scale_a, sa + 40);
   // The operands: e4m3 A rows and W blocks at one byte per element.
   EXPECT_EQ(verify::expert_desc(d, 5).a.dtype, DataType::kE4M3);
+  // Block scales: A's from the expert's first storage row (reference_grouped gathers its
+  // [k_blocks, rows] block), B's from its [ceil(N/128), ceil(K/128)] block.
+  d = fp8(4, 200, 400, 100, ScaleMode::kBlock128);
+  g = verify::expert_args(d, args, 2, r, nullptr);
+  EXPECT_EQ(g.scale_a, sa + 37);
+  EXPECT_EQ(g.scale_b, sb + 2 * (2 * 4));
 }
 
 TEST(GroupedBoundsHost, NamesTheFirstOffendingExpert) {

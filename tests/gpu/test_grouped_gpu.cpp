@@ -4,8 +4,8 @@
 // poisoned before each run and every row no expert owns must still hold the poison. The
 // masked layout is replayed from one captured CUDA graph while the counts change; invalid
 // offsets must set the error word and leave memory outside D's rows alone. FP8 (GroupedFp8/*):
-// e4m3 operands with random scales in [0.5, 1.5] (row/column, per tensor, B's per expert or
-// shared, none), each tile configuration, both layouts; the reference dequantizes with the
+// e4m3 operands with random scales in [0.5, 1.5] (row/column, per tensor, DeepSeek-V3
+// blocks, B's per expert or shared, none), each tile configuration, both layouts; the reference dequantizes with the
 // same scales, so a scale missed, misplaced by an expert's offset or applied twice fails.
 #include <gtest/gtest.h>
 
@@ -174,7 +174,11 @@ void make_operands(GroupedOperands& op, const GroupedGemmDesc& desc, uint64_t se
   if (desc.scales != anvil::ScaleMode::kNone) {
     // Row scales for every storage row, column scales for every expert: the kernel must pick
     // the expert's own (a shared-B description reads the first block only).
-    anvil_test::fill_operand_scales(op, std::max<int64_t>(rows, 1), desc.experts * desc.n, seed);
+    // Block scales: ceil(K/128) per storage row, and per 128 x 128 block of each expert's W.
+    const int64_t k_blocks = (desc.k + 127) / 128;
+    const bool block = desc.scales == anvil::ScaleMode::kBlock128;
+    anvil_test::fill_operand_scales(op, std::max<int64_t>(rows, 1) * (block ? k_blocks : 1),
+                                    desc.experts * (block ? (desc.n + 127) / 128 * k_blocks : desc.n), seed);
   }
   CHECK_CUDA(cudaDeviceSynchronize());
 }
@@ -398,6 +402,8 @@ INSTANTIATE_TEST_SUITE_P(Grouped, GroupedSweep, ::testing::ValuesIn(grouped_case
 constexpr const char* kWideFp8 = "sm90-grouped-fp8/128x256";
 constexpr const char* kNarrowFp8 = "sm90-grouped-fp8/128x128";
 constexpr const char* kShortFp8 = "sm90-grouped-fp8/64x128";
+constexpr const char* kNarrowBlock = "sm90-grouped-fp8-block/128x128";
+constexpr const char* kShortBlock = "sm90-grouped-fp8-block/64x128";
 
 // e4m3 operands (K a multiple of 16, often not of the 128-value stage), bf16 output unless
 // stated, torch._scaled_grouped_mm's row/column scales unless stated.
@@ -500,6 +506,44 @@ std::vector<GroupedCase> grouped_fp8_cases() {
     GroupedCase c = fp8("contig_rowcol_alpha_fp32_out");
     c.rows = {33, 0, 200};
     c.output = DataType::kF32, c.alpha = 0.5f, c.n = 96, c.k = 64;
+    cases.push_back(c);
+  }
+  // DeepSeek-V3 block scales (1 x 128 per row of A, 128 x 128 per block of W): K of
+  // whole, partial and single blocks, ragged experts, row counts not multiples of 4 (the
+  // scale line's boxes start on 16-byte boundaries), the 128x256 rule's experts on 128x128.
+  {
+    GroupedCase c = fp8("contig_block_narrow");
+    c.rows = {129, 0, 1, 255, 64, 3};
+    c.scales = ScaleMode::kBlock128, c.lead = 1, c.n = 200, c.k = 400, c.hint = 200, c.expect_kernel = kNarrowBlock;
+    cases.push_back(c);
+  }
+  {
+    GroupedCase c = fp8("contig_block_wide_rule");
+    c.rows = {0, 1, 300, 77, 0, 129, 128, 5};
+    c.scales = ScaleMode::kBlock128, c.lead = 5, c.trail = 3, c.n = 512, c.k = 1024, c.hint = 4000;
+    c.expect_kernel = kNarrowBlock;
+    cases.push_back(c);
+  }
+  {
+    GroupedCase c = fp8("contig_block_short_shared_b");
+    c.rows = {65, 1, 0, 64, 63, 130};
+    c.scales = ScaleMode::kBlock128, c.scale_b_per_expert = false, c.trail = 7, c.n = 328, c.k = 128, c.hint = 16;
+    c.expect_kernel = kShortBlock;
+    cases.push_back(c);
+  }
+  {
+    GroupedCase c = fp8("masked_block");
+    c.layout = GroupedLayout::kMasked;
+    c.max_rows = 61;
+    c.rows = {0, 1, 61, 17, 60, 0, 33};
+    c.scales = ScaleMode::kBlock128, c.n = 256, c.k = 784;
+    cases.push_back(c);
+  }
+  {
+    GroupedCase c = fp8("contig_block_swiglu_bias_fp32");
+    c.rows = {10, 0, 140, 1, 300};
+    c.scales = ScaleMode::kBlock128, c.output = DataType::kF32, c.n = 512, c.k = 2048;
+    c.act = Activation::kSwiGLU, c.bias = BiasMode::kPerColumn;
     cases.push_back(c);
   }
   {

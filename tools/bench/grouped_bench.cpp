@@ -59,8 +59,12 @@ const char* kGroupedMethod =
     "poisoned and checked expert by expert against verify::reference_gemm. FLOPs: 2 x rows x "
     "N x K; GB/s: A and the non-empty experts' W read once, D written once. e4m3: A and W e4m3, "
     "D bf16, row-wise scales (one per row of A, [E, N] for W: torch._scaled_grouped_mm's "
-    "recipe), random in [0.5, 1.5]; cublas-loop runs cuBLASLt's FP8 matmul with outer-vector "
-    "scales per expert (cublasGemmGroupedBatchedEx takes no FP8).";
+    "recipe) or with --scales block DeepSeek-V3 block scales (1 x 128 per row of A, 128 x 128 "
+    "per block of W), random in [0.5, 1.5]; cublas-loop runs cuBLASLt's FP8 matmul with "
+    "outer-vector or block scales per expert (block: each expert's A scales gathered once, "
+    "outside the timing, into the dense layout cuBLASLt reads, and its rows rounded up to 16, "
+    "where cuBLASLt's block-scaled matmul runs every count; "
+    "cublasGemmGroupedBatchedEx takes no FP8).";
 
 size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
@@ -69,6 +73,7 @@ struct GroupedOptions {
   std::vector<std::string> only;
   std::vector<std::string> kernels = {"anvil", "anvil-masked", "cublas-loop", "cublas-grouped"};
   anvil::DataType dtype = anvil::DataType::kBF16;
+  anvil::ScaleMode fp8_scales = anvil::ScaleMode::kRowColumn;  // e4m3: kRowColumn or kBlock128
   int repeats = 7;
   double min_replay_ms = 20.0;
   int max_iters = 2000;
@@ -111,7 +116,8 @@ GroupedOptions parse_grouped_options(int argc, char** argv) {
     if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
       std::printf(
           "anvil-bench --grouped SUITE [--only WORD,...] [--kernels anvil,anvil-masked,cublas-loop,cublas-grouped]\n"
-          "            [--dtype bf16|fp16|e4m3] [--repeats 7] [--min-replay-ms 20] [--max-iters 2000]\n"
+          "            [--dtype bf16|fp16|e4m3] [--scales rowcol|block] [--repeats 7] [--min-replay-ms 20]\n"
+          "            [--max-iters 2000]\n"
           "            [--max-input-sets 64] [--mem-cap-gb 40] [--no-verify] [--json OUT] [--device 0]\n"
           "Times anvil's grouped GEMM on a MoE suite (suites/moe.json) against a loop of cuBLASLt\n"
           "matmuls and cublasGemmGroupedBatchedEx on the same buffers. --only keeps the shapes whose\n"
@@ -134,6 +140,11 @@ GroupedOptions parse_grouped_options(int argc, char** argv) {
       else if (d == "fp16") o.dtype = anvil::DataType::kF16;
       else if (d == "e4m3") o.dtype = anvil::DataType::kE4M3;
       else usage_error("--dtype %s: bf16, fp16 or e4m3", d.c_str());
+    } else if (a == "--scales") {
+      const std::string v = next();
+      if (v == "rowcol") o.fp8_scales = anvil::ScaleMode::kRowColumn;
+      else if (v == "block") o.fp8_scales = anvil::ScaleMode::kBlock128;
+      else usage_error("--scales %s: rowcol or block (e4m3)", v.c_str());
     } else if (a == "--repeats") o.repeats = std::max(1, std::atoi(next().c_str()));
     else if (a == "--min-replay-ms") o.min_replay_ms = std::atof(next().c_str());
     else if (a == "--max-iters") o.max_iters = std::max(1, std::atoi(next().c_str()));
@@ -273,9 +284,18 @@ struct ShapeContext {
   int* counts = nullptr;   // E, device
   int* error_flags = nullptr;
   // e4m3: row-wise scales, one per storage row of A (the larger of the two layouts'), and
-  // [E, N] for W; shared by the input sets.
+  // [E, N] for W; or block scales, A's [ceil(K/128), storage rows] per layout (its stride is
+  // the layout's rows) and W's [E, ceil(N/128), ceil(K/128)]. Shared by the input sets.
   const float* scale_a = nullptr;
+  const float* scale_a_masked = nullptr;
   const float* scale_b = nullptr;
+  // cublas-loop with block scales: the rows cuBLASLt runs for each expert, rounded up to 16
+  // (its block-scaled heuristic offers nothing for some row counts, and gave wrong sums for
+  // others): the extra rows read the next expert's rows of A and write its rows of D before
+  // that expert runs, or the buffers' slack rows after the last. Expert e's A scales as a
+  // dense [ceil(K/128), loop_rows[e]] array at loop_scale_first[e].
+  std::vector<int64_t> loop_rows, loop_scale_first;
+  const float* loop_scale_a = nullptr;
   std::vector<int64_t> offsets_host;
   // cuBLAS
   std::map<int64_t, std::unique_ptr<CublasLtGemm>>* lt = nullptr;
@@ -296,7 +316,7 @@ anvil::GroupedGemmArgs grouped_args(const ShapeContext& ctx, bool masked, int s)
   a.bounds = masked ? static_cast<const void*>(ctx.counts) : static_cast<const void*>(ctx.offsets);
   a.error_flags = ctx.error_flags;
   a.stream = ctx.stream;
-  a.scale_a = ctx.scale_a;
+  a.scale_a = masked && ctx.scale_a_masked != nullptr ? ctx.scale_a_masked : ctx.scale_a;
   a.scale_b = ctx.scale_b;
   return a;
 }
@@ -321,10 +341,13 @@ bool launch(const Kernel& k, const ShapeContext& ctx, int s, std::string& err) {
       const int64_t rows = m.counts[size_t(e)];
       if (rows == 0) continue;
       const int64_t first = ctx.offsets_host[size_t(e)];
-      const cublasStatus_t st = ctx.lt->at(rows)->run(
+      const bool block = ctx.contiguous.scales == anvil::ScaleMode::kBlock128;
+      const int64_t k_blocks = (m.k + 127) / 128;
+      const float* sa = !fp8 ? nullptr : block ? ctx.loop_scale_a + ctx.loop_scale_first[size_t(e)] : ctx.scale_a + first;
+      const float* sb = !fp8 ? nullptr : ctx.scale_b + e * (block ? (m.n + 127) / 128 * k_blocks : m.n);
+      const cublasStatus_t st = ctx.lt->at(block ? ctx.loop_rows[size_t(e)] : rows)->run(
           ctx.buf.a(s) + size_t(first * m.k) * es, ctx.buf.w(s) + size_t(e * m.n * m.k) * es,
-          ctx.buf.d(s) + size_t(first * m.n) * out_es, ctx.stream, fp8 ? ctx.scale_a + first : nullptr,
-          fp8 ? ctx.scale_b + e * m.n : nullptr);
+          ctx.buf.d(s) + size_t(first * m.n) * out_es, ctx.stream, sa, sb);
       if (st != CUBLAS_STATUS_SUCCESS) {
         err = std::string("cublasLtMatmul: ") + cublas_status_text(st);
         return false;
@@ -388,7 +411,7 @@ void write_json(const GroupedOptions& o, const std::vector<MoeShape>& shapes,
   w.key("suite"), w.value(o.suite_path);
   w.key("dtype"), w.value(o.dtype == anvil::DataType::kBF16 ? "bf16" : o.dtype == anvil::DataType::kF16 ? "fp16" : "e4m3");
   w.key("out_dtype"), w.value(output_dtype(o) == anvil::DataType::kF16 ? "fp16" : "bf16");
-  w.key("scales"), w.value(anvil::to_string(o.dtype == anvil::DataType::kE4M3 ? anvil::ScaleMode::kRowColumn : anvil::ScaleMode::kNone));
+  w.key("scales"), w.value(anvil::to_string(o.dtype == anvil::DataType::kE4M3 ? o.fp8_scales : anvil::ScaleMode::kNone));
   w.key("method"), w.value(kGroupedMethod);
   w.key("repeats"), w.value(o.repeats);
   w.key("min_replay_ms"), w.value(o.min_replay_ms);
@@ -472,7 +495,7 @@ void run_shape(const MoeShape& m, const GroupedOptions& o, cudaStream_t stream, 
   ctx.contiguous.rows = total;
   ctx.contiguous.input = o.dtype;
   ctx.contiguous.output = output_dtype(o);
-  ctx.contiguous.scales = fp8 ? anvil::ScaleMode::kRowColumn : anvil::ScaleMode::kNone;
+  ctx.contiguous.scales = fp8 ? o.fp8_scales : anvil::ScaleMode::kNone;
   ctx.masked = ctx.contiguous;
   ctx.masked.layout = anvil::GroupedLayout::kMasked;
   ctx.masked.rows = max_rows;
@@ -504,9 +527,12 @@ void run_shape(const MoeShape& m, const GroupedOptions& o, cudaStream_t stream, 
   }
 
   Buffers& b = ctx.buf;
-  b.a_bytes = size_t(total * m.k) * es;
+  // Block scales: slack rows after A and D for the cuBLASLt loop's rounded-up last expert.
+  const bool block = fp8 && o.fp8_scales == anvil::ScaleMode::kBlock128;
+  const int64_t slack_rows = block ? 16 : 0;
+  b.a_bytes = size_t((total + slack_rows) * m.k) * es;
   b.w_bytes = size_t(m.experts * m.n * m.k) * es;
-  b.d_bytes = size_t(total * m.n) * out_es;
+  b.d_bytes = size_t((total + slack_rows) * m.n) * out_es;
   b.am_bytes = want_masked ? size_t(m.experts * max_rows * m.k) * es : 0;
   b.dm_bytes = want_masked ? size_t(m.experts * max_rows * m.n) * out_es : 0;
   b.set_bytes = align_up(b.a_bytes) + align_up(b.w_bytes) + align_up(b.d_bytes) + align_up(b.am_bytes) +
@@ -518,9 +544,15 @@ void run_shape(const MoeShape& m, const GroupedOptions& o, cudaStream_t stream, 
   b.sets = sets;
   DeviceMemory memory, ref, routing, scales;
   const int64_t scale_rows = std::max<int64_t>(1, std::max(total, want_masked ? m.experts * max_rows : 0));
+  // Scale floats: A's (contiguous, masked, the loop's gathered copy) then W's.
+  const int64_t k_blocks = (m.k + 127) / 128;
+  const int64_t a_floats = block ? k_blocks * std::max<int64_t>(total, 1) : scale_rows;
+  const int64_t am_floats = block && want_masked ? k_blocks * m.experts * max_rows : 0;
+  const int64_t loop_floats = block ? k_blocks * (total + 16 * m.experts) : 0;
+  const int64_t b_floats = m.experts * (block ? (m.n + 127) / 128 * k_blocks : m.n);
   if (!memory.allocate(size_t(sets) * b.set_bytes) || !ref.allocate(ref_bytes) ||
       !routing.allocate(size_t(2 * m.experts + 2) * sizeof(int) + 256) ||
-      (fp8 && !scales.allocate(size_t(scale_rows + m.experts * m.n) * sizeof(float)))) {
+      (fp8 && !scales.allocate(size_t(a_floats + am_floats + loop_floats + b_floats) * sizeof(float)))) {
     for (GroupedRow& r : rows) r.status = "error", r.message = "out of device memory";
     return;
   }
@@ -541,10 +573,13 @@ void run_shape(const MoeShape& m, const GroupedOptions& o, cudaStream_t stream, 
   }
   if (fp8) {
     float* sa = reinterpret_cast<float*>(scales.get());
-    BENCH_CUDA(verify::fill_scales(sa, scale_rows, o.seed + 101, stream));
-    BENCH_CUDA(verify::fill_scales(sa + scale_rows, m.experts * m.n, o.seed + 102, stream));
+    BENCH_CUDA(verify::fill_scales(sa, a_floats, o.seed + 101, stream));
+    if (am_floats > 0) BENCH_CUDA(verify::fill_scales(sa + a_floats, am_floats, o.seed + 103, stream));
+    BENCH_CUDA(verify::fill_scales(sa + a_floats + am_floats + loop_floats, b_floats, o.seed + 102, stream));
     ctx.scale_a = sa;
-    ctx.scale_b = sa + scale_rows;
+    ctx.scale_a_masked = am_floats > 0 ? sa + a_floats : nullptr;
+    ctx.scale_b = sa + a_floats + am_floats + loop_floats;
+    ctx.loop_scale_a = sa + a_floats + am_floats;
   }
   sync_or_die(ctx, "verify::fill_random");
 
@@ -554,15 +589,41 @@ void run_shape(const MoeShape& m, const GroupedOptions& o, cudaStream_t stream, 
   for (Kernel& k : kernels) {
     if (!k.active) continue;
     if (k.label == "cublas-loop") {
-      for (int64_t c : m.counts) {
-        if (c == 0 || lt.count(c) != 0) continue;
+      std::string why;
+      const auto plan_rows = [&](int64_t c) {
+        if (lt.count(c) != 0) return true;
         auto g = std::make_unique<CublasLtGemm>();
-        std::string why;
-        if (!g->prepare(c, m.n, m.k, o.dtype, output_dtype(o), ctx.contiguous.scales, why)) {
+        if (!g->prepare(c, m.n, m.k, o.dtype, output_dtype(o), ctx.contiguous.scales, why)) return false;
+        lt.emplace(c, std::move(g));
+        return true;
+      };
+      for (int64_t c : m.counts) {
+        const int64_t run_rows = block ? (c + 15) / 16 * 16 : c;
+        const bool ok = c == 0 || plan_rows(run_rows);
+        if (!ok) {
           rows[k.row].status = "unsupported", rows[k.row].message = why, k.active = false;
           break;
         }
-        lt.emplace(c, std::move(g));
+        ctx.loop_rows.push_back(run_rows);
+      }
+      if (k.active && block) {
+        // Expert e's [k_blocks, loop_rows[e]] block of A's scales, where a dense GEMM reads
+        // it (the rounded-up rows' scales stay the fill's: their outputs are overwritten).
+        float* loop = const_cast<float*>(ctx.loop_scale_a);
+        BENCH_CUDA(verify::fill_scales(loop, loop_floats, o.seed + 104, stream));
+        int64_t at = 0;
+        for (int64_t e = 0; e < m.experts; ++e) {
+          ctx.loop_scale_first.push_back(at);
+          const int64_t rows_e = m.counts[size_t(e)];
+          if (rows_e > 0) {
+            BENCH_CUDA(cudaMemcpy2DAsync(loop + at, size_t(ctx.loop_rows[size_t(e)]) * sizeof(float),
+                                         ctx.scale_a + ctx.offsets_host[size_t(e)], size_t(total) * sizeof(float),
+                                         size_t(rows_e) * sizeof(float), size_t(k_blocks), cudaMemcpyDeviceToDevice,
+                                         stream));
+          }
+          at += k_blocks * ctx.loop_rows[size_t(e)];
+        }
+        sync_or_die(ctx, "the cuBLASLt loop's scales");
       }
     }
   }

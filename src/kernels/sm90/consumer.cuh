@@ -4,6 +4,7 @@
 // a stage is released only once the group that read it has retired.
 #pragma once
 
+#include "arch/sm90/ld_st_shared.cuh"
 #include "arch/sm90/mbarrier.cuh"
 #include "arch/sm90/named_barrier.cuh"
 #include "arch/sm90/wgmma.cuh"
@@ -121,18 +122,21 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
 // The tensor core idles from the moment a block's wgmma group retires until the next
 // block's group is issued, unless the other warpgroup's group fills the gap; so that gap
 // holds only the promotion's FMAs and the next group's issue. Everything else is done
-// while the group runs: the next stage's full-barrier wait, the scale loads (two blocks
-// ahead: a block's wgmma takes a few hundred cycles, less than a scale's first read from
-// DRAM), and the descriptors, which are the first stage's plus a constant offset. The
-// stage is freed as soon as its group retires: the promotion needs only registers.
-// Rows past M read row M - 1's scale and K blocks past the last read the last one's: those
-// sums are never stored, or are never computed.
+// while the group runs: the next stage's full-barrier wait, the reads of its A scales,
+// which came into the stage with the operands (producer.cuh), the B scale loads (two
+// blocks ahead: a block's wgmma takes a few hundred cycles, less than a first read from
+// DRAM), and the descriptors, which are the first stage's plus a constant offset. A
+// stage's scales are read into registers before the stage is freed, which is as soon as
+// its group retires: the promotion needs only registers. K blocks past the last read the
+// last one's B scale: those sums are never computed.
 template <class Config, sm90::Input kInput>
 __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::kSlabs][Config::kBlockN / 2],
                                                           int consumer, int k_tiles, const Fp8Scales& scales,
-                                                          const TileCoord& tile, StageRing<Config::kStages>& ring,
+                                                          const TileCoord& tile, const ScaleLine& line,
+                                                          int64_t tile_row, StageRing<Config::kStages>& ring,
                                                           uint8_t (*tiles_a)[Config::kStageBytesA],
                                                           uint8_t (*tiles_b)[Config::kStageBytesB],
+                                                          const float (*stage_scales_a)[kScaleSlotFloats<Config::kBlockM>],
                                                           StageBarriers<Config::kStages>& barriers) {
   static_assert(Config::kBlockScales && Config::kBlockK == 128, "one 128-wide scale block of K per stage");
   using Mma = sm90::WgmmaSS<Config::kBlockN, kInput>;
@@ -141,15 +145,11 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) acc[0][i] = 0.0f;
   const int t = threadIdx.x % 128;
-  // The two rows this thread's fragment holds (fragment_epilogue.cuh): l / 4 and l / 4 + 8
-  // of its warp's 16.
-  const int64_t tile_row0 = int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer);
-  const int64_t row0 = tile_row0 + (t / 32) * 16 + (t % 32) / 4;
   // Every row of this warpgroup past M (the second warpgroup when M <= 64), or every column
   // of the tile past N (a pair along N's second CTA when the tile columns are odd): wait
   // for and free the stages, multiply nothing and read no scale (run_consumer_mainloop's
   // no_rows; such outputs are never stored).
-  const bool no_rows = tile_row0 >= scales.rows;
+  const bool no_rows = int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer) >= scales.rows;
   const bool no_cols = int64_t{tile.n_tile} * Config::kBlockN >= scales.cols;
   if (no_rows || no_cols) {
     pass_stages<Config>(barriers, ring, consumer, k_tiles);
@@ -160,14 +160,23 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
   // them, or one split-K slice's (the batch index is then the slice, Fp8Scales).
   const int64_t first = int64_t{tile.batch} * scales.k_blocks_per_batch;
   const float* scale_b = scales.b + int64_t{tile.n_tile} * scales.k_blocks + first;
-  const float* scale_a0 = scales.a + first * scales.rows + (row0 < scales.rows ? row0 : scales.rows - 1);
-  const float* scale_a1 = scales.a + first * scales.rows + (row0 + 8 < scales.rows ? row0 + 8 : scales.rows - 1);
-  struct BlockScales {
-    float a0, a1, b;
+  const auto load_scale_b = [&](int kt) { return __ldg(scale_b + (kt < k_tiles ? kt : k_tiles - 1)); };
+  // The two rows of the tile this thread's fragment holds (fragment_epilogue.cuh): l / 4
+  // and l / 4 + 8 of its warp's 16. Read with ld.shared: the ring's address went through
+  // integer arithmetic (its alignment), so plain C++ reads would compile to generic loads.
+  // A stage's box starts `lead` floats before the tile's first scale (producer.cuh,
+  // kScaleBoxLead); the lead steps by the line's stride mod 4 from one K block to the next.
+  const int row = consumer_row_offset<Config>(consumer) + (t / 32) * 16 + (t % 32) / 4;
+  const uint32_t scales_a0 = sm90::smem_addr(&stage_scales_a[0][row]);
+  const int lead_step = static_cast<int>(line.rows & 3);
+  int lead = static_cast<int>(line.element(0, tile_row) & 3);
+  struct ScalesA {
+    float a0, a1;
   };
-  const auto load_scales = [&](int kt) {
-    const int64_t k = kt < k_tiles ? kt : k_tiles - 1;
-    return BlockScales{__ldg(scale_a0 + k * scales.rows), __ldg(scale_a1 + k * scales.rows), __ldg(scale_b + k)};
+  const auto read_scales_a = [&](int stage) {
+    const uint32_t at = scales_a0 + static_cast<uint32_t>((stage * kScaleSlotFloats<Config::kBlockM> + lead) * 4);
+    lead = (lead + lead_step) & 3;
+    return ScalesA{sm90::ld_shared_f32(at), sm90::ld_shared_f32(at + 8 * 4)};
   };
   // Stage s's descriptors: stage 0's plus s stages' bytes in the 16-byte address field
   // (bits 0-13), which shared memory (under 256 KiB) never carries out of.
@@ -185,38 +194,41 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
     sm90::wgmma_commit_group();
   };
 
-  // Block kt's scales, loaded at the top of iteration kt - 2 and only moved since.
-  BlockScales now{}, next = load_scales(0), after_next = load_scales(1);
+  // Block kt's B scale, loaded at the top of iteration kt - 2 and only moved since.
+  float b_now = 0.0f, b_next = load_scale_b(0), b_after_next = load_scale_b(1);
   // Waits for the group reading `stage`, frees the stage and adds the block to the total.
-  const auto retire_block = [&](int stage) {
+  const auto retire_block = [&](int stage, const ScalesA& a) {
     sm90::wgmma_wait_group<0>();
     sm90::wgmma_fence_operands(part);
     release_stage<Config>(barriers, stage);
-    const float f0 = now.a0 * now.b, f1 = now.a1 * now.b;
+    const float f0 = a.a0 * b_now, f1 = a.a1 * b_now;
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) acc[0][i] = fmaf(part[i], (i & 2) ? f1 : f0, acc[0][i]);
   };
   sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
+  ScalesA a_now = read_scales_a(ring.stage);
   issue_block(ring.stage);
   // Every block but the last issues its successor; no wgmma sits on a conditional path,
   // which would make ptxas serialize them.
-  // Unrolled by the scales' three-block rotation: rolled, the loop copies each loaded
+  // Unrolled by the B scales' three-block rotation: rolled, the loop copies each loaded
   // value one place along at its end, which waits for the load issued at its top.
 #pragma unroll 3
   for (int kt = 0; kt + 1 < k_tiles; ++kt) {
-    now = next;
-    next = after_next;
-    after_next = load_scales(kt + 2);
+    b_now = b_next;
+    b_next = b_after_next;
+    b_after_next = load_scale_b(kt + 2);
     const int stage = ring.stage;
     ring.advance();
     sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
-    retire_block(stage);
+    const ScalesA a_next = read_scales_a(ring.stage);
+    retire_block(stage, a_now);
     issue_block(ring.stage);
+    a_now = a_next;
   }
-  now = next;
+  b_now = b_next;
   const int last_stage = ring.stage;
   ring.advance();
-  retire_block(last_stage);
+  retire_block(last_stage, a_now);
 }
 
 }  // namespace anvil::detail

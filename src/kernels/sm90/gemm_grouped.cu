@@ -24,7 +24,9 @@ static_assert(grouped_smem_bytes<GroupedWide>() <= 227 * 1024 && grouped_smem_by
                   grouped_smem_bytes<GroupedShort>() <= 227 * 1024 &&
                   grouped_smem_bytes<GroupedWideFp8>() <= 227 * 1024 &&
                   grouped_smem_bytes<GroupedNarrowFp8>() <= 227 * 1024 &&
-                  grouped_smem_bytes<GroupedShortFp8>() <= 227 * 1024,
+                  grouped_smem_bytes<GroupedShortFp8>() <= 227 * 1024 &&
+                  grouped_smem_bytes<GroupedNarrowFp8Block>() <= 227 * 1024 &&
+                  grouped_smem_bytes<GroupedShortFp8Block>() <= 227 * 1024,
               "shared memory per CTA");
 
 // 8-bit configurations carry e4m3 x e4m3 only (validate_grouped_desc refuses the rest);
@@ -93,8 +95,18 @@ Status build_params(const GroupedPlan& plan, const GroupedGemmDesc& desc, const 
   params.scales.mode = desc.scales;
   params.scales.rows = grouped_storage_rows(desc);
   params.scales.cols = desc.n;
-  params.scale_b_expert_stride =
-      !desc.scale_b_per_expert ? 0 : desc.scales == ScaleMode::kRowColumn ? desc.n : 1;
+  const int64_t block_b_floats = (desc.n + 127) / 128 * params.k_tiles;
+  params.scale_b_expert_stride = !desc.scale_b_per_expert                 ? 0
+                                 : desc.scales == ScaleMode::kRowColumn ? desc.n
+                                 : desc.scales == ScaleMode::kBlock128  ? block_b_floats
+                                                                        : 1;
+  if constexpr (Config::kBlockScales) {
+    // A stage is one 128-wide K block: B's scales of an N block are k_tiles apart.
+    params.scales.k_blocks = params.k_tiles;
+    s = encode_block_scales_a(&params.map_scales_a, args.scale_a, params.k_tiles, params.scales.rows, Config::kBlockM,
+                              &params.scales.a_map_shift, diag);
+    if (s != Status::kSuccess) return s;
+  }
   // Pair stores need even element offsets for every row of every expert: an even width.
   params.pair_store = desc.alpha == 1.0f && desc.epilogue.bias == BiasMode::kNone &&
                       desc.epilogue.activation == Activation::kIdentity && desc.output != DataType::kF32 &&
@@ -159,10 +171,18 @@ Status launch_config(const char* name, const GroupedPlan& plan, const GroupedGem
 
 Status launch_grouped_plan(const GroupedPlan& plan, const GroupedGemmDesc& desc, const GroupedGemmArgs& args,
                            Diagnostic* diag) {
-  const char* name = grouped_variant_name(plan.variant, plan.fp8);
-  if (plan.fp8 != (desc.input == DataType::kE4M3)) {
-    return fail(diag, Status::kInternalError, "%s: the plan's input width is not the description's (%s)", name,
-                to_string(desc.input));
+  const char* name = grouped_variant_name(plan.variant, plan.fp8, plan.block_scales);
+  if (plan.fp8 != (desc.input == DataType::kE4M3) || plan.block_scales != (desc.scales == ScaleMode::kBlock128)) {
+    return fail(diag, Status::kInternalError, "%s: the plan's inputs are not the description's (%s, %s scales)", name,
+                to_string(desc.input), to_string(desc.scales));
+  }
+  if (plan.block_scales) {
+    switch (plan.variant) {
+      case GroupedVariant::kNarrow: return launch_config<GroupedNarrowFp8Block>(name, plan, desc, args, diag);
+      case GroupedVariant::kShort: return launch_config<GroupedShortFp8Block>(name, plan, desc, args, diag);
+      default: break;
+    }
+    return fail(diag, Status::kInternalError, "%s: block scales run 128-wide tiles only", name);
   }
   if (plan.fp8) {
     switch (plan.variant) {

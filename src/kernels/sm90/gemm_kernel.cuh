@@ -17,6 +17,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "arch/sm90/cluster.cuh"
 #include "arch/sm90/setmaxnreg.cuh"
@@ -33,6 +34,13 @@
 
 namespace anvil::detail {
 
+// A block-scaled configuration's A scales, kBlockM floats per stage (one TMA box each).
+template <class Config>
+struct BlockScaleRing {
+  alignas(128) float a[Config::kStages][kScaleSlotFloats<Config::kBlockM>];
+};
+struct NoBlockScaleRing {};
+
 template <class Config>
 struct SharedStorage {
   alignas(1024) uint8_t a[Config::kStages][Config::kStageBytesA];
@@ -43,6 +51,8 @@ struct SharedStorage {
   // wgmma. The other waits for that before its own tile, so their mainloops alternate
   // and a warpgroup never waits on a stage more than one phase ahead of its barrier.
   uint64_t mainloop_done[Config::kConsumers];
+  // Block-scaled configurations: each stage's A scales (producer.cuh); nothing otherwise.
+  [[no_unique_address]] std::conditional_t<Config::kBlockScales, BlockScaleRing<Config>, NoBlockScaleRing> scales;
 };
 
 // The consumers' walk over stream-K work units: a unit that ends before the tile's last K
@@ -108,7 +118,12 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
   if (warpgroup == 0) {
     sm90::setmaxnreg_dec<Config::kProducerRegisters>();
     if (threadIdx.x == 0) {
-      run_producer<Config>(params, cta_rank, cluster, clusters, shared.a, shared.b, shared.barriers);
+      if constexpr (Config::kBlockScales) {
+        run_producer<Config>(params, cta_rank, cluster, clusters, shared.a, shared.b, shared.barriers,
+                             &shared.scales.a[0][0]);
+      } else {
+        run_producer<Config>(params, cta_rank, cluster, clusters, shared.a, shared.b, shared.barriers);
+      }
     }
   } else {
     sm90::setmaxnreg_inc<Config::kConsumerRegisters>();
@@ -140,8 +155,9 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
         }
         const TileCoord tile = params.scheduler.tile(linear, cta_rank);
         if constexpr (Config::kBlockScales) {
-          run_block_scaled_mainloop<Config, kInput>(acc, consumer, params.k_tiles, params.scales, tile, ring, shared.a,
-                                                    shared.b, shared.barriers);
+          run_block_scaled_mainloop<Config, kInput>(acc, consumer, params.k_tiles, params.scales, tile,
+                                                    block_scale_line(params, tile), int64_t{tile.m_tile} * Config::kBlockM,
+                                                    ring, shared.a, shared.b, shared.scales.a, shared.barriers);
         } else if constexpr (Config::kElementBytes == 1) {
           const bool no_rows =
               int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer) >= params.scales.rows;

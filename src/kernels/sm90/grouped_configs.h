@@ -44,4 +44,14 @@ using GroupedWideFp8 = KernelConfig<grouped_fp8(GroupedWide::kKernelSpec)>;
 using GroupedNarrowFp8 = KernelConfig<grouped_fp8(GroupedNarrow::kKernelSpec)>;
 using GroupedShortFp8 = KernelConfig<grouped_fp8(GroupedShort::kKernelSpec)>;
 
+// DeepSeek-V3 block scales (a B scale covers 128 columns, and the K-block partial sums
+// double the accumulators): the 128-wide tiles only, the 128x256 one's experts on 128x128.
+constexpr KernelSpec grouped_fp8_block(KernelSpec spec) {
+  spec = grouped_fp8(spec);
+  spec.block_scales = true;
+  return spec;
+}
+using GroupedNarrowFp8Block = KernelConfig<grouped_fp8_block(GroupedNarrow::kKernelSpec)>;
+using GroupedShortFp8Block = KernelConfig<grouped_fp8_block(GroupedShort::kKernelSpec)>;
+
 }  // namespace anvil::detail

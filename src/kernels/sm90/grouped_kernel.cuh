@@ -13,7 +13,9 @@
 // FP8 (8-bit configurations, grouped_configs.h): the same machine with e4m3 operands, 128
 // values of K per stage; the scales multiply the accumulators before the epilogue
 // (fp8_scales.cuh, scale_accumulators), A's from the expert's first storage row and B's
-// from the expert's own block of column scales. Both consumer warpgroups multiply every
+// from the expert's own block of column scales. With DeepSeek-V3 block scales each K block
+// is summed and promoted in the mainloop (consumer.cuh, run_block_scaled_mainloop), A's
+// scales riding with the stages as in sm90-gemm, B's from the expert's block. Both consumer warpgroups multiply every
 // tile, also where one's rows all lie past the expert's: run_consumer_mainloop's no_rows
 // path holds its warps level with a warpgroup barrier, which costs the 256-wide FP8
 // configuration spilled registers.
@@ -55,8 +57,36 @@ struct Sm90GroupedParams {
   // 8-bit configurations only. scales.a / scales.b as the caller gave them (grouped.h);
   // scales.cols = N.
   Fp8Scales scales;
-  int64_t scale_b_expert_stride;  // floats between experts' B scales: N, 1 or 0 (one for all)
+  // floats between experts' B scales: N (row/column), 1 (tensor), ceil(N/128) x ceil(K/128)
+  // (block), or 0 (one set for all experts)
+  int64_t scale_b_expert_stride;
+  // Block-scaled configurations only: A's scales, [k_blocks, storage rows], as one line
+  // (tma_operands.h, encode_block_scales_a).
+  CUtensorMap map_scales_a;
 };
+
+// DeepSeek-V3 block scales of one tile, for the block-scaled mainloop (consumer.cuh): B's
+// from its expert's [ceil(N/128), k_blocks] block, the row bound the expert's rows. A's
+// come with the stages (grouped_stage_scales_a).
+__device__ __forceinline__ Fp8Scales grouped_block_scales(const Sm90GroupedParams& params, const GroupedTile& tile) {
+  Fp8Scales s = params.scales;
+  s.b += int64_t{tile.expert} * params.scale_b_expert_stride;
+  s.rows = tile.rows;
+  return s;
+}
+
+// A tile's line of A scales: contiguous, the tile's rows are storage rows already (its A
+// box starts at the expert's first row, grouped_tile_row); masked, past the experts before.
+__device__ __forceinline__ ScaleLine grouped_scale_line(const Sm90GroupedParams& params, const GroupedTile& tile) {
+  const int64_t expert_row = params.schedule.masked ? int64_t{tile.expert} * params.schedule.rows : 0;
+  return ScaleLine{params.scales.rows, 0, params.scales.a_map_shift + expert_row};
+}
+
+// The storage row of a tile's first row, less a masked expert's first (in its scale line).
+template <class Config>
+__device__ __forceinline__ int64_t grouped_tile_row(const GroupedTile& tile) {
+  return tile.row_begin + int64_t{tile.m_tile} * Config::kBlockM;
+}
 
 // FP8: the tile's sums times its expert's scales. kRowColumn rows index A's storage rows
 // from the expert's first (contiguous: its first row of A; masked: expert x max_rows).
@@ -117,9 +147,18 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
         if (threadIdx.x == 0) {
           // The expert is the batch coordinate of W's map (and of A's, masked); contiguous, A's
           // box starts at the expert's first row.
-          load_tile_at<Config>(params.map_a, params.map_b, params.a_batched, params.b_batched,
-                               TileCoord{tile.m_tile, tile.n_tile, tile.expert}, static_cast<int>(tile.row_begin), 0,
-                               params.k_tiles, 0, ring, shared.a, shared.b, shared.barriers);
+          const TileCoord coord{tile.m_tile, tile.n_tile, tile.expert};
+          if constexpr (Config::kBlockScales) {
+            load_tile_at<Config>(params.map_a, params.map_b, params.a_batched, params.b_batched, coord,
+                                 static_cast<int>(tile.row_begin), 0, params.k_tiles, 0, ring, shared.a, shared.b,
+                                 shared.barriers, INT64_MAX, INT64_MAX, nullptr,
+                                 StageScalesA{&params.map_scales_a, &shared.scales.a[0][0],
+                                              grouped_scale_line(params, tile)});
+          } else {
+            load_tile_at<Config>(params.map_a, params.map_b, params.a_batched, params.b_batched, coord,
+                                 static_cast<int>(tile.row_begin), 0, params.k_tiles, 0, ring, shared.a, shared.b,
+                                 shared.barriers);
+          }
         }
         __syncwarp();
       }
@@ -132,7 +171,12 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
     GroupedTileCursor cursor(params.schedule);
     GroupedTile tile;
     for (int linear = blockIdx.x; cursor.find(linear, &tile); linear += gridDim.x) {
-      if constexpr (Config::kElementBytes == 1) {
+      if constexpr (Config::kBlockScales) {
+        run_block_scaled_mainloop<Config, kInput>(acc, consumer, params.k_tiles, grouped_block_scales(params, tile),
+                                                  TileCoord{tile.m_tile, tile.n_tile, 0}, grouped_scale_line(params, tile),
+                                                  grouped_tile_row<Config>(tile), ring, shared.a, shared.b,
+                                                  shared.scales.a, shared.barriers);
+      } else if constexpr (Config::kElementBytes == 1) {
         run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b,
                                               shared.barriers);
         apply_grouped_scales<Config>(params, tile, consumer, acc);

@@ -83,6 +83,11 @@ Status build_sm90_params(LaunchPolicy policy, const GemmDesc& desc, const GemmAr
   // boundaries), slice after slice.
   params.scales.k_blocks_per_batch = policy.batch_is_k_slice ? params.k_tiles : 0;
   params.scales.k_blocks = policy.batch_is_k_slice ? int64_t{params.k_tiles} * desc.batch : params.k_tiles;
+  if constexpr (Config::kBlockScales) {
+    s = encode_block_scales_a(&params.map_scales_a, args.scale_a, params.scales.k_blocks, desc.m, Config::kBlockM,
+                              &params.scales.a_map_shift, diag);
+    if (s != Status::kSuccess) return s;
+  }
   params.tma_store = Config::kTmaStore && plain_epilogue(desc) && d_layout_tma_storable(desc) && aligned16(args.d);
   if (params.tma_store) {
     TensorMapRequest store;

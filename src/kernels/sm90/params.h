@@ -25,7 +25,30 @@ struct Fp8Scales {
   int64_t rows = 0, cols = 0;
   int64_t k_blocks = 0;
   int k_blocks_per_batch = 0;
+  // Block scales: floats from the 16-byte aligned start of the A scale map to a
+  // (tma_operands.h, encode_block_scales_a).
+  int a_map_shift = 0;
 };
+
+// Where the block scales of A lie (ScaleMode::kBlock128): one line of k_blocks x rows floats
+// behind a tensor map (tma_operands.h, encode_block_scales_a); the scale of storage row r
+// for the launch's K block kt is element (first_block + kt) x rows + first_row + r.
+struct ScaleLine {
+  int64_t rows = 0;         // the line's stride between K blocks: M, or the grouped A's storage rows
+  int64_t first_block = 0;  // the launch's first K block (a split-K slice's)
+  int64_t first_row = 0;    // the map's shift to the array, plus a masked expert's first storage row
+  __host__ __device__ int64_t element(int kt, int64_t row) const { return (first_block + kt) * rows + first_row + row; }
+};
+
+// TMA starts a box on a 16-byte boundary of the line (a box at another element faulted
+// with an illegal instruction on the H200), so a stage's box of A scales starts at the
+// tile's first element rounded down to 4 floats and holds kScaleBoxLead floats more than
+// the tile's rows; the consumers skip the element's remainder mod 4 (its lead). TMA also
+// writes shared memory at 128-byte aligned addresses only (misaligned address otherwise),
+// so each stage's slot is rounded up to whole 128 bytes.
+inline constexpr int kScaleBoxLead = 4;
+template <int kRows>
+inline constexpr int kScaleSlotFloats = (kRows + kScaleBoxLead + 31) / 32 * 32;
 
 struct Sm90Params {
   CUtensorMap map_a, map_b, map_d;
@@ -40,9 +63,16 @@ struct Sm90Params {
   StreamKWorkspace stream_k_workspace;
   // 8-bit configurations only (Config::kElementBytes == 1).
   Fp8Scales scales;
-  // Only for configurations with KernelSpec::skip_dead_boxes: A in boxes of 8 rows, for a
-  // slice of A with at most 8 rows before M (producer.cuh, load_tile_at).
-  CUtensorMap map_a_rows8;
+  // A fourth map, by configuration (no configuration has both):
+  union {
+    // KernelSpec::skip_dead_boxes: A in boxes of 8 rows, for a slice of A with at most 8
+    // rows before M (producer.cuh, load_tile_at).
+    CUtensorMap map_a_rows8;
+    // KernelSpec::block_scales: A's scales (Fp8Scales::a, k_blocks x rows floats) as one
+    // line, so that one box of kBlockM of them - a tile's rows for one K block - travels
+    // with each stage (producer.cuh).
+    CUtensorMap map_scales_a;
+  };
 };
 
 }  // namespace anvil::detail

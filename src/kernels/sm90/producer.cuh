@@ -102,6 +102,24 @@ __device__ __forceinline__ int loaded_rows(int first_row, int64_t rows) {
   return live == 0 ? 0 : live <= kRowGroup ? kRowGroup : kSliceRows;
 }
 
+// Whether a configuration's stages carry DeepSeek-V3 block scales (KernelSpec::
+// block_scales); configurations without the field (Blackwell's) never do.
+template <class Config>
+constexpr bool stages_carry_block_scales() {
+  if constexpr (requires { Config::kBlockScales; }) {
+    return Config::kBlockScales;
+  } else {
+    return false;
+  }
+}
+
+// Where a stage's block scales of A go, and which they are.
+struct StageScalesA {
+  const CUtensorMap* map = nullptr;
+  float* stages = nullptr;  // kStages slots of kScaleSlotFloats<kBlockM> floats
+  ScaleLine line;
+};
+
 // Loads K tiles [k_begin, k_end) of one output tile into the ring. `slice` is this CTA's
 // share of the operand tiles its cluster shares (0 without sharing); rows of A and B are
 // the tile's, offset by the slice. The tile's A box starts at row first_row_a + m_tile x
@@ -126,7 +144,8 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
                                              uint8_t (*tiles_b)[Config::kStageBytesB],
                                              StageBarriers<Config::kStages>& barriers,
                                              int64_t rows_a = INT64_MAX, int64_t rows_b = INT64_MAX,
-                                             const CUtensorMap* map_a_rows8 = nullptr) {
+                                             const CUtensorMap* map_a_rows8 = nullptr,
+                                             const StageScalesA& scales_a = StageScalesA{}) {
   constexpr int kSliceRowsA = Config::kBlockM / Config::kSlicesA;
   constexpr int kSliceRowsB = Config::kBlockN / Config::kSlicesB;
   const int tile_row_a = first_row_a + tile.m_tile * Config::kBlockM;
@@ -149,6 +168,14 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
     group_a = loaded_a == kRowGroup && kRowGroup < kSliceRowsA;
     load_b = row_b < rows_b;
   }
+  // Block scales: each CTA brings its own copy of the tile's A scales with every stage,
+  // one box of kBlockM floats, counted on the stage's full barrier with the operands. The
+  // consumers read them from shared memory beside the operands, so no load from global
+  // memory stands between a K block's retirement and its promotion. A tile whose rows all
+  // lie past M (a pair's second CTA when M <= 128) loads none: its consumers read none.
+  constexpr uint32_t kScaleBytes = stages_carry_block_scales<Config>() ? (Config::kBlockM + kScaleBoxLead) * 4 : 0;
+  const bool load_scales = kScaleBytes > 0 && tile_row_a < rows_a;
+  if (load_scales) expected += kScaleBytes;
   for (int kt = k_begin; kt < k_end; ++kt) {
     // A fresh barrier counts as having completed the phase before phase 0, so the
     // first lap passes straight through.
@@ -158,6 +185,13 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
     const int k = kt * Config::kBlockK;
     uint8_t* slice_a = tiles_a[ring.stage] + (Config::kSlicesA > 1 ? slice * Loads::kSliceBytesA : 0);
     uint8_t* slice_b = tiles_b[ring.stage] + (Config::kSlicesB > 1 ? slice * Loads::kSliceBytesB : 0);
+    if constexpr (kScaleBytes > 0) {
+      if (load_scales) {
+        const int64_t first = scales_a.line.element(kt, tile_row_a) & ~int64_t{3};
+        sm90::tma_load_2d(scales_a.stages + ring.stage * kScaleSlotFloats<Config::kBlockM>, scales_a.map, full,
+                          static_cast<int32_t>(first), 0);
+      }
+    }
     if constexpr (kSkip) {
       if (group_a) {
         Loads::template load<Config::kSlicesA, kRowGroup>(slice_a, *map_a_rows8, full, k, row_a, batched_a, tile.batch);
@@ -180,9 +214,10 @@ __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtens
                                           StageRing<Config::kStages>& ring, uint8_t (*tiles_a)[Config::kStageBytesA],
                                           uint8_t (*tiles_b)[Config::kStageBytesB],
                                           StageBarriers<Config::kStages>& barriers, int64_t rows_a = INT64_MAX,
-                                          int64_t rows_b = INT64_MAX, const CUtensorMap* map_a_rows8 = nullptr) {
+                                          int64_t rows_b = INT64_MAX, const CUtensorMap* map_a_rows8 = nullptr,
+                                          const StageScalesA& scales_a = StageScalesA{}) {
   load_tile_at<Config, Loads>(map_a, map_b, batched, batched, tile, 0, k_begin, k_end, slice, ring, tiles_a, tiles_b,
-                              barriers, rows_a, rows_b, map_a_rows8);
+                              barriers, rows_a, rows_b, map_a_rows8, scales_a);
 }
 
 // The rows of A and of B whose products are stored: M, and the GEMM's N (twice the output
@@ -192,10 +227,16 @@ __device__ __forceinline__ int64_t stored_rows_b(const Sm90Params& params) {
   return params.epilogue.activation == Activation::kSwiGLU ? 2 * params.epilogue.n_out : params.epilogue.n_out;
 }
 
+// A dense tile's line of A scales (a split-K slice's blocks start at its batch index's).
+__device__ __forceinline__ ScaleLine block_scale_line(const Sm90Params& params, const TileCoord& tile) {
+  return ScaleLine{params.scales.rows, int64_t{tile.batch} * params.scales.k_blocks_per_batch,
+                   params.scales.a_map_shift};
+}
+
 template <class Config>
 __device__ void run_producer(const Sm90Params& params, uint32_t cta_rank, int cluster, int clusters,
                              uint8_t (*tiles_a)[Config::kStageBytesA], uint8_t (*tiles_b)[Config::kStageBytesB],
-                             StageBarriers<Config::kStages>& barriers) {
+                             StageBarriers<Config::kStages>& barriers, float* stage_scales_a = nullptr) {
   const uint32_t slice = Config::kMulticastCtas > 1 ? cta_rank : 0;
   StageRing<Config::kStages> ring;
   if constexpr (Config::kStreamK) {
@@ -208,9 +249,13 @@ __device__ void run_producer(const Sm90Params& params, uint32_t cta_rank, int cl
     }
   } else {
     for (int linear = cluster; linear < params.scheduler.total_cluster_tiles(); linear += clusters) {
-      load_tile<Config>(params.map_a, params.map_b, params.batched, params.scheduler.tile(linear, cta_rank), 0,
-                        params.k_tiles, slice, ring, tiles_a, tiles_b, barriers, stored_rows_a(params),
-                        stored_rows_b(params), &params.map_a_rows8);
+      const TileCoord tile = params.scheduler.tile(linear, cta_rank);
+      StageScalesA scales_a;
+      if constexpr (stages_carry_block_scales<Config>()) {
+        scales_a = StageScalesA{&params.map_scales_a, stage_scales_a, block_scale_line(params, tile)};
+      }
+      load_tile<Config>(params.map_a, params.map_b, params.batched, tile, 0, params.k_tiles, slice, ring, tiles_a,
+                        tiles_b, barriers, stored_rows_a(params), stored_rows_b(params), &params.map_a_rows8, scales_a);
     }
   }
 }

@@ -9,6 +9,7 @@
 #include "common/dtype.h"
 #include "host/registry.h"
 #include "host/tensor_map.h"
+#include "kernels/sm90/params.h"
 
 namespace anvil::detail {
 
@@ -91,6 +92,33 @@ inline Status encode_kmajor_sw128(CUtensorMap* map, const void* base, const Matr
   req.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
   req.batches = static_cast<uint64_t>(batches);
   req.batch_stride = static_cast<uint64_t>(layout.batch_stride);
+  return encode_tensor_map(map, req, diag);
+}
+
+// DeepSeek-V3 block scales of A (ScaleMode::kBlock128): the fp32 [k_blocks, rows] array as
+// one line of floats, so that one TMA box - a tile's box_rows rows of one K block, from the
+// 16-byte boundary at or below the first (params.h, kScaleBoxLead) - lands in shared memory
+// with each stage (producer.cuh, StageScalesA). The map starts at the 16-byte boundary at
+// or below scale_a (TMA's base alignment); *shift is the floats from there to scale_a,
+// which every coordinate adds. Boxes that run past the end read zeros; their rows are
+// never stored.
+inline Status encode_block_scales_a(CUtensorMap* map, const float* scale_a, int64_t k_blocks, int64_t rows,
+                                    int box_rows, int* shift, Diagnostic* diag) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(scale_a);
+  *shift = static_cast<int>(address % 16 / sizeof(float));
+  TensorMapRequest req;
+  req.base = reinterpret_cast<const void*>(address - address % 16);
+  req.dtype = DataType::kF32;
+  req.inner = static_cast<uint64_t>(*shift) + static_cast<uint64_t>(k_blocks) * static_cast<uint64_t>(rows);
+  req.outer = 1;
+  req.line_stride = (req.inner + 3) / 4 * 4;
+  req.box_inner = static_cast<uint32_t>(box_rows + kScaleBoxLead);
+  req.box_outer = 1;
+  req.swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+  if (req.inner >= (uint64_t{1} << 31)) {
+    return fail(diag, Status::kNotSupported, "block scales of A: %llu floats, more than 2^31 (TMA coordinates)",
+                static_cast<unsigned long long>(req.inner));
+  }
   return encode_tensor_map(map, req, diag);
 }
 
