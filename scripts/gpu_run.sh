@@ -285,11 +285,16 @@ fi
 
 if want moe-fp8; then
   # The grouped GEMM with e4m3 inputs and row-wise scales on the MoE suite against a loop of
-  # cuBLASLt FP8 matmuls, then torch._scaled_grouped_mm (use_fast_accum off and on) and
+  # cuBLASLt FP8 matmuls, the same with block scales, then torch._scaled_grouped_mm (use_fast_accum off and on) and
   # anvil.scaled_grouped_mm on the same inputs (the latter when the package is installed).
   "$bench" --grouped suites/moe.json ${MOE_ONLY:+--only $MOE_ONLY} --dtype e4m3 --kernels anvil,anvil-masked,cublas-loop \
     --json "$OUT/moe-e4m3-$stamp.json" 2>"$OUT/moe-fp8.err" | tee "$OUT/moe-fp8.txt" || status=1
   tail -3 "$OUT/moe-fp8.err"
+  # DeepSeek-V3 block scales against a loop of cuBLASLt's block-scaled FP8 matmuls.
+  "$bench" --grouped suites/moe.json ${MOE_ONLY:+--only $MOE_ONLY} --dtype e4m3 --scales block \
+    --kernels anvil,anvil-masked,cublas-loop --json "$OUT/moe-e4m3-block-$stamp.json" 2>"$OUT/moe-fp8-block.err" \
+    | tee "$OUT/moe-fp8-block.txt" || status=1
+  tail -3 "$OUT/moe-fp8-block.err"
   with_anvil=()
   python3 -c "import anvil" 2>/dev/null && with_anvil=(--anvil)
   python3 scripts/bench_moe_torch.py --fp8 ${with_anvil[@]+"${with_anvil[@]}"} ${MOE_ONLY:+--only ${MOE_ONLY//,/ }} \

@@ -445,8 +445,7 @@ bool tuned_plan_usable(const LaunchPlan& p, const PlanOverrides& o, const GemmDe
     }
     if (splits > 1 && (p.k_splits != splits || p.row_split() || (decode && p.family != KernelFamily::kDecodeTma) ||
                        (sm90 && p.slice_k * splits != desc.k))) {
-      return no("batch-invariant: this weight's K is summed in %d slices (sm90-decode's cluster or sm90-gemm's split-K), "
-                "the plan in %d", splits, p.k_splits);
+      return no("batch-invariant: the weight's K is summed in %d slices, the plan's in %d", splits, p.k_splits);
     }
   }
   return true;

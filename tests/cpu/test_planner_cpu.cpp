@@ -384,7 +384,9 @@ TEST(PlannerBatchInvariant, EveryPlanSumsKInOneOrder) {
                 << m << " x " << n << " x " << k << " (workspace " << workspace << "): " << family_name(p.family)
                 << ", " << p.split_reason;
             // Only sm90-gemm's split-K takes a workspace in this mode.
-            if (p.k_splits == 1 || p.family != KernelFamily::kSm90Gemm) EXPECT_EQ(p.workspace_bytes, 0u);
+            if (p.k_splits == 1 || p.family != KernelFamily::kSm90Gemm) {
+              EXPECT_EQ(p.workspace_bytes, 0u);
+            }
           }
         }
       }
