@@ -189,7 +189,7 @@ TEST(FuzzProblem, ReachesEveryCornerItPromises) {
 // the two FP8 kernels, the 16-bit draw of the same index untouched.
 TEST(FuzzProblem, Fp8ProblemsAreWhatTheFp8KernelTakes) {
   const verify::FuzzLimits limits = verify::default_fuzz_limits();
-  int modes[4] = {0, 0, 0, 0}, split[4] = {0, 0, 0, 0}, decode[4] = {0, 0, 0, 0}, mixed = 0;
+  int modes[4] = {0, 0, 0, 0}, split[4] = {0, 0, 0, 0}, decode[4] = {0, 0, 0, 0}, mixed = 0, shifted = 0;
   for (int64_t i = 0; i < kProblems; ++i) {
     const verify::FuzzProblem p = verify::make_fp8_fuzz_problem(kSeed, i, limits);
     const GemmDesc& d = p.desc;
@@ -208,6 +208,11 @@ TEST(FuzzProblem, Fp8ProblemsAreWhatTheFp8KernelTakes) {
     }
     if (d.scales == ScaleMode::kBlock128) {
       EXPECT_TRUE(d.a.dtype == DataType::kE4M3 && d.b.dtype == DataType::kE4M3);
+      // scale_a 0-3 floats past a 16-byte boundary: the scale map's shift.
+      EXPECT_LT(p.scale_a_offset, 4);
+      shifted += p.scale_a_offset > 0 ? 1 : 0;
+    } else {
+      EXPECT_EQ(p.scale_a_offset, 0);
     }
     ++modes[static_cast<int>(d.scales)];
     mixed += d.a.dtype != d.b.dtype ? 1 : 0;
@@ -230,6 +235,7 @@ TEST(FuzzProblem, Fp8ProblemsAreWhatTheFp8KernelTakes) {
         << "the 16-bit draw of the same index stays 16-bit";
   }
   for (int m = 0; m < 4; ++m) EXPECT_GT(modes[m], 0) << "scale mode " << m << " never drawn";
+  EXPECT_GT(shifted, 0) << "no block-scaled problem with a shifted scale_a";
   // Split-K's shapes in every scale mode, split by the planner (H200's 132 SMs); the
   // decode-sized ones the rule gives sm90-fp8-decode in every mode it runs (not block
   // scales), so the dispatcher's stream reaches both FP8 kernels.

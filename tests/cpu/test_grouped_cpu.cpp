@@ -360,7 +360,7 @@ TEST(GroupedFuzzProblems, ValidDeterministicAndCovering) {
   const DeviceInfo h200 = DeviceInfo::h200();
   int layouts[2] = {}, variants[anvil::detail::kGroupedVariants] = {}, swiglu = 0;
   int64_t empty = 0, one_row = 0, many_experts = 0, single_expert = 0;
-  int fp8_scales[3] = {}, fp8_shared_b = 0, fp8_variants[anvil::detail::kGroupedVariants] = {}, ends = 0;
+  int fp8_scales[4] = {}, fp8_shared_b = 0, fp8_shifted = 0, fp8_variants[anvil::detail::kGroupedVariants] = {}, ends = 0;
   for (bool small : {false, true}) {
     for (int64_t i = 0; i < 1500; ++i) {
       const verify::GroupedFuzzProblem p = verify::make_grouped_fuzz_problem(7, i, small);
@@ -387,6 +387,12 @@ TEST(GroupedFuzzProblems, ValidDeterministicAndCovering) {
         ASSERT_EQ(p.desc.k % 16, 0) << verify::describe(p);
         ++fp8_scales[static_cast<int>(p.desc.scales)];
         fp8_shared_b += !p.desc.scale_b_per_expert;
+        fp8_shifted += p.scale_a_offset > 0;
+        if (p.desc.scales == anvil::ScaleMode::kBlock128) {
+          ASSERT_NE(plan_grouped(p.desc, h200).variant, GroupedVariant::kWide) << verify::describe(p);
+        } else {
+          ASSERT_EQ(p.scale_a_offset, 0) << verify::describe(p);
+        }
         ++fp8_variants[static_cast<int>(plan_grouped(p.desc, h200).variant)];
       }
     }
@@ -401,7 +407,9 @@ TEST(GroupedFuzzProblems, ValidDeterministicAndCovering) {
   EXPECT_GT(single_expert, 10);
   EXPECT_GT(fp8_scales[0], 30);
   EXPECT_GT(fp8_scales[1], 100);
-  EXPECT_GT(fp8_scales[2], 300);
+  EXPECT_GT(fp8_scales[2], 200);
+  EXPECT_GT(fp8_scales[3], 200);
+  EXPECT_GT(fp8_shifted, 100);
   EXPECT_GT(fp8_shared_b, 50);
   EXPECT_GT(ends, 200);
   for (int v = 0; v < anvil::detail::kGroupedVariants; ++v) EXPECT_GT(fp8_variants[v], 20) << "fp8 variant " << v;
