@@ -38,6 +38,8 @@ SHARED = [
 # Every top-level definition of each file, by part.
 HOPPER_PARTS = {
     "SharedStorage": "shared-memory layout (ring, epilogue buffer, ping-pong barriers)",
+    "BlockScaleRing": "shared-memory layout: each stage's A block scales (FP8 block scales, Hopper only)",
+    "NoBlockScaleRing": "shared-memory layout: each stage's A block scales (FP8 block scales, Hopper only)",
     "run_stream_k_consumer": "scheduling: stream-K work units (Hopper only)",
     "sm90_gemm_kernel": "kernel body: roles (producer / wgmma consumer warpgroups, consumer.cuh)",
 }
