@@ -173,7 +173,7 @@ TEST(Fp8Planner, FP8GoesToTheFp8KernelsOnly) {
       const LaunchPlan planned = plan(fp8_linear(m, 7168, 2048, scales), device);
       EXPECT_TRUE(planned.family == KernelFamily::kSm90Fp8 || planned.family == KernelFamily::kSm90Fp8Decode)
           << m << " " << planned.family_reason;
-      if (scales == ScaleMode::kBlock128 || m > 128) {
+      if ((scales == ScaleMode::kBlock128 && m > 32) || m > 128) {
         EXPECT_EQ(planned.family, KernelFamily::kSm90Fp8) << m << " " << planned.family_reason;
       }
       const PlanOverrides forced = sm90_fp8_forced();
@@ -454,7 +454,7 @@ TEST(Fp8DecodePlanner, OtherShapesKeepSm90Fp8) {
   EXPECT_EQ(two_waves.family, KernelFamily::kSm90Fp8);
   EXPECT_NE(std::string(two_waves.family_reason).find("waves"), std::string::npos) << two_waves.family_reason;
   EXPECT_EQ(family(fp8_linear(100, 36864, 7168)), KernelFamily::kSm90Fp8);
-  EXPECT_EQ(family(fp8_linear(1, 8192, 8192, ScaleMode::kBlock128)), KernelFamily::kSm90Fp8);
+  EXPECT_EQ(family(fp8_linear(64, 8192, 8192, ScaleMode::kBlock128)), KernelFamily::kSm90Fp8);
   GemmDesc mixed = fp8_linear(1, 8192, 8192);
   mixed.a.dtype = DataType::kE5M2;
   EXPECT_EQ(family(mixed), KernelFamily::kSm90Fp8);
@@ -535,7 +535,12 @@ TEST(Fp8DecodePlanner, ForcedAndRefused) {
     ASSERT_NE(fp8_decode_refusal(d), nullptr);
     EXPECT_NE(std::string(fp8_decode_refusal(d)).find(words), std::string::npos) << fp8_decode_refusal(d);
   };
-  refusal(fp8_linear(16, 1024, 1024, ScaleMode::kBlock128), "block128");
+  refusal(fp8_linear(33, 1024, 1024, ScaleMode::kBlock128), "block128");
+  // Up to 32 tokens block scales run on the decode kernel too (its block-scaled configurations).
+  const LaunchPlan block = plan(fp8_linear(32, 1024, 1024, ScaleMode::kBlock128), device, &forced);
+  ASSERT_EQ(block.family, KernelFamily::kSm90Fp8Decode) << block.family_reason;
+  EXPECT_EQ(block.decode.token_tile, 32);
+  EXPECT_EQ(fp8_decode_refusal(fp8_linear(1, 1024, 1024, ScaleMode::kBlock128)), nullptr);
   GemmDesc mixed = fp8_linear(16, 1024, 1024);
   mixed.a.dtype = DataType::kE5M2;
   refusal(mixed, "e4m3 x e4m3");
@@ -578,7 +583,8 @@ TEST(Fp8DecodeApi, NamedKernelAcceptsAndRefuses) {
     EXPECT_EQ(s, want) << message;
     EXPECT_NE(message.find(words), std::string::npos) << message;
   };
-  refused(named(fp8_linear(16, 1024, 1024, ScaleMode::kBlock128)), args, Status::kNotSupported, "block128");
+  EXPECT_TRUE(accepted(check(named(fp8_linear(16, 1024, 1024, ScaleMode::kBlock128)), &args, &message))) << message;
+  refused(named(fp8_linear(33, 1024, 1024, ScaleMode::kBlock128)), args, Status::kNotSupported, "block128");
   GemmDesc mixed = named(fp8_linear(16, 1024, 1024));
   mixed.b.dtype = DataType::kE5M2;
   refused(mixed, args, Status::kNotSupported, "e4m3 x e4m3");

@@ -858,6 +858,49 @@ TEST(Fp8DecodeKernel, EveryForcedSplit) {
   }
 }
 
+// DeepSeek-V3 block scales on the decode kernel (up to 32 tokens): each token tile, token
+// counts not multiples of 4 (the scale line's boxes start on 16-byte boundaries), K off
+// the 128 grid, every forced K split (the ranks' K ranges start at any block), every
+// output dtype, SwiGLU with a bias, and a scale_a 1-3 floats past a 16-byte boundary.
+TEST(Fp8DecodeKernel, BlockScales) {
+  REQUIRE_SM90();
+  for (int64_t m : {1, 3, 8, 13, 16, 31, 32}) {
+    for (int splits : {0, 1, 3, 8}) {
+      ASSERT_NO_FATAL_FAILURE(
+          run_decode_and_check(fp8_desc(m, 1000, 1040, ScaleMode::kBlock128), 10500 + uint64_t(m), splits));
+    }
+  }
+  for (DataType out : {DataType::kBF16, DataType::kF16, DataType::kF32}) {
+    ASSERT_NO_FATAL_FAILURE(run_decode_and_check(fp8_desc(7, 520, 2064, ScaleMode::kBlock128, out), 10510));
+  }
+  GemmDesc swiglu = fp8_desc(5, 1536, 1040, ScaleMode::kBlock128);
+  swiglu.epilogue.activation = Activation::kSwiGLU;
+  swiglu.epilogue.bias = BiasMode::kPerColumn;
+  swiglu.d.ld = 768;
+  ASSERT_NO_FATAL_FAILURE(run_decode_and_check(swiglu, 10511, 2));
+  // scale_a shifted off its 16-byte boundary: the scale map starts below it.
+  const GemmDesc desc = fp8_desc(9, 384, 640, ScaleMode::kBlock128);
+  for (int shift = 1; shift <= 3; ++shift) {
+    SCOPED_TRACE(shift);
+    anvil_test::Operands op;
+    ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, desc, 10520 + uint64_t(shift)));
+    anvil_test::DeviceBuffer shifted;
+    const size_t floats = size_t(anvil::verify::scale_elements_a(desc));
+    CHECK_CUDA(shifted.allocate((floats + 4) * sizeof(float)));
+    CHECK_CUDA(cudaMemcpy(shifted.as_float() + shift, op.args.scale_a, floats * sizeof(float), cudaMemcpyDeviceToDevice));
+    op.args.scale_a = shifted.as_float() + shift;
+    CHECK_CUDA(anvil::verify::reference_gemm(desc, op.args, op.ref.as_float(), nullptr));
+    PlanOverrides forced;
+    forced.family = KernelFamily::kSm90Fp8Decode;
+    anvil::Diagnostic diag;
+    ASSERT_EQ(anvil::detail::gemm(desc, op.args, &forced, &diag), Status::kSuccess) << diag.message;
+    CHECK_CUDA(cudaDeviceSynchronize());
+    const auto cmp =
+        anvil::verify::compare(desc, op.d.get(), op.ref.as_float(), anvil::verify::tolerance_for(desc), nullptr);
+    EXPECT_TRUE(cmp.passed) << anvil_test::describe(cmp);
+  }
+}
+
 // Decode-sized problems of model widths, through the planner: the rule takes the decode
 // kernel there (fp8_decode_plan.h), and the result matches.
 TEST(Fp8DecodeKernel, PlannedOnModelShapes) {

@@ -16,8 +16,10 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "arch/sm90/cluster.cuh"
+#include "arch/sm90/ld_st_shared.cuh"
 #include "arch/sm90/named_barrier.cuh"
 #include "arch/sm90/setmaxnreg.cuh"
 #include "arch/sm90/swizzle_alignment.cuh"
@@ -45,10 +47,14 @@ namespace anvil::detail {
 // (sm90-fp8-decode). A K box is one 128-byte swizzle row either way - 64 16-bit or 128
 // 8-bit values - so a stage holds the same bytes, and twice the K, with 8-bit inputs; the
 // consumer mainloop then takes k32 steps of 32 bytes (consumer.cuh, input_bytes).
+// kBlockScales_: e4m3 with DeepSeek-V3 block scales (sm90-fp8-decode): each stage's K block
+// is summed on its own and added, scaled, to the fp32 total (run_decode_block_scaled_mainloop).
 template <int kTokenTile_, int kRows = 128, int kKBlocks_ = 1,
-          bool kTwoPerSm_ = decode_bandwidth_bound(kTokenTile_) && kKBlocks_ == 1, int kElementBytes_ = 2>
+          bool kTwoPerSm_ = decode_bandwidth_bound(kTokenTile_) && kKBlocks_ == 1, int kElementBytes_ = 2,
+          bool kBlockScales_ = false>
 struct DecodeConfig {
   static constexpr int kTokenTile = kTokenTile_;
+  static constexpr bool kBlockScales = kBlockScales_;
   static constexpr int kKBlocks = kKBlocks_;
   static constexpr int kElementBytes = kElementBytes_;
   static constexpr int kBoxK = 128 / kElementBytes;  // values of K in one box
@@ -82,13 +88,24 @@ struct DecodeConfig {
   static_assert(kElementBytes == 1 || kElementBytes == 2, "8-bit or 16-bit inputs");
   static_assert(kTokenTile % 8 == 0 && kTokenTile <= 256, "wgmma N, and whole 8-row swizzle atoms of X");
   static_assert(kStages >= 2, "a ring needs two stages to overlap load and math");
+  static_assert(!kBlockScales || (kElementBytes == 1 && kKBlocks == 1 && kRows == 128),
+                "block scales: 8-bit inputs, one 128-wide K block per stage, 128 weight rows (one W scale block)");
 };
+
+// Block-scaled configurations: each stage's box of X's scales for the token tile
+// (params.h, kScaleSlotFloats); nothing otherwise.
+template <class Config>
+struct DecodeScaleSlots {
+  alignas(128) float x[Config::kStages][kScaleSlotFloats<Config::kTokenTile>];
+};
+struct NoDecodeScaleSlots {};
 
 template <class Config>
 struct DecodeShared {
   alignas(1024) uint8_t a[Config::kStages][Config::kStageBytesA];
   alignas(1024) uint8_t b[Config::kStages][Config::kStageBytesB];
   StageBarriers<Config::kStages> barriers;
+  [[no_unique_address]] std::conditional_t<Config::kBlockScales, DecodeScaleSlots<Config>, NoDecodeScaleSlots> scales;
 };
 
 template <class Config>
@@ -104,6 +121,12 @@ struct DecodeParams {
   EpilogueParams epilogue;
   // 8-bit configurations only: the scales that multiply each finished sum.
   Fp8SumScales scales;
+  // Block-scaled configurations only: X's block scales as a line behind map_x_scales
+  // (tma_operands.h, encode_block_scales_a; rows = M), and W's, one per 128 weight rows
+  // and K block: w_block_scales[(feature0 / 128) * k_tiles + kb].
+  CUtensorMap map_x_scales;
+  ScaleLine x_scale_line;
+  const float* w_block_scales;
 };
 
 // This CTA's contiguous share of the k-tiles: split r of s gets [r k / s, (r + 1) k / s),
@@ -115,15 +138,23 @@ __device__ __forceinline__ KRange split_k_range(int k_tiles, int split, int spli
   return {split * k_tiles / splits, (split + 1) * k_tiles / splits};
 }
 
+// Block-scaled configurations also bring each stage's X scales: one box of the token tile's
+// scales for that K block, from the 16-byte boundary at or below the first (params.h).
 template <class Config>
 __device__ void run_split_producer(const DecodeParams& p, KRange range, int feature0, int token0, int batch,
                                    uint8_t (*tiles_w)[Config::kStageBytesA], uint8_t (*tiles_x)[Config::kStageBytesB],
-                                   StageBarriers<Config::kStages>& barriers) {
+                                   StageBarriers<Config::kStages>& barriers, float* x_scale_slots = nullptr) {
+  constexpr uint32_t kScaleBytes = Config::kBlockScales ? (Config::kTokenTile + kScaleBoxLead) * 4 : 0;
   StageRing<Config::kStages> ring;
   for (int kt = range.begin; kt < range.end; ++kt) {
     sm90::mbarrier_wait(&barriers.empty[ring.stage], ring.phase ^ 1);
     uint64_t* full = &barriers.full[ring.stage];
-    sm90::mbarrier_arrive_expect_tx(full, Config::kStageBytesA + Config::kStageBytesB);
+    sm90::mbarrier_arrive_expect_tx(full, Config::kStageBytesA + Config::kStageBytesB + kScaleBytes);
+    if constexpr (Config::kBlockScales) {
+      const int64_t first = p.x_scale_line.element(kt, token0) & ~int64_t{3};
+      sm90::tma_load_2d(x_scale_slots + ring.stage * kScaleSlotFloats<Config::kTokenTile>, &p.map_x_scales, full,
+                        static_cast<int32_t>(first), 0);
+    }
     // One box of W and of X per K block (64 16-bit or 128 8-bit values wide), box after box
     // (consumer.cuh's layout).
 #pragma unroll
@@ -140,6 +171,60 @@ __device__ void run_split_producer(const DecodeParams& p, KRange range, int feat
       }
     }
     ring.advance();
+  }
+}
+
+// The mainloop with block scales: every stage is one 128-wide K block (kt of the problem's),
+// summed by wgmma from zero into `part`; once it has retired the stage is freed and the
+// block added to acc, times W's scale for the tile's 128 rows and each token column's X
+// scale, which came with the stage. The wgmma groups of one warpgroup do not overlap the
+// promotion: at decode sizes the weight's stream, not the tensor core, bounds the kernel.
+template <class Config, sm90::Input kInput>
+__device__ __forceinline__ void run_decode_block_scaled_mainloop(float (&acc)[1][Config::kBlockN / 2], int consumer,
+                                                                 KRange range, const float* w_scales, int64_t token0,
+                                                                 const ScaleLine& x_line,
+                                                                 const float (*x_scales)[kScaleSlotFloats<Config::kTokenTile>],
+                                                                 StageRing<Config::kStages>& ring,
+                                                                 uint8_t (*tiles_a)[Config::kStageBytesA],
+                                                                 uint8_t (*tiles_b)[Config::kStageBytesB],
+                                                                 StageBarriers<Config::kStages>& barriers) {
+  using Mma = sm90::WgmmaSS<Config::kBlockN, kInput>;
+  constexpr int kAcc = Config::kBlockN / 2;
+  float part[kAcc];
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) acc[0][i] = 0.0f;
+  const int t = threadIdx.x % 128;
+  // This thread's token columns: (i / 4) x 8 + (lane % 4) x 2 + (i & 1) (fragment_epilogue.cuh).
+  const uint32_t x0 = sm90::smem_addr(&x_scales[0][(t % 4) * 2]);
+  int lead = static_cast<int>(x_line.element(range.begin, token0) & 3);
+  const int lead_step = static_cast<int>(x_line.rows & 3);
+  const uint8_t* a0 = tiles_a[0] + consumer * 64 * 128;
+  for (int kt = range.begin; kt < range.end; ++kt) {
+    const float w = __ldg(w_scales + kt);
+    sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      // A K step of 32 8-bit values is 32 bytes along each swizzled row.
+      Mma::template mma<0, 0>(part, sm90::make_kmajor_sw128_desc(a0 + ring.stage * Config::kStageBytesA + kk * 32),
+                              sm90::make_kmajor_sw128_desc(tiles_b[ring.stage] + kk * 32), kk > 0);
+    }
+    sm90::wgmma_commit_group();
+    // X's scales of this thread's columns, read while the group runs.
+    const uint32_t at = x0 + static_cast<uint32_t>((ring.stage * kScaleSlotFloats<Config::kTokenTile> + lead) * 4);
+    float x[kAcc / 2];
+#pragma unroll
+    for (int c = 0; c < kAcc / 4; ++c) {
+      x[2 * c] = sm90::ld_shared_f32(at + c * 8 * 4);
+      x[2 * c + 1] = sm90::ld_shared_f32(at + (c * 8 + 1) * 4);
+    }
+    lead = (lead + lead_step) & 3;
+    sm90::wgmma_wait_group<0>();
+    sm90::wgmma_fence_operands(part);
+    release_stage<Config>(barriers, ring.stage);
+    ring.advance();
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[0][i] = fmaf(part[i], w * x[(i / 4) * 2 + (i & 1)], acc[0][i]);
   }
 }
 
@@ -185,8 +270,14 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
     if constexpr (!Config::kTwoPerSm) sm90::setmaxnreg_dec<Config::kProducerRegisters>();
     if (threadIdx.x == 0) {
       const DecodeTileOrigin origin = tile_origin<Config>(p);
-      run_split_producer<Config>(p, range, static_cast<int>(origin.feature0), static_cast<int>(origin.token0),
-                                 static_cast<int>(origin.batch), shared.a, shared.b, shared.barriers);
+      if constexpr (Config::kBlockScales) {
+        run_split_producer<Config>(p, range, static_cast<int>(origin.feature0), static_cast<int>(origin.token0),
+                                   static_cast<int>(origin.batch), shared.a, shared.b, shared.barriers,
+                                   &shared.scales.x[0][0]);
+      } else {
+        run_split_producer<Config>(p, range, static_cast<int>(origin.feature0), static_cast<int>(origin.token0),
+                                   static_cast<int>(origin.batch), shared.a, shared.b, shared.barriers);
+      }
     }
     __syncwarp();  // the cluster barrier is .aligned: lane 0 rejoins its warp first
     if (sm90::cluster_size() > 1) {  // without a split no peer reads the partials
@@ -198,8 +289,15 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
     const int consumer = warpgroup - 1;
     StageRing<Config::kStages> ring;
     float acc[Config::kSlabs][Config::kBlockN / 2];
-    run_consumer_mainloop<Config, kInput>(acc, consumer, range.end - range.begin, ring, shared.a, shared.b,
-                                          shared.barriers);
+    if constexpr (Config::kBlockScales) {
+      const DecodeTileOrigin origin = tile_origin<Config>(p);
+      run_decode_block_scaled_mainloop<Config, kInput>(
+          acc, consumer, range, p.w_block_scales + origin.feature0 / Config::kBlockM * p.k_tiles, origin.token0,
+          p.x_scale_line, shared.scales.x, ring, shared.a, shared.b, shared.barriers);
+    } else {
+      run_consumer_mainloop<Config, kInput>(acc, consumer, range.end - range.begin, ring, shared.a, shared.b,
+                                            shared.barriers);
+    }
     consumers_sync<Config>();  // the other warpgroup's last wgmma may still read the ring
     park_partial<Config::kTokenTile>(partial, acc[0], consumer);
     const DecodeTileOrigin origin = tile_origin<Config>(p);

@@ -58,6 +58,16 @@ Status build_decode_launch(const GemmDesc& desc, const GemmArgs& args, const Dec
     params.scales.mode = desc.scales;
     params.scales.cols = desc.n;
   }
+  if constexpr (Config::kBlockScales) {
+    // Block scales are applied per K block in the mainloop; the finished sums take none.
+    params.scales.mode = ScaleMode::kNone;
+    params.w_block_scales = args.scale_b;
+    int shift = 0;
+    const Status scales = encode_block_scales_a(&params.map_x_scales, args.scale_a, plan.k_tiles, desc.m, kTokenTile,
+                                                &shift, diag);
+    if (scales != Status::kSuccess) return scales;
+    params.x_scale_line = ScaleLine{desc.m, 0, shift};
+  }
 
   static_assert(Config::kBlockK % Config::kBoxK == 0, "whole boxes: one 128-byte swizzle row of K each");
   // GEMM B (column-major: row j of W is K-contiguous) is wgmma's A side. A box is 128
