@@ -40,11 +40,13 @@ constexpr DecodeShape kDecodeShapes[kDecodeConfigs] = {
     {8, 128, 64},  {16, 128, 64},                                     // sm90-decode-ldg (split in 64-wide k-tiles)
     {8, 64, 64},   {16, 64, 64},  {32, 64, 64},                       // sm90-decode-ldg-r64
     {8, 128, 128}, {16, 128, 128}, {32, 128, 128}, {64, 128, 128}, {128, 128, 128},  // sm90-fp8-decode
+    {64, 128, 128}, {128, 128, 128},  // sm90-fp8-decode, block scales from 33 tokens
 };
 
 // The configuration each family launches for m tokens, and the one whose residency a
-// token tile's split is planned with (the launchers' resident_ctas_for).
-DecodeConfigId decode_config(KernelFamily family, int64_t m) {
+// token tile's split is planned with (the launchers' resident_ctas_for). FP8 block scales
+// take their own one-per-SM configurations from 33 tokens (gemm_fp8_decode.cu).
+DecodeConfigId decode_config(KernelFamily family, int64_t m, bool fp8_block = false) {
   switch (family) {
     case KernelFamily::kDecodeLdg: return m <= 8 ? DecodeConfigId::kLdg8 : DecodeConfigId::kLdg16;
     case KernelFamily::kDecodeR64:
@@ -52,6 +54,9 @@ DecodeConfigId decode_config(KernelFamily family, int64_t m) {
     case KernelFamily::kDecodeLdgR64:
       return m <= 8 ? DecodeConfigId::kLdgR64x8 : m <= 16 ? DecodeConfigId::kLdgR64x16 : DecodeConfigId::kLdgR64x32;
     case KernelFamily::kSm90Fp8Decode:
+      if (fp8_block && m > kFp8DecodeBlockStreamingTokens) {
+        return fp8_decode_token_tile(m) <= 64 ? DecodeConfigId::kFp8Block64 : DecodeConfigId::kFp8Block128;
+      }
       switch (fp8_decode_token_tile(m)) {
         case 8: return DecodeConfigId::kFp8x8;
         case 16: return DecodeConfigId::kFp8x16;
@@ -76,11 +81,12 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
   // Batch invariance without the weight's split passed in (a row split's tail, which only
   // unsplit weights have): no K split, so every output sums its K in one order whatever M is.
   if (desc.batch_invariant && forced_splits == 0) forced_splits = 1;
-  const DecodeConfigId config = decode_config(family, desc.m);
+  const bool fp8_block = desc.scales == ScaleMode::kBlock128;
+  const DecodeConfigId config = decode_config(family, desc.m, fp8_block);
   const DecodeShape shape = kDecodeShapes[static_cast<int>(config)];
   const auto resident = [&](int token_tile, int splits) {
     // A token tile maps to the family's configuration for that many tokens.
-    return device.resident(decode_config(family, token_tile), splits);
+    return device.resident(decode_config(family, token_tile, fp8_block), splits);
   };
   // Kernels that run one CTA per SM plan their split to fill one wave: the load-path ones,
   // and sm90-decode-r64's 32- and 64-token tiles (decode_plan.h, choose_single_wave_split).
@@ -640,6 +646,7 @@ DeviceInfo DeviceInfo::h200() {
     // sm90-decode-r64's 16-token one.
     const bool two_per_sm = (id >= DecodeConfigId::kTma8 && id <= DecodeConfigId::kTma64) ||
                             id == DecodeConfigId::kR64x16 || (id >= DecodeConfigId::kFp8x8 && id <= DecodeConfigId::kFp8x64);
+    // (kFp8Block64 and kFp8Block128 run one per SM.)
     for (int s = 1; s <= kMaxClusterSplit; ++s) d.decode_resident[c][s] = kOnePerSm[s] * (two_per_sm ? 2 : 1);
   }
   return d;

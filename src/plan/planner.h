@@ -48,6 +48,7 @@ enum class DecodeConfigId : int {
   kLdg8, kLdg16,                                                  // sm90-decode-ldg
   kLdgR64x8, kLdgR64x16, kLdgR64x32,                              // sm90-decode-ldg-r64
   kFp8x8, kFp8x16, kFp8x32, kFp8x64, kFp8x128,                    // sm90-fp8-decode, by token tile
+  kFp8Block64, kFp8Block128,  // sm90-fp8-decode with block scales, 33-128 tokens (one CTA per SM)
   kCount
 };
 inline constexpr int kDecodeConfigs = static_cast<int>(DecodeConfigId::kCount);

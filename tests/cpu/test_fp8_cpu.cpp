@@ -173,7 +173,7 @@ TEST(Fp8Planner, FP8GoesToTheFp8KernelsOnly) {
       const LaunchPlan planned = plan(fp8_linear(m, 7168, 2048, scales), device);
       EXPECT_TRUE(planned.family == KernelFamily::kSm90Fp8 || planned.family == KernelFamily::kSm90Fp8Decode)
           << m << " " << planned.family_reason;
-      if ((scales == ScaleMode::kBlock128 && m > 32) || m > 128) {
+      if (m > 128) {
         EXPECT_EQ(planned.family, KernelFamily::kSm90Fp8) << m << " " << planned.family_reason;
       }
       const PlanOverrides forced = sm90_fp8_forced();
@@ -317,10 +317,10 @@ TEST(Fp8Planner, SplitKForFewTilesAndLongK) {
 
 // Without room for the partials, or with a workspace that is not 16-byte aligned (the sum
 // reads the partials as float4), the whole-tile plan runs, as for sm90-gemm's split-K: the
-// workspace is optional.
+// workspace is optional. (200 rows: past the decode kernel's, which splits K without one.)
 TEST(Fp8Planner, SplitKWorkspaceIsOptional) {
   const DeviceInfo device = DeviceInfo::h200();
-  const GemmDesc d = fp8_linear(64, 576, 7168, ScaleMode::kBlock128);
+  const GemmDesc d = fp8_linear(200, 576, 7168, ScaleMode::kBlock128);
   const LaunchPlan split = plan(d, device);
   ASSERT_GT(split.k_splits, 1);
   CallFacts small;
@@ -454,7 +454,7 @@ TEST(Fp8DecodePlanner, OtherShapesKeepSm90Fp8) {
   EXPECT_EQ(two_waves.family, KernelFamily::kSm90Fp8);
   EXPECT_NE(std::string(two_waves.family_reason).find("waves"), std::string::npos) << two_waves.family_reason;
   EXPECT_EQ(family(fp8_linear(100, 36864, 7168)), KernelFamily::kSm90Fp8);
-  EXPECT_EQ(family(fp8_linear(64, 8192, 8192, ScaleMode::kBlock128)), KernelFamily::kSm90Fp8);
+  EXPECT_EQ(family(fp8_linear(200, 8192, 8192, ScaleMode::kBlock128)), KernelFamily::kSm90Fp8);
   GemmDesc mixed = fp8_linear(1, 8192, 8192);
   mixed.a.dtype = DataType::kE5M2;
   EXPECT_EQ(family(mixed), KernelFamily::kSm90Fp8);
@@ -535,12 +535,20 @@ TEST(Fp8DecodePlanner, ForcedAndRefused) {
     ASSERT_NE(fp8_decode_refusal(d), nullptr);
     EXPECT_NE(std::string(fp8_decode_refusal(d)).find(words), std::string::npos) << fp8_decode_refusal(d);
   };
-  refusal(fp8_linear(33, 1024, 1024, ScaleMode::kBlock128), "block128");
-  // Up to 32 tokens block scales run on the decode kernel too (its block-scaled configurations).
-  const LaunchPlan block = plan(fp8_linear(32, 1024, 1024, ScaleMode::kBlock128), device, &forced);
-  ASSERT_EQ(block.family, KernelFamily::kSm90Fp8Decode) << block.family_reason;
-  EXPECT_EQ(block.decode.token_tile, 32);
-  EXPECT_EQ(fp8_decode_refusal(fp8_linear(1, 1024, 1024, ScaleMode::kBlock128)), nullptr);
+  // Block scales run on the decode kernel too: its streaming block-scaled configurations up
+  // to 32 tokens, its own one-per-SM ones for the 64- and 128-token tiles.
+  for (const auto& [m, tile, config] : {std::tuple{32, 32, DecodeConfigId::kFp8x32},
+                                        std::tuple{33, 64, DecodeConfigId::kFp8Block64},
+                                        std::tuple{128, 128, DecodeConfigId::kFp8Block128}}) {
+    const LaunchPlan block = plan(fp8_linear(m, 1024, 1024, ScaleMode::kBlock128), device, &forced);
+    ASSERT_EQ(block.family, KernelFamily::kSm90Fp8Decode) << block.family_reason;
+    EXPECT_EQ(block.decode.token_tile, tile);
+    EXPECT_EQ(block.decode.config, config);
+    EXPECT_EQ(fp8_decode_refusal(fp8_linear(m, 1024, 1024, ScaleMode::kBlock128)), nullptr);
+  }
+  // The one-per-SM block-scaled tiles plan with their own residency (H200: 132 CTAs unsplit).
+  EXPECT_EQ(device.resident(DecodeConfigId::kFp8Block64, 1), 132);
+  EXPECT_EQ(device.resident(DecodeConfigId::kFp8x64, 1), 264);
   GemmDesc mixed = fp8_linear(16, 1024, 1024);
   mixed.a.dtype = DataType::kE5M2;
   refusal(mixed, "e4m3 x e4m3");
@@ -584,7 +592,7 @@ TEST(Fp8DecodeApi, NamedKernelAcceptsAndRefuses) {
     EXPECT_NE(message.find(words), std::string::npos) << message;
   };
   EXPECT_TRUE(accepted(check(named(fp8_linear(16, 1024, 1024, ScaleMode::kBlock128)), &args, &message))) << message;
-  refused(named(fp8_linear(33, 1024, 1024, ScaleMode::kBlock128)), args, Status::kNotSupported, "block128");
+  EXPECT_TRUE(accepted(check(named(fp8_linear(100, 1024, 1024, ScaleMode::kBlock128)), &args, &message))) << message;
   GemmDesc mixed = named(fp8_linear(16, 1024, 1024));
   mixed.b.dtype = DataType::kE5M2;
   refused(mixed, args, Status::kNotSupported, "e4m3 x e4m3");

@@ -21,7 +21,7 @@
 //                     multiple of 32, not batch-invariant)
 //   FP8               sm90-fp8: e4m3/e5m2 inputs only (validate.cpp's FP8 rules: K-major,
 //                     K and leading dimensions multiples of 16), none of the 16-bit cases
-//   ... decode        sm90-fp8-decode: the same, e4m3 x e4m3 only, block scales up to 32 tokens
+//   ... decode        sm90-fp8-decode: the same, e4m3 x e4m3 only
 //                     (fp8_decode_plan.h, fp8_decode_refusal)
 // Size limits (grids, 2^30 extents) are far from every test case and are not modelled.
 #pragma once
@@ -124,7 +124,6 @@ inline bool kernel_promises(const char* kernel, const anvil::GemmDesc& d, std::s
       if (!fp8(d.a.dtype) || !fp8(d.b.dtype)) return no("FP8 inputs only");
       if (kernel_family(kernel) == KernelFamily::kFp8Decode) {
         if (d.a.dtype != anvil::DataType::kE4M3 || d.b.dtype != anvil::DataType::kE4M3) return no("e4m3 x e4m3 only");
-        if (d.scales == anvil::ScaleMode::kBlock128 && d.m > 32) return no("block scales beyond 32 tokens");
       }
       if (d.k == 0) return no("K = 0");
       if (!k_major) return no("operands not K-major");

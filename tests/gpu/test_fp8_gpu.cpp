@@ -858,13 +858,14 @@ TEST(Fp8DecodeKernel, EveryForcedSplit) {
   }
 }
 
-// DeepSeek-V3 block scales on the decode kernel (up to 32 tokens): each token tile, token
-// counts not multiples of 4 (the scale line's boxes start on 16-byte boundaries), K off
+// DeepSeek-V3 block scales on the decode kernel: each token tile (the streaming ones up to
+// 32 tokens, the one-per-SM 64- and 128-token ones, and 300 tokens in three 128-token
+// tiles), token counts not multiples of 4 (the scale line's boxes start on 16-byte boundaries), K off
 // the 128 grid, every forced K split (the ranks' K ranges start at any block), every
 // output dtype, SwiGLU with a bias, and a scale_a 1-3 floats past a 16-byte boundary.
 TEST(Fp8DecodeKernel, BlockScales) {
   REQUIRE_SM90();
-  for (int64_t m : {1, 3, 8, 13, 16, 31, 32}) {
+  for (int64_t m : {1, 3, 8, 13, 16, 31, 32, 33, 64, 100, 128, 300}) {
     for (int splits : {0, 1, 3, 8}) {
       ASSERT_NO_FATAL_FAILURE(
           run_decode_and_check(fp8_desc(m, 1000, 1040, ScaleMode::kBlock128), 10500 + uint64_t(m), splits));
@@ -872,6 +873,7 @@ TEST(Fp8DecodeKernel, BlockScales) {
   }
   for (DataType out : {DataType::kBF16, DataType::kF16, DataType::kF32}) {
     ASSERT_NO_FATAL_FAILURE(run_decode_and_check(fp8_desc(7, 520, 2064, ScaleMode::kBlock128, out), 10510));
+    ASSERT_NO_FATAL_FAILURE(run_decode_and_check(fp8_desc(77, 520, 2064, ScaleMode::kBlock128, out), 10512));
   }
   GemmDesc swiglu = fp8_desc(5, 1536, 1040, ScaleMode::kBlock128);
   swiglu.epilogue.activation = Activation::kSwiGLU;

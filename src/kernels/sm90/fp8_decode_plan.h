@@ -34,10 +34,11 @@ inline constexpr int kFp8DecodeTileRows = 128;
 // K per stage: one 128-byte box of 8-bit values. The planned split and the k-tiles are in
 // these units.
 inline constexpr int kFp8DecodeKBlock = 128;
-// DeepSeek-V3 block scales run up to this many tokens: the block-scaled mainloop keeps the
-// block's partial sums beside the total, and the 64-token tile's two CTAs per SM would not
-// hold both in their registers.
-inline constexpr int kFp8DecodeBlockMaxTokens = 32;
+// DeepSeek-V3 block scales: the block-scaled mainloop keeps each block's partial sums beside
+// the total, which the streaming tiles' two CTAs per SM hold in their registers up to 32
+// tokens; from 33 tokens the block-scaled tiles (64 and 128 tokens) run one CTA per SM
+// with the consumers' larger register budget (gemm_fp8_decode.cu).
+inline constexpr int kFp8DecodeBlockStreamingTokens = 32;
 
 constexpr int fp8_decode_token_tile(int64_t m) {
   for (int t : kFp8DecodeTokenTiles) {
@@ -54,9 +55,6 @@ constexpr int fp8_decode_token_tile(int64_t m) {
 inline const char* fp8_decode_refusal(const GemmDesc& desc) {
   if (desc.a.dtype != DataType::kE4M3 || desc.b.dtype != DataType::kE4M3) {
     return "takes e4m3 x e4m3 only (the mixed e5m2 pairs run on sm90-fp8)";
-  }
-  if (desc.scales == ScaleMode::kBlock128 && desc.m > kFp8DecodeBlockMaxTokens) {
-    return "block128 scales at more than 32 tokens run on sm90-fp8";
   }
   if (desc.k == 0) return "K = 0 has no tensor-core work";
   if (desc.a.order != Order::kRowMajor || desc.b.order != Order::kColMajor) {

@@ -24,10 +24,12 @@ constexpr const char* kName = "sm90-fp8-decode";
 // tokens (the streaming tiles), one from 65.
 template <int kTokenTile>
 using Fp8Decode = DecodeConfig<kTokenTile, kFp8DecodeTileRows, 1, decode_bandwidth_bound(kTokenTile), 1>;
-// The same with DeepSeek-V3 block scales, up to kFp8DecodeBlockMaxTokens: a 128-row tile is
-// one W scale block, and each stage brings its token tile's X scales (decode_kernel.cuh).
+// The same with DeepSeek-V3 block scales: a 128-row tile is one W scale block, and each
+// stage brings its token tile's X scales (decode_kernel.cuh). The streaming tiles share an
+// SM up to kFp8DecodeBlockStreamingTokens; the 64- and 128-token ones run one per SM, whose
+// consumers hold the blocks' partial sums beside the totals (fp8_decode_plan.h).
 template <int kTokenTile>
-using Fp8DecodeBlock = DecodeConfig<kTokenTile, kFp8DecodeTileRows, 1, decode_bandwidth_bound(kTokenTile), 1, true>;
+using Fp8DecodeBlock = DecodeConfig<kTokenTile, kFp8DecodeTileRows, 1, kTokenTile <= kFp8DecodeBlockStreamingTokens, 1, true>;
 
 static_assert(Fp8Decode<8>::kBlockK == kFp8DecodeKBlock, "the planner's k-tiles are the kernel's stages");
 static_assert(Fp8Decode<64>::kStageBytesA == DecodeConfig<64>::kStageBytesA,
@@ -58,15 +60,16 @@ void fill_fp8_decode_residency(DeviceInfo* device) {
     set(DecodeConfigId::kFp8x32, decode_tma_resident_ctas<Fp8Decode<32>>(kName, s));
     set(DecodeConfigId::kFp8x64, decode_tma_resident_ctas<Fp8Decode<64>>(kName, s));
     set(DecodeConfigId::kFp8x128, decode_tma_resident_ctas<Fp8Decode<128>>(kName, s));
+    set(DecodeConfigId::kFp8Block64, decode_tma_resident_ctas<Fp8DecodeBlock<64>>(kName, s));
+    set(DecodeConfigId::kFp8Block128, decode_tma_resident_ctas<Fp8DecodeBlock<128>>(kName, s));
   }
 }
 
 // The configuration the plan names; the cache key names the configuration.
 Status launch_fp8_decode_plan(const DecodePlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  if (desc.a.dtype != DataType::kE4M3 || desc.b.dtype != DataType::kE4M3 ||
-      (desc.scales == ScaleMode::kBlock128 && plan.token_tile > kFp8DecodeBlockMaxTokens)) {
-    return fail(diag, Status::kInternalError, "%s: planned for %s x %s with %s scales and %d-token tiles, which it does not run",
-                kName, to_string(desc.a.dtype), to_string(desc.b.dtype), to_string(desc.scales), plan.token_tile);
+  if (desc.a.dtype != DataType::kE4M3 || desc.b.dtype != DataType::kE4M3) {
+    return fail(diag, Status::kInternalError, "%s: planned for %s x %s, which it does not run", kName,
+                to_string(desc.a.dtype), to_string(desc.b.dtype));
   }
   if (desc.scales == ScaleMode::kBlock128) {
     switch (plan.config) {
@@ -76,6 +79,10 @@ Status launch_fp8_decode_plan(const DecodePlan& plan, const GemmDesc& desc, cons
         return launch_decode_config<Fp8DecodeBlock<16>>(kName, "sm90-fp8-decode/block-t16", plan, desc, args, diag);
       case DecodeConfigId::kFp8x32:
         return launch_decode_config<Fp8DecodeBlock<32>>(kName, "sm90-fp8-decode/block-t32", plan, desc, args, diag);
+      case DecodeConfigId::kFp8Block64:
+        return launch_decode_config<Fp8DecodeBlock<64>>(kName, "sm90-fp8-decode/block-t64", plan, desc, args, diag);
+      case DecodeConfigId::kFp8Block128:
+        return launch_decode_config<Fp8DecodeBlock<128>>(kName, "sm90-fp8-decode/block-t128", plan, desc, args, diag);
       default: return fail(diag, Status::kInternalError, "%s: not a block-scaled FP8 decode configuration", kName);
     }
   }
@@ -105,7 +112,7 @@ extern const KernelInfo kSm90Fp8Decode{kName,
                                        "FP8 decode (e4m3 x e4m3): swap-AB (128 weight rows on wgmma M, tokens on N = "
                                        "8..128), 128-wide K stages, K split across a cluster and reduced in rank order "
                                        "through distributed shared memory; per-tensor or row/column scales applied "
-                                       "once to the total, DeepSeek-V3 block scales per K block up to 32 tokens",
+                                       "once to the total, DeepSeek-V3 block scales per K block",
                                        check, launch, nullptr};
 
 }  // namespace anvil::detail
