@@ -164,7 +164,7 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
   // The two rows of the tile this thread's fragment holds (fragment_epilogue.cuh): l / 4
   // and l / 4 + 8 of its warp's 16. Read with ld.shared: the ring's address went through
   // integer arithmetic (its alignment), so plain C++ reads would compile to generic loads.
-  // A stage's box starts `lead` floats before the tile's first scale (producer.cuh,
+  // A stage's box starts `lead` floats before the tile's first scale (params.h,
   // kScaleBoxLead); the lead steps by the line's stride mod 4 from one K block to the next.
   const int row = consumer_row_offset<Config>(consumer) + (t / 32) * 16 + (t % 32) / 4;
   const uint32_t scales_a0 = sm90::smem_addr(&stage_scales_a[0][row]);

@@ -13,12 +13,13 @@
 // FP8 (8-bit configurations, grouped_configs.h): the same machine with e4m3 operands, 128
 // values of K per stage; the scales multiply the accumulators before the epilogue
 // (fp8_scales.cuh, scale_accumulators), A's from the expert's first storage row and B's
-// from the expert's own block of column scales. With DeepSeek-V3 block scales each K block
-// is summed and promoted in the mainloop (consumer.cuh, run_block_scaled_mainloop), A's
-// scales riding with the stages as in sm90-gemm, B's from the expert's block. Both consumer warpgroups multiply every
+// from the expert's own block of column scales. Both consumer warpgroups multiply every
 // tile, also where one's rows all lie past the expert's: run_consumer_mainloop's no_rows
 // path holds its warps level with a warpgroup barrier, which costs the 256-wide FP8
-// configuration spilled registers.
+// configuration spilled registers. With DeepSeek-V3 block scales each K block is summed
+// and promoted in the mainloop (consumer.cuh, run_block_scaled_mainloop, whose warpgroups
+// with no rows pass the stages), A's scales riding with the stages as in sm90-gemm, B's
+// from the expert's block.
 // A box may run past the expert's rows: into the next expert's rows (contiguous; they are
 // multiplied and dropped) or off the tensor (zero-filled by TMA). The stores are clipped
 // to the expert's rows in registers (store_tile_clipped): a TMA store of the box would
@@ -67,7 +68,7 @@ struct Sm90GroupedParams {
 
 // DeepSeek-V3 block scales of one tile, for the block-scaled mainloop (consumer.cuh): B's
 // from its expert's [ceil(N/128), k_blocks] block, the row bound the expert's rows. A's
-// come with the stages (grouped_stage_scales_a).
+// come with the stages (grouped_scale_line).
 __device__ __forceinline__ Fp8Scales grouped_block_scales(const Sm90GroupedParams& params, const GroupedTile& tile) {
   Fp8Scales s = params.scales;
   s.b += int64_t{tile.expert} * params.scale_b_expert_stride;

@@ -169,7 +169,8 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
     load_b = row_b < rows_b;
   }
   // Block scales: each CTA brings its own copy of the tile's A scales with every stage,
-  // one box of kBlockM floats, counted on the stage's full barrier with the operands. The
+  // one box of its kBlockM floats from the 16-byte boundary at or below the first
+  // (params.h, kScaleBoxLead), counted on the stage's full barrier with the operands. The
   // consumers read them from shared memory beside the operands, so no load from global
   // memory stands between a K block's retirement and its promotion. A tile whose rows all
   // lie past M (a pair's second CTA when M <= 128) loads none: its consumers read none.
