@@ -100,8 +100,10 @@ inline Status encode_kmajor_sw128(CUtensorMap* map, const void* base, const Matr
 // 16-byte boundary at or below the first (params.h, kScaleBoxLead) - lands in shared memory
 // with each stage (producer.cuh, StageScalesA). The map starts at the 16-byte boundary at
 // or below scale_a (TMA's base alignment); *shift is the floats from there to scale_a,
-// which every coordinate adds. Boxes that run past the end read zeros; their rows are
-// never stored.
+// which every coordinate adds. The up to 3 floats before scale_a that a first box reads
+// lie in the same allocation (device allocations start on 256-byte boundaries, so a
+// pointer off a 16-byte one is inside one) and are skipped as the box's lead. Boxes that
+// run past the end read zeros; their rows are never stored.
 inline Status encode_block_scales_a(CUtensorMap* map, const float* scale_a, int64_t k_blocks, int64_t rows,
                                     int box_rows, int* shift, Diagnostic* diag) {
   const uintptr_t address = reinterpret_cast<uintptr_t>(scale_a);
