@@ -214,7 +214,12 @@ def scaled_grouped_mm(
     the values they cover (dequantized = q * scale):
 
     - row-wise (torch's recipe): scale_a [rows] (or [E, M]), scale_b [E, N];
-    - per tensor: scale_a one value, scale_b one value ([] or [1]) or one per expert ([E]).
+    - per tensor: scale_a one value, scale_b one value ([] or [1]) or one per expert ([E]);
+    - DeepSeek-V3 blocks: scale_a [ceil(K/128), rows] (one per row and 128 columns,
+      K-block-major, as ``quantize_fp8(x, block=128)`` writes; [ceil(K/128), E * M] for a
+      3-D mat_a), scale_b [E, ceil(N/128), ceil(K/128)] (one per 128 x 128 block of each
+      expert's [N, K] weight). Each 128-wide K block is summed on the tensor cores and added,
+      scaled, to an fp32 total (docs/fp8.md).
 
     bias [E, N] (out_dtype or fp32) or None; scale_result must be None; out_dtype bf16 (the
     default), fp16 or fp32; K a multiple of 16. Returns [rows, N] or [E, M, N]; as with
@@ -662,7 +667,22 @@ def _check_scaled_grouped_mm(mat_a, mat_b, scale_a, scale_b, offs, bias, scale_r
     for name, t in (("scale_a", scale_a), ("scale_b", scale_b)):
         if t.dtype != torch.float32:
             raise TypeError(f"anvil.{op}: {name} must be fp32, got {_dtype_name(t.dtype)}")
-    if scale_b.dim() == 2:
+    k_blocks, n_blocks = (k + 127) // 128, (n + 127) // 128
+    if scale_b.dim() == 3:
+        # DeepSeek-V3 block scales: W's per 128 x 128 block, A's per row and 128 columns, K-block-major.
+        if list(scale_b.shape) != [experts, n_blocks, k_blocks]:
+            raise ValueError(
+                f"anvil.{op}: scale_b must be [E, ceil(N/128), ceil(K/128)] = {[experts, n_blocks, k_blocks]} for "
+                f"block scales (one per expert and 128 x 128 block of its weight), got sizes {list(scale_b.shape)}"
+            )
+        storage_rows = experts * mat_a.shape[1] if stacked else mat_a.shape[0]
+        if list(scale_a.shape) != [k_blocks, storage_rows]:
+            raise ValueError(
+                f"anvil.{op}: scale_a must be [ceil(K/128), rows] = {[k_blocks, storage_rows]} for block scales "
+                f"(one per row of mat_a and 128 columns, K-block-major, as "
+                f"anvil.quantize_fp8 writes), got sizes {list(scale_a.shape)}"
+            )
+    elif scale_b.dim() == 2:
         if list(scale_b.shape) != [experts, n]:
             raise ValueError(
                 f"anvil.{op}: scale_b must be [E, N] = {[experts, n]} for row-wise scales "
@@ -677,8 +697,8 @@ def _check_scaled_grouped_mm(mat_a, mat_b, scale_a, scale_b, offs, bias, scale_r
     else:
         if not (scale_b.numel() == 1 or (scale_b.dim() == 1 and scale_b.shape[0] == experts)):
             raise ValueError(
-                f"anvil.{op}: scale_b must be [E, N] (row-wise), [E] (one per expert) or [] / [1] (one for all), "
-                f"got sizes {list(scale_b.shape)}"
+                f"anvil.{op}: scale_b must be [E, N] (row-wise), [E, ceil(N/128), ceil(K/128)] (block), [E] (one per "
+                f"expert) or [] / [1] (one for all), got sizes {list(scale_b.shape)}"
             )
         if scale_a.numel() != 1 or scale_a.dim() > 1:
             raise ValueError(

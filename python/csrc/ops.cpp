@@ -596,7 +596,9 @@ at::Tensor linear_fp8(const at::Tensor& x_q, const at::Tensor& weight_q, const a
 // mat_a [rows, K] (tokens sorted by expert, offs their cumulative row ends) or [E, M, K]
 // (offs None), e4m3, row-major; mat_b [E, K, N] e4m3, the transpose of the experts'
 // weights [E, N, K] (K contiguous); row-wise scales scale_a [rows] or [E, M] and scale_b
-// [E, N], or per-tensor ones: scale_a one value, scale_b one value or one per expert ([E]).
+// [E, N], per-tensor ones (scale_a one value, scale_b one value or one per expert, [E]), or
+// DeepSeek-V3 block scales: scale_a [ceil(K/128), rows] (or [ceil(K/128), E M]) and scale_b
+// [E, ceil(N/128), ceil(K/128)].
 // Returns [rows, N] or [E, M, N] in out_dtype (bf16 unless given). The output is allocated
 // uninitialised, as torch's is: rows from offs[E-1] on are not written (zero-filling them
 // would cost a pass over the whole output, 10-25% of a prefill call). use_fast_accum is taken for the signature: anvil sums the whole K in the tensor
@@ -642,7 +644,19 @@ at::Tensor scaled_grouped_mm(const at::Tensor& mat_a, const at::Tensor& mat_b, c
     TORCH_CHECK_TYPE(t->scalar_type() == at::kFloat, "anvil.", op, ": ", name, " must be fp32, got ", dtype_name(t->scalar_type()));
   }
   const bool row_wise = scale_b.dim() == 2;
-  if (row_wise) {
+  const bool block = scale_b.dim() == 3;
+  const int64_t k_blocks = (k + 127) / 128, n_blocks = (n + 127) / 128;
+  if (block) {
+    TORCH_CHECK_VALUE(scale_b.size(0) == experts && scale_b.size(1) == n_blocks && scale_b.size(2) == k_blocks, "anvil.",
+                      op, ": scale_b must be [E, ceil(N/128), ceil(K/128)] = ", shape_string({experts, n_blocks, k_blocks}),
+                      " for block scales (one per expert and 128 x 128 block of its weight), got sizes ",
+                      shape_string(scale_b.sizes()));
+    const int64_t storage_rows = stacked ? experts * mat_a.size(1) : mat_a.size(0);
+    TORCH_CHECK_VALUE(scale_a.dim() == 2 && scale_a.size(0) == k_blocks && scale_a.size(1) == storage_rows, "anvil.", op,
+                      ": scale_a must be [ceil(K/128), rows] = ", shape_string({k_blocks, storage_rows}),
+                      " for block scales (one per row of mat_a and 128 columns, K-block-major, as anvil.quantize_fp8 "
+                      "writes), got sizes ", shape_string(scale_a.sizes()));
+  } else if (row_wise) {
     TORCH_CHECK_VALUE(scale_b.size(0) == experts && scale_b.size(1) == n, "anvil.", op, ": scale_b must be [E, N] = ",
                       shape_string({experts, n}), " for row-wise scales (one per expert and output column), got sizes ",
                       shape_string(scale_b.sizes()));
@@ -651,7 +665,8 @@ at::Tensor scaled_grouped_mm(const at::Tensor& mat_a, const at::Tensor& mat_b, c
                       " for row-wise scales (one per row of mat_a), got sizes ", shape_string(scale_a.sizes()));
   } else {
     TORCH_CHECK_VALUE(scale_b.numel() == 1 || (scale_b.dim() == 1 && scale_b.size(0) == experts), "anvil.", op,
-                      ": scale_b must be [E, N] (row-wise), [E] (one per expert) or [] / [1] (one for all), got sizes ",
+                      ": scale_b must be [E, N] (row-wise), [E, ceil(N/128), ceil(K/128)] (block), [E] (one per expert) "
+                      "or [] / [1] (one for all), got sizes ",
                       shape_string(scale_b.sizes()));
     TORCH_CHECK_VALUE(scale_a.numel() == 1 && scale_a.dim() <= 1, "anvil.", op,
                       ": scale_a must hold one value (sizes [] or [1]) when scale_b is per tensor or per expert, got sizes ",
@@ -696,8 +711,8 @@ at::Tensor scaled_grouped_mm(const at::Tensor& mat_a, const at::Tensor& mat_b, c
   desc.offsets_are_ends = !stacked;
   desc.epilogue.bias = bias ? anvil::BiasMode::kPerColumn : anvil::BiasMode::kNone;
   desc.epilogue.bias_dtype = bias ? to_anvil(bias->scalar_type()) : anvil::DataType::kF32;
-  desc.scales = row_wise ? anvil::ScaleMode::kRowColumn : anvil::ScaleMode::kTensor;
-  desc.scale_b_per_expert = row_wise || sb.numel() == experts;
+  desc.scales = block ? anvil::ScaleMode::kBlock128 : row_wise ? anvil::ScaleMode::kRowColumn : anvil::ScaleMode::kTensor;
+  desc.scale_b_per_expert = block || row_wise || sb.numel() == experts;
   anvil::GroupedGemmArgs args;
   args.a = mat_a.data_ptr();
   args.w = mat_b.data_ptr();

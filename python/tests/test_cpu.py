@@ -437,6 +437,10 @@ def test_grouped_fake_shapes(act, dtype):
         assert y.shape == (37, 96) and y.dtype == dtype
         y = anvil.grouped_mm_masked(meta(4, 8, 64, dtype=dtype), w, meta(4, dtype=index_dtype), None, act)
         assert y.shape == (4, 8, 96) and y.dtype == dtype
+    # DeepSeek-V3 block scales: scale_a [ceil(K/128), rows], scale_b [E, ceil(N/128), ceil(K/128)].
+    y = anvil.scaled_grouped_mm(a, b, meta(3, rows, dtype=F32), meta(e, 1, 3, dtype=F32), meta(e, dtype=I32),
+                                out_dtype=out_dtype)
+    assert y.shape == (rows, n) and y.dtype == expected
     # No rows at all is a valid problem.
     assert anvil.grouped_mm(meta(0, 64, dtype=dtype), w, meta(4, dtype=I32)).shape == (0, 96)
 
@@ -636,7 +640,9 @@ NEW_ERRORS = [
     ("sgmm scale dtype", "scaled_grouped_mm", lambda d: sg_args(d, sa=t(d, 6)), TypeError, r"scale_a must be fp32, got bf16"),
     ("sgmm rowwise scale_b", "scaled_grouped_mm", lambda d: sg_args(d, sb=t(d, 2, 7, dtype=F32)), ValueError, r"scale_b must be \[E, N\] = \[2, 8\] for row-wise scales \(one per expert and output column\), got sizes \[2, 7\]"),
     ("sgmm rowwise scale_a", "scaled_grouped_mm", lambda d: sg_args(d, sa=t(d, 5, dtype=F32)), ValueError, r"scale_a must be \[6\] for row-wise scales \(one per row of mat_a\), got sizes \[5\]"),
-    ("sgmm tensor scale_b", "scaled_grouped_mm", lambda d: sg_args(d, sa=t(d, 1, dtype=F32), sb=t(d, 3, dtype=F32)), ValueError, r"scale_b must be \[E, N\] \(row-wise\), \[E\] \(one per expert\) or \[\] / \[1\] \(one for all\), got sizes \[3\]"),
+    ("sgmm tensor scale_b", "scaled_grouped_mm", lambda d: sg_args(d, sa=t(d, 1, dtype=F32), sb=t(d, 3, dtype=F32)), ValueError, r"scale_b must be \[E, N\] \(row-wise\), \[E, ceil\(N/128\), ceil\(K/128\)\] \(block\), \[E\] \(one per expert\) or \[\] / \[1\] \(one for all\), got sizes \[3\]"),
+    ("sgmm block scale_b", "scaled_grouped_mm", lambda d: sg_args(d, sa=t(d, 1, 6, dtype=F32), sb=t(d, 2, 1, 2, dtype=F32)), ValueError, r"scale_b must be \[E, ceil\(N/128\), ceil\(K/128\)\] = \[2, 1, 1\] for block scales \(one per expert and 128 x 128 block of its weight\), got sizes \[2, 1, 2\]"),
+    ("sgmm block scale_a", "scaled_grouped_mm", lambda d: sg_args(d, sa=t(d, 6, dtype=F32), sb=t(d, 2, 1, 1, dtype=F32)), ValueError, r"scale_a must be \[ceil\(K/128\), rows\] = \[1, 6\] for block scales \(one per row of mat_a and 128 columns, K-block-major, as anvil\.quantize_fp8 writes\), got sizes \[6\]"),
     ("sgmm tensor scale_a", "scaled_grouped_mm", lambda d: sg_args(d, sb=t(d, 2, dtype=F32)), ValueError, r"scale_a must hold one value \(sizes \[\] or \[1\]\) when scale_b is per tensor or per expert, got sizes \[6\]"),
     ("sgmm bias dtype", "scaled_grouped_mm", lambda d: sg_args(d, bias=t(d, 2, 8, dtype=FP16)), TypeError, r"anvil\.scaled_grouped_mm: bias must be bf16 \(out_dtype\) or fp32, got fp16"),
     ("sgmm bias shape", "scaled_grouped_mm", lambda d: sg_args(d, bias=t(d, 8, dtype=F32)), ValueError, r"bias must be \[E, N\] = \[2, 8\] \(one row per expert\), got sizes \[8\]"),
@@ -670,6 +676,9 @@ def test_grouped_and_fp8_argument_errors(device, direct, label, op, make, exc, p
     ("scaled_grouped_mm", lambda: sg_args("cpu", sa=t("cpu", 1, dtype=F32), sb=t("cpu", 2, dtype=F32),
                                           bias=t("cpu", 2, 8, dtype=F32), out_dtype=F32, use_fast_accum=True)),
     ("scaled_grouped_mm", lambda: sg_args("cpu", a=t("cpu", 2, 4, 32, dtype=E4M3), sa=t("cpu", 2, 4, dtype=F32), offs=None)),
+    ("scaled_grouped_mm", lambda: sg_args("cpu", sa=t("cpu", 1, 6, dtype=F32), sb=t("cpu", 2, 1, 1, dtype=F32))),
+    ("scaled_grouped_mm", lambda: sg_args("cpu", a=t("cpu", 2, 4, 32, dtype=E4M3), sa=t("cpu", 1, 8, dtype=F32),
+                                          sb=t("cpu", 2, 1, 1, dtype=F32), offs=None)),
 ])
 def test_valid_cpu_calls_reach_the_device_check(op, make):
     # Arguments that pass every check: the only complaint on CPU is the device, from both

@@ -656,6 +656,49 @@ def test_scaled_grouped_mm_3d_uses_every_row():
     assert rel_err(y.reshape(experts * m, n), ref) < fp8_tol(BF16, "rowcol", k)
 
 
+def dequantize_blocks(q, scale, rows_major):
+    """q [R, K] times its block scales: scale [ceil(K/128), R] (rows_major: one per row and 128
+    columns, quantize_fp8's layout) or [ceil(R/128), ceil(K/128)] (one per 128 x 128 block)."""
+    r, k = q.shape
+    cols = torch.arange(k, device=q.device) // 128
+    if rows_major:
+        return q.float() * scale[cols].t()
+    return q.float() * scale[torch.arange(r, device=q.device) // 128][:, cols]
+
+
+@pytest.mark.parametrize("out_dtype", [None, torch.float32])
+@pytest.mark.parametrize("shape", [(384, 256), (208, 400), (512, 2048)])  # (N, K): on and off the 128 grid
+def test_scaled_grouped_mm_block_scales(out_dtype, shape):
+    # DeepSeek-V3 blocks: scale_a [ceil(K/128), rows] from quantize_fp8, scale_b [E, ceil(N/128),
+    # ceil(K/128)]; contiguous (2-D, torch's offs) and stacked (3-D) mat_a, with a bias.
+    n, k = shape
+    counts = [0, 1, 37, 0, 300, 64, 129, 5]
+    experts, routed = len(counts), sum(counts)
+    rows = routed + 11
+    aq, sa = anvil.quantize_fp8(rand(rows, k))
+    wq, sb = zip(*(quantize_weight_blocks(rand(n, k, scale=k**-0.5)) for _ in range(experts)))
+    wq, sb = torch.stack(wq), torch.stack(sb)
+    offs, starts, ends = routing(counts, torch.int32)
+    bias = rand(experts, n, dtype=torch.float32)
+    a = dequantize_blocks(aq, sa, True)
+    ref = torch.zeros(rows, n, device=DEV)
+    for e, (s0, s1) in enumerate(zip(starts, ends)):
+        if s1 > s0:
+            ref[s0:s1] = a[s0:s1] @ dequantize_blocks(wq[e], sb[e], False).t() + bias[e]
+    y = anvil.scaled_grouped_mm(aq, wq.transpose(-2, -1), sa, sb, offs, bias, out_dtype=out_dtype)
+    out = BF16 if out_dtype is None else out_dtype
+    assert y.shape == (rows, n) and y.dtype == out
+    assert rel_err(y[:routed], ref[:routed]) < fp8_tol(out, "block", k)
+    # Stacked: every expert its M rows; scale_a over the E x M storage rows.
+    m = 70
+    aq3, sa3 = anvil.quantize_fp8(rand(experts * m, k))
+    y3 = anvil.scaled_grouped_mm(aq3.reshape(experts, m, k), wq.transpose(-2, -1), sa3, sb, out_dtype=out_dtype)
+    a3 = dequantize_blocks(aq3, sa3, True).reshape(experts, m, k)
+    ref3 = torch.stack([a3[e] @ dequantize_blocks(wq[e], sb[e], False).t() for e in range(experts)])
+    assert y3.shape == (experts, m, n)
+    assert rel_err(y3, ref3) < fp8_tol(out, "block", k)
+
+
 @pytest.mark.skipif(not hasattr(torch, "_scaled_grouped_mm"), reason="torch has no _scaled_grouped_mm")
 def test_scaled_grouped_mm_agrees_with_torch():
     # The same call on torch's op: same arguments, same result up to FP8 accumulation (torch
