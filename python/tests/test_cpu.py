@@ -437,10 +437,6 @@ def test_grouped_fake_shapes(act, dtype):
         assert y.shape == (37, 96) and y.dtype == dtype
         y = anvil.grouped_mm_masked(meta(4, 8, 64, dtype=dtype), w, meta(4, dtype=index_dtype), None, act)
         assert y.shape == (4, 8, 96) and y.dtype == dtype
-    # DeepSeek-V3 block scales: scale_a [ceil(K/128), rows], scale_b [E, ceil(N/128), ceil(K/128)].
-    y = anvil.scaled_grouped_mm(a, b, meta(3, rows, dtype=F32), meta(e, 1, 3, dtype=F32), meta(e, dtype=I32),
-                                out_dtype=out_dtype)
-    assert y.shape == (rows, n) and y.dtype == expected
     # No rows at all is a valid problem.
     assert anvil.grouped_mm(meta(0, 64, dtype=dtype), w, meta(4, dtype=I32)).shape == (0, 96)
 
@@ -480,6 +476,10 @@ def test_scaled_grouped_mm_fake_shapes(out_dtype):
     y = torch.ops.anvil.scaled_grouped_mm(meta(e, 5, k, dtype=E4M3), b, meta(e, 5, dtype=F32), meta(e, n, dtype=F32),
                                           out_dtype=out_dtype)
     assert y.shape == (e, 5, n) and y.dtype == expected
+    # DeepSeek-V3 block scales: scale_a [ceil(K/128), rows], scale_b [E, ceil(N/128), ceil(K/128)].
+    y = anvil.scaled_grouped_mm(a, b, meta(3, rows, dtype=F32), meta(e, 1, 3, dtype=F32), meta(e, dtype=I32),
+                                out_dtype=out_dtype)
+    assert y.shape == (rows, n) and y.dtype == expected
     # No rows at all is a valid problem.
     assert anvil.scaled_grouped_mm(meta(0, k, dtype=E4M3), b, meta(0, dtype=F32), meta(e, n, dtype=F32),
                                    meta(e, dtype=I32)).shape == (0, n)
