@@ -95,11 +95,7 @@ Status build_params(const GroupedPlan& plan, const GroupedGemmDesc& desc, const 
   params.scales.mode = desc.scales;
   params.scales.rows = grouped_storage_rows(desc);
   params.scales.cols = desc.n;
-  const int64_t block_b_floats = (desc.n + 127) / 128 * params.k_tiles;
-  params.scale_b_expert_stride = !desc.scale_b_per_expert                 ? 0
-                                 : desc.scales == ScaleMode::kRowColumn ? desc.n
-                                 : desc.scales == ScaleMode::kBlock128  ? block_b_floats
-                                                                        : 1;
+  params.scale_b_expert_stride = desc.scale_b_per_expert ? grouped_scale_b_floats_per_expert(desc) : 0;
   if constexpr (Config::kBlockScales) {
     // A stage is one 128-wide K block: B's scales of an N block are k_tiles apart.
     params.scales.k_blocks = params.k_tiles;
