@@ -457,10 +457,13 @@ void plan_fp8(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, con
               const CallFacts& facts) {
   const int sms = device.sm_count;
   p.family = KernelFamily::kSm90Fp8;
+  const bool swiglu = desc.epilogue.activation == Activation::kSwiGLU;
   const bool forced = ov.fp8_variant >= 0 && ov.fp8_variant < kFp8Variants &&
-                      fp8_variant_runs(static_cast<Fp8Variant>(ov.fp8_variant), desc.a.dtype, desc.b.dtype, desc.scales);
+                      fp8_variant_runs(static_cast<Fp8Variant>(ov.fp8_variant), desc.a.dtype, desc.b.dtype, desc.scales,
+                                       swiglu);
   const Fp8Variant v = forced ? static_cast<Fp8Variant>(ov.fp8_variant)
-                              : choose_fp8_variant(desc.m, desc.n, desc.batch, sms, desc.a.dtype, desc.b.dtype, desc.scales);
+                              : choose_fp8_variant(desc.m, desc.n, desc.batch, sms, desc.a.dtype, desc.b.dtype,
+                                                   desc.scales, swiglu);
   p.fp8_variant = v;
   p.tile = fp8_tile_shape(v);
   p.cluster = fp8_cluster_shape(v);

@@ -249,6 +249,35 @@ TEST(Fp8Planner, TilesFollowTheWaves) {
   }
 }
 
+// Block scales: 128x192 tiles where their waves x area / speed is lower (8192 x 8192: 2752
+// tiles in 21 waves against 4096 in 32), 128x128 where the 192-wide tiles' last wave is
+// emptier (4096 x 4096: 704 tiles fill 5.3 waves, 1024 fill 7.8); never with SwiGLU, whose
+// 128-column gate/up pairs a 192-wide tile would cut, not even when forced.
+TEST(Fp8Planner, BlockScalesTakeWideTilesWhereTheyCostLess) {
+  const DeviceInfo device = DeviceInfo::h200();
+  const PlanOverrides forced_family = sm90_fp8_forced();
+  const LaunchPlan wide = plan(fp8_linear(8192, 8192, 8192, ScaleMode::kBlock128), device, &forced_family);
+  EXPECT_EQ(wide.fp8_variant, Fp8Variant::kBlockWidePair);
+  EXPECT_EQ(wide.tile.block_n, 192);
+  EXPECT_EQ(wide.stages, 5);
+  EXPECT_EQ(plan(fp8_linear(4096, 4096, 4096, ScaleMode::kBlock128), device, &forced_family).fp8_variant,
+            Fp8Variant::kBlockPair);
+  // Not for the other scale modes.
+  EXPECT_FALSE(fp8_variant_runs(Fp8Variant::kBlockWidePair, DataType::kE4M3, DataType::kE4M3, ScaleMode::kTensor));
+  EXPECT_TRUE(fp8_variant_runs(Fp8Variant::kBlockWidePair, DataType::kE4M3, DataType::kE4M3, ScaleMode::kBlock128));
+  EXPECT_FALSE(
+      fp8_variant_runs(Fp8Variant::kBlockWidePair, DataType::kE4M3, DataType::kE4M3, ScaleMode::kBlock128, true));
+  GemmDesc swiglu = fp8_linear(8192, 8192, 8192, ScaleMode::kBlock128);
+  swiglu.epilogue.activation = Activation::kSwiGLU;
+  swiglu.d.ld = 4096;
+  EXPECT_EQ(plan(swiglu, device, &forced_family).tile.block_n % 128, 0);
+  PlanOverrides forced_wide = forced_family;
+  forced_wide.fp8_variant = static_cast<int>(Fp8Variant::kBlockWidePair);
+  EXPECT_EQ(plan(swiglu, device, &forced_wide).tile.block_n % 128, 0);
+  EXPECT_EQ(plan(fp8_linear(8192, 8192, 8192, ScaleMode::kBlock128), device, &forced_wide).fp8_variant,
+            Fp8Variant::kBlockWidePair);
+}
+
 // One row of 128-row tiles (M <= 128): a pair along M gives its second CTA rows past M
 // only. On a wide weight those CTAs add waves (36864 columns: 576 narrow tiles in pairs
 // along M, 5 waves; 288 along N, 3), so the pairs run along N, multicasting A; with an even

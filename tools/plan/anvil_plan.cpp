@@ -219,7 +219,7 @@ void print_fp8_candidates(const GemmDesc& d, const DeviceInfo& dev, const Launch
     const Budget b = budget_of(r, dev);
     const ClusterShape c = fp8_cluster_shape(v);
     const WavePlan w = wave_plan(d.m, d.n, d.batch, fp8_tile_shape(v), dev.sm_count, c.m, c.n);
-    const bool runs = fp8_variant_runs(v, d.a.dtype, d.b.dtype, d.scales);
+    const bool runs = fp8_variant_runs(v, d.a.dtype, d.b.dtype, d.scales, d.epilogue.activation == Activation::kSwiGLU);
     char tile[16], cluster[8], regtext[16], cost[16];
     std::snprintf(tile, sizeof(tile), "%dx%d", r.block_m, r.block_n);
     std::snprintf(cluster, sizeof(cluster), "%dx%d", c.m, c.n);

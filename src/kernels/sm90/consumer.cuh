@@ -159,8 +159,25 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
   // This launch's K blocks [first, first + k_tiles) of the problem's k_blocks: all of
   // them, or one split-K slice's (the batch index is then the slice, Fp8Scales).
   const int64_t first = int64_t{tile.batch} * scales.k_blocks_per_batch;
-  const float* scale_b = scales.b + int64_t{tile.n_tile} * scales.k_blocks + first;
-  const auto load_scale_b = [&](int kt) { return __ldg(scale_b + (kt < k_tiles ? kt : k_tiles - 1)); };
+  // The tile's columns [n0, n0 + kBlockN) lie in B's scale block n0 / 128 and, for a
+  // 192-wide tile, the next one: its 64-column chunk c in the second where
+  // n0 % 128 + 64 c >= 128 - never chunk 0, always chunk 2, chunk 1 where n0 % 128 is 64.
+  // A second block past N is read as the last one: its columns are never stored.
+  constexpr bool kTwoBlocks = Config::kBlockN > 128;
+  const int block_lo = tile.n_tile * Config::kBlockN / 128;
+  const float* scale_b_lo = scales.b + int64_t{block_lo} * scales.k_blocks + first;
+  const float* scale_b_hi = scale_b_lo;
+  if constexpr (kTwoBlocks) {
+    if (block_lo + 1 < (scales.cols + 127) / 128) scale_b_hi += scales.k_blocks;
+  }
+  const bool chunk1_hi = kTwoBlocks && tile.n_tile * Config::kBlockN % 128 != 0;
+  struct ScalesB {
+    float lo, hi;
+  };
+  const auto load_scale_b = [&](int kt) {
+    const int at = kt < k_tiles ? kt : k_tiles - 1;
+    return ScalesB{__ldg(scale_b_lo + at), kTwoBlocks ? __ldg(scale_b_hi + at) : 0.0f};
+  };
   // The two rows of the tile this thread's fragment holds (fragment_epilogue.cuh): l / 4
   // and l / 4 + 8 of its warp's 16. Read with ld.shared: the ring's address went through
   // integer arithmetic (its alignment), so plain C++ reads would compile to generic loads.
@@ -195,15 +212,24 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
   };
 
   // Block kt's B scale, loaded at the top of iteration kt - 2 and only moved since.
-  float b_now = 0.0f, b_next = load_scale_b(0), b_after_next = load_scale_b(1);
+  ScalesB b_now{}, b_next = load_scale_b(0), b_after_next = load_scale_b(1);
   // Waits for the group reading `stage`, frees the stage and adds the block to the total.
+  // Sum i holds row (i & 2 ? 8 : 0) + lane / 4 of its warp's 16 and column group i / 4 of
+  // 8 (fragment_epilogue.cuh): chunk i / 32 of 64 columns.
   const auto retire_block = [&](int stage, const ScalesA& a) {
     sm90::wgmma_wait_group<0>();
     sm90::wgmma_fence_operands(part);
     release_stage<Config>(barriers, stage);
-    const float f0 = a.a0 * b_now, f1 = a.a1 * b_now;
+    const float lo0 = a.a0 * b_now.lo, lo1 = a.a1 * b_now.lo;
+    float hi0 = lo0, hi1 = lo1;
+    if constexpr (kTwoBlocks) hi0 = a.a0 * b_now.hi, hi1 = a.a1 * b_now.hi;
+    const float mid0 = chunk1_hi ? hi0 : lo0, mid1 = chunk1_hi ? hi1 : lo1;
 #pragma unroll
-    for (int i = 0; i < kAcc; ++i) acc[0][i] = fmaf(part[i], (i & 2) ? f1 : f0, acc[0][i]);
+    for (int i = 0; i < kAcc; ++i) {
+      const int chunk = i / 32;
+      const float f = chunk == 0 ? ((i & 2) ? lo1 : lo0) : chunk == 1 ? ((i & 2) ? mid1 : mid0) : ((i & 2) ? hi1 : hi0);
+      acc[0][i] = fmaf(part[i], f, acc[0][i]);
+    }
   };
   sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
   ScalesA a_now = read_scales_a(ring.stage);

@@ -32,19 +32,29 @@ enum class Fp8Variant : int {
   kWidePairN = 3,
   kNarrowPairN = 4,
   kBlockPairN = 5,
+  // 128x192 tiles with block scales in the same clusters along M, 5 stages of 40 KiB: 1.5x
+  // the block pair's MACs per stage for 1.25x its bytes (fp8_relative_speed). Each
+  // warpgroup holds 96 fp32 totals and 96 partial sums; a 256-wide tile would need 256
+  // registers a thread. A tile spans two weight scale blocks (consumer.cuh). Not with
+  // SwiGLU, whose gate/up pairs are 128 columns wide.
+  kBlockWidePair = 6,
 };
-inline constexpr int kFp8Variants = 6;
+inline constexpr int kFp8Variants = 7;
 
 constexpr bool fp8_pairs_along_n(Fp8Variant v) {
   return v == Fp8Variant::kWidePairN || v == Fp8Variant::kNarrowPairN || v == Fp8Variant::kBlockPairN;
 }
-constexpr bool fp8_block_variant(Fp8Variant v) { return v == Fp8Variant::kBlockPair || v == Fp8Variant::kBlockPairN; }
+constexpr bool fp8_block_variant(Fp8Variant v) {
+  return v == Fp8Variant::kBlockPair || v == Fp8Variant::kBlockPairN || v == Fp8Variant::kBlockWidePair;
+}
 constexpr bool fp8_wide_variant(Fp8Variant v) { return v == Fp8Variant::kWidePair || v == Fp8Variant::kWidePairN; }
-constexpr TileShape fp8_tile_shape(Fp8Variant v) { return fp8_wide_variant(v) ? TileShape{128, 256} : TileShape{128, 128}; }
+constexpr TileShape fp8_tile_shape(Fp8Variant v) {
+  return fp8_wide_variant(v) ? TileShape{128, 256} : v == Fp8Variant::kBlockWidePair ? TileShape{128, 192} : TileShape{128, 128};
+}
 constexpr ClusterShape fp8_cluster_shape(Fp8Variant v) {
   return fp8_pairs_along_n(v) ? ClusterShape{1, 2} : ClusterShape{2, 1};
 }
-constexpr int fp8_stages(Fp8Variant v) { return fp8_wide_variant(v) ? 4 : 6; }
+constexpr int fp8_stages(Fp8Variant v) { return fp8_wide_variant(v) ? 4 : v == Fp8Variant::kBlockWidePair ? 5 : 6; }
 constexpr const char* fp8_variant_name(Fp8Variant v) {
   switch (v) {
     case Fp8Variant::kWidePair: return "fp8-wide-pair";
@@ -53,12 +63,15 @@ constexpr const char* fp8_variant_name(Fp8Variant v) {
     case Fp8Variant::kWidePairN: return "fp8-wide-pair-n";
     case Fp8Variant::kNarrowPairN: return "fp8-narrow-pair-n";
     case Fp8Variant::kBlockPairN: return "fp8-block-pair-n";
+    case Fp8Variant::kBlockWidePair: return "fp8-block-wide-pair";
   }
   return "fp8-wide-pair";
 }
 // Which variants run which problems: block scales only on the block pairs, the e5m2 pairs
-// only on kNarrowPair (the only configuration that instantiates them).
-constexpr bool fp8_variant_runs(Fp8Variant v, DataType a, DataType b, ScaleMode scales) {
+// only on kNarrowPair (the only configuration that instantiates them), SwiGLU only on
+// tiles of whole 128-column gate/up pairs.
+constexpr bool fp8_variant_runs(Fp8Variant v, DataType a, DataType b, ScaleMode scales, bool swiglu = false) {
+  if (swiglu && fp8_tile_shape(v).block_n % 128 != 0) return false;
   const bool mixed = a != DataType::kE4M3 || b != DataType::kE4M3;
   if (scales == ScaleMode::kBlock128) return fp8_block_variant(v) && !mixed;
   if (fp8_block_variant(v)) return false;
@@ -76,8 +89,17 @@ inline constexpr double kFp8NarrowRelativeSpeed = 0.85;
 // K step instead of 32.
 inline constexpr double kFp8PairNRelativeSpeed = 0.98;
 
+// The block pair against the 128x192 block pair, per unit of tile area. A CTA's intake
+// from L2 bounds both: 32 KiB a K block for 128 x 128 x 128 MACs, 40 KiB for 128 x 192 x
+// 128, which would make the narrow tile 0.83 as fast. Measured on the H200 (suites/fp8.json,
+// 8192-row shapes and DeepSeek-V3's 4096-row gate_up, many waves of each): 0.89-0.93 per
+// wave and area - the wide tile's promotion has 1.5x the FMAs per byte.
+inline constexpr double kFp8BlockNarrowRelativeSpeed = 0.90;
+
 inline double fp8_relative_speed(Fp8Variant v) {
-  const double width = fp8_wide_variant(v) || fp8_block_variant(v) ? 1.0 : kFp8NarrowRelativeSpeed;
+  const double width = fp8_wide_variant(v) || v == Fp8Variant::kBlockWidePair ? 1.0
+                       : fp8_block_variant(v)                                  ? kFp8BlockNarrowRelativeSpeed
+                                                                               : kFp8NarrowRelativeSpeed;
   return width * (fp8_pairs_along_n(v) ? kFp8PairNRelativeSpeed : 1.0);
 }
 
@@ -94,13 +116,13 @@ inline double fp8_variant_cost(Fp8Variant v, int64_t m, int64_t n, int64_t batch
 // The variant for a problem: the cheapest of those that run it (fp8_variant_runs), ties to
 // the earlier in the order wide pair, narrow pair, block pair, then their pairs along N.
 inline Fp8Variant choose_fp8_variant(int64_t m, int64_t n, int64_t batch, int sm_count, DataType a, DataType b,
-                                     ScaleMode scales) {
+                                     ScaleMode scales, bool swiglu = false) {
   Fp8Variant best = Fp8Variant::kNarrowPair;
   double best_cost = 0.0;
   bool found = false;
   for (int i = 0; i < kFp8Variants; ++i) {
     const Fp8Variant v = static_cast<Fp8Variant>(i);
-    if (!fp8_variant_runs(v, a, b, scales)) continue;
+    if (!fp8_variant_runs(v, a, b, scales, swiglu)) continue;
     const double cost = fp8_variant_cost(v, m, n, batch, sm_count);
     if (!found || cost < best_cost) best = v, best_cost = cost, found = true;
   }

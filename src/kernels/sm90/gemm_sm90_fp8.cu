@@ -33,7 +33,8 @@ Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
 }  // namespace
 
 Status launch_fp8_plan(const LaunchPlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  if (!fp8_variant_runs(plan.fp8_variant, desc.a.dtype, desc.b.dtype, desc.scales)) {
+  if (!fp8_variant_runs(plan.fp8_variant, desc.a.dtype, desc.b.dtype, desc.scales,
+                       desc.epilogue.activation == Activation::kSwiGLU && plan.k_splits <= 1)) {
     return fail(diag, Status::kInternalError, "%s: %s does not run %s x %s with %s scales", kName,
                 fp8_variant_name(plan.fp8_variant), to_string(desc.a.dtype), to_string(desc.b.dtype),
                 to_string(desc.scales));

@@ -120,8 +120,10 @@ struct KernelConfig {
   // Block scales: a B scale covers 128 columns, so a tile is one B block wide; the K-block
   // partial sums double the accumulator registers, which one 64 x 128 slab leaves room for.
   static_assert(!(kBlockScales && kSkipDeadBoxes), "one fourth tensor map (Sm90Params)");
-  static_assert(!kBlockScales || (kElementBytes == 1 && kBlockN == 128 && kSlabs == 1 && !kPingPong && !kStreamK),
-                "block scales: 8-bit inputs, 128-wide cooperative tiles of one slab per consumer");
+  static_assert(!kBlockScales || (kElementBytes == 1 && (kBlockN == 128 || kBlockN == 192) && kSlabs == 1 &&
+                                  !kPingPong && !kStreamK),
+                "block scales: 8-bit inputs, 128- or 192-wide cooperative tiles of one slab per consumer (a tile "
+                "spans at most two 128-wide weight scale blocks)");
   static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumers <= 65536, "register file");
 };
 

@@ -134,6 +134,16 @@ using Fp8BlockPair = KernelConfig<KernelSpec{.block_n = 128,
                                              .store_rounds = 2,
                                              .element_bytes = 1,
                                              .block_scales = true}>;
+// 128x192 tiles with block scales: three 64-column store boxes, one per round.
+using Fp8BlockWidePair = KernelConfig<KernelSpec{.block_n = 192,
+                                                 .consumers = 2,
+                                                 .slabs_per_consumer = 1,
+                                                 .stages = 5,
+                                                 .cluster_ctas = 2,
+                                                 .tma_store = true,
+                                                 .store_rounds = 3,
+                                                 .element_bytes = 1,
+                                                 .block_scales = true}>;
 
 // The same tiles and rings in 2-CTA clusters along N (multicasting A), for an odd number of
 // 128-row tiles (fp8_plan.h); e4m3 x e4m3 only.
@@ -177,6 +187,7 @@ constexpr auto with_fp8_variant_config(Fp8Variant variant, F&& f) {
     case Fp8Variant::kWidePairN: return f(Fp8WidePairN{});
     case Fp8Variant::kNarrowPairN: return f(Fp8NarrowPairN{});
     case Fp8Variant::kBlockPairN: return f(Fp8BlockPairN{});
+    case Fp8Variant::kBlockWidePair: return f(Fp8BlockWidePair{});
   }
   return f(Fp8WidePair{});
 }
