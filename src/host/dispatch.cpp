@@ -55,9 +55,10 @@ Status plan_problem(const GemmDesc& desc, const GemmArgs* args, const PlanOverri
   char name[PlanKey::kMaxKernelName] = "anvil-plan";
   if (overrides != nullptr) {
     const PlanOverrides& o = *overrides;
-    std::snprintf(name, sizeof(name), "anvil-plan/f%d/v%d/o%d%d%d/s%d/r%d/t%d/k%d/8v%d", static_cast<int>(o.family),
+    std::snprintf(name, sizeof(name), "anvil-plan/f%d/v%d/o%d%d%d/s%d/r%d/t%d/k%d/8v%d/x%d", static_cast<int>(o.family),
                   o.sm90_variant, int(o.sm90_fit_only), int(o.fit_widths), int(o.allow_stream_k), o.decode_splits,
-                  static_cast<int>(o.row_split), int(o.trace), o.split_k_slices, o.fp8_variant);
+                  static_cast<int>(o.row_split), int(o.trace), o.split_k_slices, o.fp8_variant,
+                  static_cast<int>(o.swap_ab));
   }
   int device = 0;
   if (args == nullptr || cudaGetDevice(&device) != cudaSuccess) {
@@ -191,15 +192,23 @@ CallFacts call_facts(const GemmDesc& desc, const GemmArgs* args) {
     facts.workspace_aligned16 = aligned16(args->workspace);
     facts.workspace_bytes = args->workspace_bytes;
   }
+  const bool swappable = transposable(desc);
+  const GemmDesc t = swappable ? transposed_problem(desc) : desc;
+  GemmArgs t_args;
+  if (swappable && args != nullptr) t_args = transposed_args(*args);
   for (int f = 0; f < kKernelFamilies; ++f) {
     facts.accepts[f] = kFamilyKernels[f]->check(desc, args, nullptr) == Status::kSuccess;
+    facts.transposed_accepts[f] =
+        swappable && kFamilyKernels[f]->check(t, args != nullptr ? &t_args : nullptr, nullptr) == Status::kSuccess;
   }
   return facts;
 }
 
 Status launch_plan(const LaunchPlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   if (plan.family == KernelFamily::kNone) return fail(diag, Status::kNotSupported, "no kernel supports this problem");
-  return kLaunchers[static_cast<int>(plan.family)](plan, desc, args, diag);
+  const PlanLauncher launcher = kLaunchers[static_cast<int>(plan.family)];
+  if (plan.swap_ab) return launcher(plan, transposed_problem(desc), transposed_args(args), diag);
+  return launcher(plan, desc, args, diag);
 }
 
 Status plan_for(const GemmDesc& desc, const GemmArgs* args, const PlanOverrides* overrides, LaunchPlan* out,

@@ -583,6 +583,37 @@ void plan_fp8_family(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& devi
   finish();
 }
 
+// A narrow output on many rows (LoRA's down projection, a router or a classifier head over
+// a long batch): N columns of D on M >> N rows. sm90-gemm cuts it into ceil(M / 128)
+// tiles of 128 x N, each streaming its rows of A over the whole K: a few dozen CTAs on a
+// memory-bound problem (2048 x 128 x 14336: 16 tiles; split-K's slices did not reach
+// cuBLAS either, docs/notes/swap-ab.md). Transposed, D^T = B^T A^T is N tokens on an
+// M-row weight, which the decode kernels stream once over the whole GPU. The swap is taken
+// where the decode rule takes the transposed problem and not the problem itself; never in
+// batch-invariant mode (a decode plan's K split follows its weight's rows, here M).
+bool plan_swapped_decode(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides& ov,
+                         const CallFacts& facts) {
+  if (ov.swap_ab == PlanOverrides::SwapAb::kNever || desc.batch_invariant || !transposable(desc)) return false;
+  const GemmDesc t = transposed_problem(desc);
+  const bool narrow = desc.n < desc.m && (prefers_decode(t.m, t.n, t.batch, device.sm_count) ||
+                                          prefers_wide_decode(t.m, t.n, t.k, t.batch, device.sm_count));
+  if (!narrow && ov.swap_ab != PlanOverrides::SwapAb::kAlways) return false;
+  CallFacts swapped = facts;
+  swapped.a_aligned16 = facts.b_aligned16;
+  swapped.b_aligned16 = facts.a_aligned16;
+  for (int f = 0; f < kKernelFamilies; ++f) swapped.accepts[f] = facts.transposed_accepts[f];
+  char why[kReasonChars];
+  const KernelFamily f = pick_decode_family(t, device, swapped, why);
+  if (f == KernelFamily::kNone) return false;
+  plan_decode_family(p, f, t, device, ov, swapped);
+  if (p.family == KernelFamily::kNone) return false;
+  p.swap_ab = true;
+  p.kernel_name = family_name(f);
+  say(p.family_reason, "swap-AB: N = %lld columns as tokens on A's %lld rows; %s", static_cast<long long>(desc.n),
+      static_cast<long long>(desc.m), why);
+  return true;
+}
+
 }  // namespace
 
 const char* family_name(KernelFamily family) {
@@ -713,6 +744,39 @@ bool decode_family_accepts(KernelFamily family, const GemmDesc& desc) {
   return (desc.n + rows - 1) / rows <= 65535 && (desc.m + widest - 1) / widest * desc.batch <= 65535;
 }
 
+bool transposable(const GemmDesc& desc) {
+  return !fp8_inputs(desc) && desc.scales == ScaleMode::kNone && desc.epilogue.activation != Activation::kSwiGLU;
+}
+
+namespace {
+Order flipped(Order order) { return order == Order::kRowMajor ? Order::kColMajor : Order::kRowMajor; }
+}  // namespace
+
+GemmDesc transposed_problem(const GemmDesc& desc) {
+  GemmDesc t = desc;
+  t.m = desc.n;
+  t.n = desc.m;
+  t.a = desc.b;
+  t.a.order = flipped(desc.b.order);
+  t.b = desc.a;
+  t.b.order = flipped(desc.a.order);
+  t.c.order = flipped(desc.c.order);
+  t.d.order = flipped(desc.d.order);
+  t.epilogue.bias = desc.epilogue.bias == BiasMode::kPerColumn ? BiasMode::kPerRow
+                    : desc.epilogue.bias == BiasMode::kPerRow  ? BiasMode::kPerColumn
+                                                               : BiasMode::kNone;
+  return t;
+}
+
+GemmArgs transposed_args(const GemmArgs& args) {
+  GemmArgs t = args;
+  t.a = args.b;
+  t.b = args.a;
+  t.scale_a = args.scale_b;
+  t.scale_b = args.scale_a;
+  return t;
+}
+
 // Where sm90-decode does not read the operands in place, no other kernel the mode runs can
 // split K at every M: 1.
 int batch_invariant_k_split(const GemmDesc& desc, const DeviceInfo& device, const CallFacts& facts) {
@@ -725,7 +789,12 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
   const PlanOverrides ov = overrides != nullptr ? *overrides : PlanOverrides{};
   CallFacts judged;
   if (facts == nullptr) {
-    for (int f = 0; f < kKernelFamilies; ++f) judged.accepts[f] = decode_family_accepts(static_cast<KernelFamily>(f), desc);
+    const bool swappable = transposable(desc);
+    const GemmDesc t = swappable ? transposed_problem(desc) : desc;
+    for (int f = 0; f < kKernelFamilies; ++f) {
+      judged.accepts[f] = decode_family_accepts(static_cast<KernelFamily>(f), desc);
+      judged.transposed_accepts[f] = swappable && decode_family_accepts(static_cast<KernelFamily>(f), t);
+    }
     facts = &judged;
   }
   LaunchPlan p;
@@ -773,6 +842,7 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
     decode = invariant > 1 ? desc.m <= kDecodeMaxTokens || !invariant_split_k_fits(desc, invariant, *facts)
                            : desc.m <= kDecodeAlwaysTokens || rows64;
   }
+  if (!decode && plan_swapped_decode(p, desc, device, ov, *facts)) return p;
   if (decode) {
     const KernelFamily f = pick_decode_family(desc, device, *facts, p.family_reason);
     if (f != KernelFamily::kNone) {
@@ -808,6 +878,10 @@ void print_plan(const LaunchPlan& p, const GemmDesc& desc, void* file) {
                static_cast<long long>(desc.n), static_cast<long long>(desc.k), static_cast<long long>(desc.batch),
                desc.batch_invariant ? ", batch-invariant" : "", family_name(p.family));
   std::fprintf(f, "  kernel:    %s\n", p.family_reason);
+  if (p.swap_ab) {
+    std::fprintf(f, "  swap-AB:   runs D^T = B^T A^T (%lld x %lld x %lld): B's columns are the tokens\n",
+                 static_cast<long long>(desc.n), static_cast<long long>(desc.m), static_cast<long long>(desc.k));
+  }
   if (p.family == KernelFamily::kSm90Gemm) {
     std::fprintf(f, "  tile:      %dx%d, cluster %dx%d, %d stages, %s schedule - %s\n", p.tile.block_m, p.tile.block_n,
                  p.cluster.m, p.cluster.n, p.stages,

@@ -106,6 +106,9 @@ struct PlanOverrides {
   enum class RowSplit : int { kAuto = 0, kNever, kAlways } row_split = RowSplit::kAuto;
   int fp8_variant = -1;                       // an Fp8Variant to run (where it runs the problem), or -1;
                                               // with split_k_slices > 1 it keeps FP8 on sm90-fp8
+  // Swap A and B for a narrow output (LaunchPlan::swap_ab): the planner's rule, never, or
+  // wherever a decode kernel takes the transposed problem.
+  enum class SwapAb : int { kAuto = 0, kNever, kAlways } swap_ab = SwapAb::kAuto;
   bool trace = false;                         // print each plan as it is built (stderr)
 };
 
@@ -119,6 +122,8 @@ struct CallFacts {
   // Whether each family accepts the problem as described (its own checks, run by the
   // dispatcher); default: judged from the description alone.
   bool accepts[kKernelFamilies] = {true, true, true, true, true, true, true, true};
+  // The same for the transposed problem (transposed_problem: A and B swapped).
+  bool transposed_accepts[kKernelFamilies] = {true, true, true, true, true, true, true, true};
 };
 
 // One decode launch: the configuration, its grid and its K split.
@@ -168,6 +173,10 @@ struct LaunchPlan {
                               // variant fields then describe the slices' strided-batched launch
   size_t workspace_bytes = 0;
   bool batch_invariant = false;
+  // The plan is for the transposed problem D^T = B^T A^T (transposed_problem and
+  // transposed_args say how it is launched): a narrow output's N columns are the decode
+  // kernels' tokens and A is the weight they stream.
+  bool swap_ab = false;
   // One line per choice, for anvil-plan and traces.
   char family_reason[kReasonChars] = {};
   char tile_reason[kReasonChars] = {};
@@ -176,6 +185,14 @@ struct LaunchPlan {
 
   bool row_split() const { return tail_family != KernelFamily::kNone; }
 };
+
+// D^T = B^T A^T as a problem of its own: N x M x K, A and B exchanged with their orders
+// flipped (a row-major A is a column-major A^T over the same memory), C and D likewise, a
+// per-column bias per row. SwiGLU's column pairs and FP8 scales do not transpose: callers
+// check transposable() first.
+bool transposable(const GemmDesc& desc);
+GemmDesc transposed_problem(const GemmDesc& desc);
+GemmArgs transposed_args(const GemmArgs& args);
 
 // Batch-invariant mode's K split for desc's weight: the number of slices every plan of the
 // mode cuts K into, whatever M is (1: none; kernels/sm90/decode_plan.h,

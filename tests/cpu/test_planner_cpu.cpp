@@ -101,6 +101,91 @@ TEST(PlannerFamily, FewTokensDecodeManyTokensGemm) {
   EXPECT_EQ(plan(linear(4096, 4096, 4096), h200).family, KernelFamily::kSm90Gemm);
 }
 
+// Swap-AB (plan_swapped_decode): a narrow output on many rows is the transposed problem's
+// few tokens on an M-row weight. The rule is the decode rule on the transposed problem.
+TEST(PlannerSwapAb, NarrowOutputsOnManyRowsRunTransposedOnADecodeKernel) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  for (int64_t n : {8, 16, 32, 64, 128}) {
+    const GemmDesc d = linear(4096, n, 4096);
+    const LaunchPlan p = plan(d, h200);
+    EXPECT_TRUE(p.swap_ab) << n << ": " << p.family_reason;
+    // The same family and tiles as the transposed problem planned on its own.
+    const LaunchPlan t = plan(transposed_problem(d), h200);
+    EXPECT_FALSE(t.swap_ab);
+    EXPECT_EQ(p.family, t.family) << n;
+    EXPECT_EQ(p.decode.token_tile, t.decode.token_tile) << n;
+    EXPECT_EQ(p.decode.splits, t.decode.splits) << n;
+    EXPECT_NE(std::string(p.family_reason).find("swap-AB"), std::string::npos) << p.family_reason;
+  }
+  // Not where the transposed problem is no decode problem either, nor where N >= M.
+  EXPECT_FALSE(plan(linear(4096, 4096, 4096), h200).swap_ab);
+  EXPECT_FALSE(plan(linear(2048, 1024, 4096), h200).swap_ab);
+  EXPECT_FALSE(plan(linear(64, 64, 4096), h200).swap_ab);  // a decode problem as it is
+  EXPECT_EQ(plan(linear(64, 4096, 4096), h200).family, plan(linear(64, 4096, 4096), h200).family);
+}
+
+TEST(PlannerSwapAb, NeverInBatchInvariantModeForSwiGLUOrWhenForcedNever) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  GemmDesc invariant = linear(4096, 64, 4096);
+  invariant.batch_invariant = true;
+  EXPECT_FALSE(plan(invariant, h200).swap_ab);
+  GemmDesc swiglu = linear(4096, 128, 4096);
+  swiglu.epilogue.activation = Activation::kSwiGLU;
+  swiglu.c.ld = swiglu.d.ld = 64;
+  EXPECT_FALSE(transposable(swiglu));
+  EXPECT_FALSE(plan(swiglu, h200).swap_ab);
+  PlanOverrides never;
+  never.swap_ab = PlanOverrides::SwapAb::kNever;
+  EXPECT_FALSE(plan(linear(4096, 64, 4096), h200, &never).swap_ab);
+  // kAlways: wherever a decode kernel takes the transposed problem, even against the rule.
+  PlanOverrides always;
+  always.swap_ab = PlanOverrides::SwapAb::kAlways;
+  EXPECT_TRUE(plan(linear(1024, 256, 1024), h200, &always).swap_ab);
+  EXPECT_FALSE(plan(linear(1024, 256, 1024), h200).swap_ab);
+}
+
+TEST(PlannerSwapAb, TheTransposedProblemMirrorsEveryLayout) {
+  GemmDesc d = linear(300, 40, 520);
+  d.batch = 2;
+  d.a.batch_stride = 300 * 520 + 8;
+  d.b.batch_stride = 40 * 520 + 16;
+  d.c = MatrixLayout{DataType::kF32, Order::kColMajor, 304, 304 * 40};
+  d.d = MatrixLayout{DataType::kBF16, Order::kRowMajor, 48, 300 * 48};
+  d.epilogue.bias = BiasMode::kPerColumn;
+  d.alpha = 0.5f, d.beta = 2.0f;
+  const GemmDesc t = transposed_problem(d);
+  EXPECT_EQ(t.m, 40);
+  EXPECT_EQ(t.n, 300);
+  EXPECT_EQ(t.k, 520);
+  EXPECT_EQ(t.a.order, Order::kRowMajor);  // B^T over B's column-major memory
+  EXPECT_EQ(t.a.ld, d.b.ld);
+  EXPECT_EQ(t.a.batch_stride, d.b.batch_stride);
+  EXPECT_EQ(t.b.order, Order::kColMajor);  // A^T over A's row-major memory
+  EXPECT_EQ(t.b.batch_stride, d.a.batch_stride);
+  EXPECT_EQ(t.c.order, Order::kRowMajor);
+  EXPECT_EQ(t.c.ld, 304);
+  EXPECT_EQ(t.d.order, Order::kColMajor);
+  EXPECT_EQ(t.d.dtype, DataType::kBF16);
+  EXPECT_EQ(t.epilogue.bias, BiasMode::kPerRow);
+  EXPECT_EQ(t.alpha, 0.5f);
+  EXPECT_EQ(t.beta, 2.0f);
+  // Twice is the identity.
+  const GemmDesc back = transposed_problem(t);
+  EXPECT_EQ(back.m, d.m);
+  EXPECT_EQ(back.a.order, d.a.order);
+  EXPECT_EQ(back.b.order, d.b.order);
+  EXPECT_EQ(back.d.order, d.d.order);
+  EXPECT_EQ(back.epilogue.bias, d.epilogue.bias);
+  GemmArgs args;
+  args.a = reinterpret_cast<const void*>(0x1000);
+  args.b = reinterpret_cast<const void*>(0x2000);
+  args.d = reinterpret_cast<void*>(0x3000);
+  const GemmArgs targs = transposed_args(args);
+  EXPECT_EQ(targs.a, args.b);
+  EXPECT_EQ(targs.b, args.a);
+  EXPECT_EQ(targs.d, args.d);
+}
+
 TEST(PlannerFamily, OperandsNoDecodeKernelReadsGoToTheRepackingGemm) {
   GemmDesc d = linear(16, 4096, 4096);
   d.b.order = Order::kRowMajor;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpu/gpu_support.h"
+#include "plan/launch.h"
 
 namespace {
 
@@ -273,3 +274,84 @@ INSTANTIATE_TEST_SUITE_P(Kernels, DecodeDeterminism, ::testing::Values("sm90-dec
                          });
 
 }  // namespace
+
+// Swap-AB (planner.cpp, plan_swapped_decode): a narrow output on many rows runs as the
+// transposed problem on a decode kernel - B's columns its tokens, A its weight - through
+// the public entry point. Every case must be one the planner swaps (checked), so the
+// transposition of each layout and epilogue is what the reference judges: per-column bias
+// becoming per-row, C with alpha/beta and C == D, column-major D, fp32 out, a strided batch,
+// K tails.
+struct SwapCase {
+  std::string name;
+  GemmDesc desc;
+  bool c_is_d = false;
+};
+void PrintTo(const SwapCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<SwapCase> swap_cases() {
+  const auto plain = [](int64_t m, int64_t n, int64_t k, DataType in = DataType::kBF16, DataType out = DataType::kBF16) {
+    return anvil::linear_desc(m, n, k, in, out);
+  };
+  std::vector<SwapCase> cases;
+  cases.push_back({"lora_down_2048x128x1000", plain(2048, 128, 1000)});
+  cases.push_back({"tokens64_4096x64x520", plain(4096, 64, 520)});
+  cases.push_back({"tokens16_fp16_to_fp32_3000x16x1000", plain(3000, 16, 1000, DataType::kF16, DataType::kF32)});
+  cases.push_back({"tokens8_8192x8x264", plain(8192, 8, 264)});
+  cases.push_back({"k_tail_1500x40x1001_padded", [&] {
+                     GemmDesc d = plain(1500, 40, 1001);
+                     d.a.ld = d.b.ld = 1008;
+                     return d;
+                   }()});
+  {
+    GemmDesc d = plain(2048, 96, 512);
+    d.epilogue.activation = Activation::kGeluTanh;
+    d.epilogue.bias = BiasMode::kPerColumn;
+    d.epilogue.bias_dtype = DataType::kBF16;
+    cases.push_back({"bias_col_gelu_2048x96x512", d});
+    d.epilogue.activation = Activation::kReLU;
+    d.epilogue.bias = BiasMode::kPerRow;
+    cases.push_back({"bias_row_relu_2048x96x512", d});
+  }
+  {
+    GemmDesc d = plain(1536, 32, 512);
+    d.alpha = 0.75f, d.beta = 1.0f;
+    cases.push_back({"residual_c_is_d_1536x32x512", d, true});
+    d.beta = -0.5f;
+    cases.push_back({"alpha_beta_separate_c_1536x32x512", d});
+  }
+  {
+    GemmDesc col = plain(2000, 24, 256);
+    col.c = col.d = anvil_test::layout(DataType::kBF16, Order::kColMajor, 2008);
+    cases.push_back({"col_major_d_2000x24x256", col});
+  }
+  {
+    GemmDesc d = plain(1024, 20, 320);
+    d.batch = 3;
+    d.a.batch_stride = 1024 * 320 + 64;
+    d.b.batch_stride = 20 * 320 + 64;
+    d.c.batch_stride = d.d.batch_stride = 1024 * 20 + 64;
+    cases.push_back({"batch3_1024x20x320", d});
+  }
+  return cases;
+}
+
+class SwapAb : public ::testing::TestWithParam<SwapCase> {};
+
+TEST_P(SwapAb, PlannerSwapsAndMatchesReference) {
+  REQUIRE_SM90();
+  const SwapCase& c = GetParam();
+  Operands op;
+  ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, c.desc, 7300 + c.desc.n, c.c_is_d));
+  anvil::detail::LaunchPlan plan;
+  Diagnostic diag;
+  ASSERT_EQ(anvil::detail::plan_for(op.desc, &op.args, nullptr, &plan, &diag), Status::kSuccess) << diag.message;
+  EXPECT_TRUE(plan.swap_ab) << plan.family_reason;
+  std::vector<unsigned char> d;
+  ASSERT_NO_FATAL_FAILURE(run_checked(op, d));
+  if (!c.c_is_d) {
+    ASSERT_NO_FATAL_FAILURE(anvil_test::expect_padding_untouched(op));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Narrow, SwapAb, ::testing::ValuesIn(swap_cases()),
+                         [](const ::testing::TestParamInfo<SwapCase>& info) { return info.param.name; });

@@ -57,7 +57,7 @@ struct Options {
   bool verify = true;
   bool batch_invariant = false;  // GemmDesc::batch_invariant on the anvil rows
   // The planner's choices forced on the anvil rows (--decode-splits, --row-split,
-  // --split-k, --trace-plans); `overridden` when any flag set them.
+  // --swap-ab, --split-k, --trace-plans); `overridden` when any flag set them.
   anvil::detail::PlanOverrides overrides;
   bool overridden = false;
   bool list = false;

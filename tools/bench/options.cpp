@@ -67,6 +67,9 @@ const char* kUsage =
     "  --decode-splits S    force the decode kernels' K split (1-8) on the anvil rows\n"
     "  --row-split never|always\n"
     "                       never, or always, hand sm90-gemm's last rows to a decode kernel\n"
+    "  --swap-ab never|always\n"
+    "                       never, or wherever a decode kernel takes D^T = B^T A^T, run the\n"
+    "                       transposed problem (the planner swaps for narrow N on many rows)\n"
     "  --fp8-variant NAME   e4m3: force this sm90-fp8 configuration (fp8-wide-pair, ...,\n"
     "                       as anvil-plan --dtype e4m3 lists them) on the anvil rows\n"
     "  --split-k S          sm90-gemm's and sm90-fp8's split-K on the anvil rows: 1 never\n"
@@ -342,6 +345,12 @@ Options parse_options(int argc, char** argv) {
       if (v == "never") opt.overrides.row_split = anvil::detail::PlanOverrides::RowSplit::kNever;
       else if (v == "always") opt.overrides.row_split = anvil::detail::PlanOverrides::RowSplit::kAlways;
       else usage_error("--row-split takes never or always, not '" + v + "'");
+      opt.overridden = true;
+    } else if (a == "--swap-ab") {
+      const std::string v = value();
+      if (v == "never") opt.overrides.swap_ab = anvil::detail::PlanOverrides::SwapAb::kNever;
+      else if (v == "always") opt.overrides.swap_ab = anvil::detail::PlanOverrides::SwapAb::kAlways;
+      else usage_error("--swap-ab takes never or always, not '" + v + "'");
       opt.overridden = true;
     } else if (a == "--fp8-variant") {
       const std::string v = value();

@@ -238,7 +238,7 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
   // which would make ptxas serialize them.
   // Unrolled by the B scales' three-block rotation: rolled, the loop copies each loaded
   // value one place along at its end, which waits for the load issued at its top.
-#pragma unroll 3
+#pragma unroll(kTwoBlocks ? 1 : 3)
   for (int kt = 0; kt + 1 < k_tiles; ++kt) {
     b_now = b_next;
     b_next = b_after_next;
