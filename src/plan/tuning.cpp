@@ -47,6 +47,9 @@ constexpr Named<BiasMode> kBiasModes[] = {
 constexpr Named<PlanOverrides::RowSplit> kRowSplits[] = {{PlanOverrides::RowSplit::kAuto, "auto"},
                                                          {PlanOverrides::RowSplit::kNever, "never"},
                                                          {PlanOverrides::RowSplit::kAlways, "always"}};
+constexpr Named<PlanOverrides::SwapAb> kSwapAbs[] = {{PlanOverrides::SwapAb::kAuto, "auto"},
+                                                     {PlanOverrides::SwapAb::kNever, "never"},
+                                                     {PlanOverrides::SwapAb::kAlways, "always"}};
 // The largest M, N, K and batch an entry may name (the kernels' grid limits are checked
 // per problem by the plan).
 constexpr int64_t kMaxExtent = (int64_t{1} << 31) - 1;
@@ -171,12 +174,13 @@ Json plan_json(const PlanOverrides& o) {
   j["decode_splits"] = o.decode_splits;
   j["row_split"] = name_of(kRowSplits, o.row_split);
   j["split_k_slices"] = o.split_k_slices;
+  if (o.swap_ab != PlanOverrides::SwapAb::kAuto) j["swap_ab"] = name_of(kSwapAbs, o.swap_ab);
   return j;
 }
 
 PlanOverrides parse_plan(const Json& j, const std::string& where) {
   require_object(j, where, {"family", "sm90_variant", "fit_widths", "allow_stream_k", "decode_splits", "row_split",
-                            "split_k_slices"});
+                            "split_k_slices", "swap_ab"});
   PlanOverrides o;
   const std::string family = parse_string(field(j, "family", where), where + ".family");
   if (family != "auto") {
@@ -200,6 +204,7 @@ PlanOverrides parse_plan(const Json& j, const std::string& where) {
     o.decode_splits = static_cast<int>(parse_int(j["decode_splits"], where + ".decode_splits", 0, kMaxClusterSplit));
   }
   if (j.contains("row_split")) o.row_split = parse_name(kRowSplits, j["row_split"], where + ".row_split");
+  if (j.contains("swap_ab")) o.swap_ab = parse_name(kSwapAbs, j["swap_ab"], where + ".swap_ab");
   if (j.contains("split_k_slices")) {
     o.split_k_slices = static_cast<int>(parse_int(j["split_k_slices"], where + ".split_k_slices", 0, kSplitKMaxSlices));
     if (o.split_k_slices > 1 && o.family != KernelFamily::kSm90Gemm) refuse(where, "split_k_slices needs family sm90-gemm");
@@ -406,6 +411,7 @@ std::string describe_overrides(const PlanOverrides& o) {
   if (o.decode_splits > 0) s += "/splits=" + std::to_string(o.decode_splits);
   if (o.row_split != PlanOverrides::RowSplit::kAuto) s += std::string("/row-split=") + name_of(kRowSplits, o.row_split);
   if (o.split_k_slices > 1) s += "/split-k=" + std::to_string(o.split_k_slices);
+  if (o.swap_ab != PlanOverrides::SwapAb::kAuto) s += std::string("/swap-ab=") + name_of(kSwapAbs, o.swap_ab);
   if (!o.fit_widths) s += "/no-fit";
   if (!o.allow_stream_k) s += "/no-stream-k";
   return s;
@@ -419,7 +425,11 @@ bool tuned_plan_usable(const LaunchPlan& p, const PlanOverrides& o, const GemmDe
   };
   if (p.family == KernelFamily::kNone) return no("%s", p.family_reason);
   const int f = static_cast<int>(p.family);
-  if (!facts.accepts[f]) return no("%s's checks refuse the problem", family_name(p.family));
+  // A swapped plan runs the transposed problem, which its family's checks judged apart.
+  if (!(p.swap_ab ? facts.transposed_accepts[f] : facts.accepts[f])) {
+    return no("%s's checks refuse the problem%s", family_name(p.family), p.swap_ab ? " transposed" : "");
+  }
+  if (p.swap_ab && desc.batch_invariant) return no("batch-invariant: no plan swaps A and B");
   if (o.family != KernelFamily::kNone && p.family != o.family) return no("the plan runs %s, not %s", family_name(p.family), family_name(o.family));
   if (p.workspace_bytes > facts.workspace_bytes) return no("it needs %zu workspace bytes, the call has %zu", p.workspace_bytes, facts.workspace_bytes);
   const bool sm90 = p.family == KernelFamily::kSm90Gemm;

@@ -203,9 +203,9 @@ struct Candidate {
 // Two forced choices that give the same launch are measured once.
 std::string launch_signature(const LaunchPlan& p) {
   char buf[160];
-  std::snprintf(buf, sizeof(buf), "%d/%d/%d/%d/%d/%lld/%d/%d/%d", int(p.family), int(p.variant), int(p.decode.config),
-                p.decode.splits, p.k_splits, static_cast<long long>(p.main_rows), int(p.tail_family), int(p.tail.config),
-                p.tail.splits);
+  std::snprintf(buf, sizeof(buf), "%d/%d/%d/%d/%d/%lld/%d/%d/%d/%d", int(p.family), int(p.variant),
+                int(p.decode.config), p.decode.splits, p.k_splits, static_cast<long long>(p.main_rows), int(p.tail_family),
+                int(p.tail.config), p.tail.splits, int(p.swap_ab));
   return buf;
 }
 
@@ -255,6 +255,20 @@ std::vector<Candidate> enumerate(const GemmDesc& desc, const Options& opt) {
   // four token tiles). Few tokens try them first.
   const bool few_tokens = desc.m <= 128;
   if (few_tokens) decode();
+  // A narrow output: the transposed problem on the decode kernels (the planner's choice of
+  // kernel for it, at each K split), and the problem as it is.
+  if (anvil::detail::transposable(desc) && !desc.batch_invariant && desc.n < desc.m &&
+      desc.n <= kDecodeCandidateMaxTokens) {
+    for (int s : {0, 1, 2, 4, 8}) {
+      PlanOverrides o;
+      o.swap_ab = PlanOverrides::SwapAb::kAlways;
+      o.decode_splits = s;
+      tried.push_back(o);
+    }
+    PlanOverrides unswapped;
+    unswapped.swap_ab = PlanOverrides::SwapAb::kNever;
+    tried.push_back(unswapped);
+  }
   sm90();
   if (!few_tokens && desc.m <= kDecodeCandidateMaxTokens) decode();
 
@@ -276,6 +290,7 @@ std::vector<Candidate> enumerate(const GemmDesc& desc, const Options& opt) {
                 o.family = c.plan.family;
                 if (c.plan.family == KernelFamily::kSm90Gemm) o.sm90_variant = static_cast<int>(c.plan.variant);
                 else if (c.plan.family != KernelFamily::kFallback) o.decode_splits = c.plan.k_splits;
+                if (c.plan.swap_ab) o.swap_ab = PlanOverrides::SwapAb::kAlways;
                 return o;
               }()) + ")"
                         : anvil::detail::describe_overrides(c.overrides);
