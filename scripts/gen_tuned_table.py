@@ -4,6 +4,10 @@
     python3 scripts/gen_tuned_table.py [CACHE.json ...]
     python3 scripts/gen_tuned_table.py --check     # the committed .inc matches builtin.json
 
+    python3 scripts/gen_tuned_table.py CACHE.json --record RECORD.json
+                                                   # and drop the entries RECORD re-measured
+                                                   # where the planner's own plan won
+
 Reads tuning caches written by anvil-tune on the GPUs the library ships plans for (H100,
 H200), keeps those, and writes
 
@@ -61,6 +65,34 @@ def merge(caches):
     return [merged[k] for k in sorted(merged)]
 
 
+def drop_planner_kept(caches, record):
+    """An anvil-tune --record re-measures shapes with the planner of its commit. Where the
+    planner's own plan was the best, an earlier entry for that problem is stale (tuned
+    against an older planner): it is dropped. The record names plain nn.Linear problems of
+    its dtype (anvil-tune's)."""
+    kept = set()
+    for row in record["rows"]:
+        if row["best"] == row["planner"]:
+            kept.add((row["M"], row["N"], row["K"]))
+    ident = (record["gpu"], record["sm_count"], record["cuda_runtime"])
+    dropped = 0
+    for c in caches:
+        if (c["gpu"], c["sm_count"], c["cuda_runtime"]) != ident:
+            continue
+        keep = []
+        for e in c["entries"]:
+            p = e["problem"]
+            linear = (p["batch"] == 1 and p["a"] == p["b"] == p["d"] == record["dtype"] and p["a_order"] == "row" and
+                      p["b_order"] == "col" and p["activation"] == "identity" and p["bias"] == "none" and
+                      not p["batch_invariant"])
+            if linear and (p["m"], p["n"], p["k"]) in kept:
+                dropped += 1
+            else:
+                keep.append(e)
+        c["entries"] = keep
+    return dropped
+
+
 def inc_text(text):
     if f"){DELIMITER}\"" in text:
         sys.exit("the table contains the raw-string delimiter")
@@ -76,6 +108,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("caches", nargs="*", help="anvil-tune caches to merge into the table (none: rewrite the .inc)")
     ap.add_argument("--check", action="store_true", help="exit 1 unless builtin_table.inc matches builtin.json")
+    ap.add_argument("--record", action="append", default=[],
+                    help="an anvil-tune --record: its shapes where the planner won lose their earlier entries")
     args = ap.parse_args()
     if args.check:
         text = (TUNED / "builtin.json").read_text(encoding="utf-8")
@@ -93,8 +127,12 @@ def main():
             check_cache(doc, p)
             docs.append(doc)
         existing = json.loads((TUNED / "builtin.json").read_text(encoding="utf-8"))
+        caches = existing.get("caches", [])
+        for p in args.record:
+            with open(p, encoding="utf-8") as f:
+                print(f"{p}: {drop_planner_kept(caches, json.load(f))} entries the planner now beats dropped")
         table = {"format": "anvil-tuned-table", "schema_version": SCHEMA_VERSION, "about": ABOUT,
-                 "caches": merge(existing.get("caches", []) + docs)}
+                 "caches": merge(caches + docs)}
         text = json.dumps(table, indent=1) + "\n"
         (TUNED / "builtin.json").write_text(text, encoding="utf-8")
     else:

@@ -237,7 +237,9 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
   // Every block but the last issues its successor; no wgmma sits on a conditional path,
   // which would make ptxas serialize them.
   // Unrolled by the B scales' three-block rotation: rolled, the loop copies each loaded
-  // value one place along at its end, which waits for the load issued at its top.
+  // value one place along at its end, which waits for the load issued at its top. Not the
+  // 192-wide tile's: unrolled, its 192 sums and two scale rows spill (ptxas), and rolled
+  // costs it ~3% (docs/notes/fp8-block-promotion.md).
 #pragma unroll(kTwoBlocks ? 1 : 3)
   for (int kt = 0; kt + 1 < k_tiles; ++kt) {
     b_now = b_next;
