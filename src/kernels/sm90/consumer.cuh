@@ -165,18 +165,18 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
   // A second block past N is read as the last one: its columns are never stored.
   constexpr bool kTwoBlocks = Config::kBlockN > 128;
   const int block_lo = tile.n_tile * Config::kBlockN / 128;
-  const float* scale_b_lo = scales.b + int64_t{block_lo} * scales.k_blocks + first;
-  const float* scale_b_hi = scale_b_lo;
-  if constexpr (kTwoBlocks) {
-    if (block_lo + 1 < (scales.cols + 127) / 128) scale_b_hi += scales.k_blocks;
-  }
+  // An index, not a pointer: the base stays in the kernel's parameters (a register fewer).
+  const int scale_b_lo = static_cast<int>(int64_t{block_lo} * scales.k_blocks + first);
+  // The second block's row, as an offset from the first's (one register, not a pointer's two).
+  const int hi_offset = kTwoBlocks && block_lo + 1 < (scales.cols + 127) / 128 ? static_cast<int>(scales.k_blocks) : 0;
   const bool chunk1_hi = kTwoBlocks && tile.n_tile * Config::kBlockN % 128 != 0;
   struct ScalesB {
     float lo, hi;
   };
-  const auto load_scale_b = [&](int kt) {
-    const int at = kt < k_tiles ? kt : k_tiles - 1;
-    return ScalesB{__ldg(scale_b_lo + at), kTwoBlocks ? __ldg(scale_b_hi + at) : 0.0f};
+  const auto clamped = [&](int kt) { return kt < k_tiles ? kt : k_tiles - 1; };
+  const auto load_scale_b_lo = [&](int kt) { return __ldg(scales.b + (scale_b_lo + clamped(kt))); };
+  const auto load_scale_b_hi = [&](int kt) {
+    return kTwoBlocks ? __ldg(scales.b + (scale_b_lo + clamped(kt) + hi_offset)) : 0.0f;
   };
   // The two rows of the tile this thread's fragment holds (fragment_epilogue.cuh): l / 4
   // and l / 4 + 8 of its warp's 16. Read with ld.shared: the ring's address went through
@@ -212,7 +212,10 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
   };
 
   // Block kt's B scale, loaded at the top of iteration kt - 2 and only moved since.
-  ScalesB b_now{}, b_next = load_scale_b(0), b_after_next = load_scale_b(1);
+  // The first block's scale two blocks ahead; the 192-wide tile's second one block ahead
+  // (a register fewer: its 192 sums leave none to spare).
+  ScalesB b_now{}, b_next{load_scale_b_lo(0), load_scale_b_hi(0)};
+  float b_after_next = load_scale_b_lo(1);
   // Waits for the group reading `stage`, frees the stage and adds the block to the total.
   // Sum i holds row (i & 2 ? 8 : 0) + lane / 4 of its warp's 16 and column group i / 4 of
   // 8 (fragment_epilogue.cuh): chunk i / 32 of 64 columns.
@@ -240,11 +243,11 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
   // value one place along at its end, which waits for the load issued at its top. Not the
   // 192-wide tile's: unrolled, its 192 sums and two scale rows spill (ptxas), and rolled
   // costs it ~3% (docs/notes/fp8-block-promotion.md).
-#pragma unroll(kTwoBlocks ? 1 : 3)
+#pragma unroll 3
   for (int kt = 0; kt + 1 < k_tiles; ++kt) {
     b_now = b_next;
-    b_next = b_after_next;
-    b_after_next = load_scale_b(kt + 2);
+    b_next = ScalesB{b_after_next, load_scale_b_hi(kt + 1)};
+    b_after_next = load_scale_b_lo(kt + 2);
     const int stage = ring.stage;
     ring.advance();
     sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
