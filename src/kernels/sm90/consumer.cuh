@@ -125,7 +125,7 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
 // while the group runs: the next stage's full-barrier wait, the reads of its A scales,
 // which came into the stage with the operands (producer.cuh), the B scale loads (two
 // blocks ahead: a block's wgmma takes a few hundred cycles, less than a first read from
-// DRAM), and the descriptors, which are the first stage's plus a constant offset. A
+// DRAM; a 192-wide tile's second scale block one ahead), and the descriptors, which are the first stage's plus a constant offset. A
 // stage's scales are read into registers before the stage is freed, which is as soon as
 // its group retires: the promotion needs only registers. K blocks past the last read the
 // last one's B scale: those sums are never computed.
