@@ -48,6 +48,15 @@ GemmDesc with_epilogue(GemmDesc d, Activation act, BiasMode bias) {
   return d;
 }
 
+// A strided batch of d, each matrix 64 elements past the previous one's end.
+GemmDesc strided_batch(GemmDesc d, int64_t batch) {
+  d.batch = batch;
+  d.a.batch_stride = d.m * d.k + 64;
+  d.b.batch_stride = d.n * d.k + 64;
+  d.c.batch_stride = d.d.batch_stride = d.m * d.n + 64;
+  return d;
+}
+
 std::vector<DecodeCase> decode_cases() {
   std::vector<DecodeCase> cases;
   // Every token tile (8 ... 256) and its edges, and two 256-wide tiles; K = 1000 is 15 full
@@ -113,14 +122,7 @@ std::vector<DecodeCase> decode_cases() {
     cases.push_back({"col_major_d_33x512x256", col});
   }
   // Strided batch: each batch's own weight and tokens.
-  {
-    GemmDesc d = linear(10, 256, 320);
-    d.batch = 3;
-    d.a.batch_stride = 10 * 320 + 64;
-    d.b.batch_stride = 256 * 320 + 64;
-    d.c.batch_stride = d.d.batch_stride = 10 * 256 + 64;
-    cases.push_back({"batch3_10x256x320", d});
-  }
+  cases.push_back({"batch3_10x256x320", strided_batch(linear(10, 256, 320), 3)});
   // Every case again on the load-path kernel (more than 16 tokens: several token tiles).
   const size_t tma_cases = cases.size();
   for (size_t i = 0; i < tma_cases; ++i) {
@@ -281,18 +283,11 @@ INSTANTIATE_TEST_SUITE_P(Kernels, DecodeDeterminism, ::testing::Values("sm90-dec
 // transposition of each layout and epilogue is what the reference judges: per-column bias
 // becoming per-row, C with alpha/beta and C == D, column-major D, fp32 out, a strided batch,
 // K tails.
-struct SwapCase {
-  std::string name;
-  GemmDesc desc;
-  bool c_is_d = false;
-};
-void PrintTo(const SwapCase& c, std::ostream* os) { *os << c.name; }
-
-std::vector<SwapCase> swap_cases() {
+std::vector<DecodeCase> swap_cases() {
   const auto plain = [](int64_t m, int64_t n, int64_t k, DataType in = DataType::kBF16, DataType out = DataType::kBF16) {
     return anvil::linear_desc(m, n, k, in, out);
   };
-  std::vector<SwapCase> cases;
+  std::vector<DecodeCase> cases;
   cases.push_back({"lora_down_2048x128x1000", plain(2048, 128, 1000)});
   cases.push_back({"tokens64_4096x64x520", plain(4096, 64, 520)});
   cases.push_back({"tokens16_fp16_to_fp32_3000x16x1000", plain(3000, 16, 1000, DataType::kF16, DataType::kF32)});
@@ -324,22 +319,15 @@ std::vector<SwapCase> swap_cases() {
     col.c = col.d = anvil_test::layout(DataType::kBF16, Order::kColMajor, 2008);
     cases.push_back({"col_major_d_2000x24x256", col});
   }
-  {
-    GemmDesc d = plain(1024, 20, 320);
-    d.batch = 3;
-    d.a.batch_stride = 1024 * 320 + 64;
-    d.b.batch_stride = 20 * 320 + 64;
-    d.c.batch_stride = d.d.batch_stride = 1024 * 20 + 64;
-    cases.push_back({"batch3_1024x20x320", d});
-  }
+  cases.push_back({"batch3_1024x20x320", strided_batch(plain(1024, 20, 320), 3)});
   return cases;
 }
 
-class SwapAb : public ::testing::TestWithParam<SwapCase> {};
+class SwapAb : public ::testing::TestWithParam<DecodeCase> {};
 
 TEST_P(SwapAb, PlannerSwapsAndMatchesReference) {
   REQUIRE_SM90();
-  const SwapCase& c = GetParam();
+  const DecodeCase& c = GetParam();
   Operands op;
   ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, c.desc, 7300 + c.desc.n, c.c_is_d));
   anvil::detail::LaunchPlan plan;
@@ -354,4 +342,4 @@ TEST_P(SwapAb, PlannerSwapsAndMatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Narrow, SwapAb, ::testing::ValuesIn(swap_cases()),
-                         [](const ::testing::TestParamInfo<SwapCase>& info) { return info.param.name; });
+                         [](const ::testing::TestParamInfo<DecodeCase>& info) { return info.param.name; });
