@@ -605,12 +605,14 @@ bool plan_swapped_decode(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& 
   char why[kReasonChars];
   const KernelFamily f = pick_decode_family(t, device, swapped, why);
   if (f == KernelFamily::kNone) return false;
-  plan_decode_family(p, f, t, device, ov, swapped);
-  if (p.family == KernelFamily::kNone) return false;
-  p.swap_ab = true;
-  p.kernel_name = family_name(f);
-  say(p.family_reason, "swap-AB: N = %lld columns as tokens on A's %lld rows; %s", static_cast<long long>(desc.n),
-      static_cast<long long>(desc.m), why);
+  LaunchPlan swapped_plan = p;  // p stays as it was unless the swap is taken
+  plan_decode_family(swapped_plan, f, t, device, ov, swapped);
+  if (swapped_plan.family == KernelFamily::kNone) return false;
+  swapped_plan.swap_ab = true;
+  swapped_plan.kernel_name = family_name(f);
+  say(swapped_plan.family_reason, "swap-AB: N = %lld columns as tokens on A's %lld rows; %s",
+      static_cast<long long>(desc.n), static_cast<long long>(desc.m), why);
+  p = swapped_plan;
   return true;
 }
 
