@@ -116,6 +116,28 @@ TEST_F(Tuning, RoundTripKeepsEveryField) {
   EXPECT_EQ(tuning_cache_json(back), tuning_cache_json(c));
 }
 
+// A swapped plan (swap-AB) survives the cache's text and runs where the entry names its
+// problem: planned transposed, judged by the transposed problem's checks.
+TEST_F(Tuning, SwappedPlansRoundTripAndRun) {
+  const GemmDesc lora = linear_desc(16384, 32, 5120, DataType::kBF16, DataType::kBF16);
+  PlanOverrides swapped;
+  swapped.swap_ab = PlanOverrides::SwapAb::kAlways;
+  swapped.decode_splits = 2;
+  install(cache_of({entry(lora, swapped, 50.6)}));
+  PlanOverrides o;
+  ASSERT_TRUE(find_tuned_overrides(lora, kH200, &o));
+  EXPECT_EQ(o.swap_ab, PlanOverrides::SwapAb::kAlways);
+  EXPECT_EQ(o.decode_splits, 2);
+  const LaunchPlan p = plan_with_tuning(lora, DeviceInfo::h200(), &kH200, CallFacts{});
+  EXPECT_TRUE(p.swap_ab) << p.family_reason;
+  EXPECT_EQ(p.decode.splits, 2);
+  EXPECT_NE(std::string(p.family_reason).find("tuned"), std::string::npos) << p.family_reason;
+  // Where the transposed problem's checks refuse the family, the tuned plan is not used.
+  CallFacts refused;
+  for (bool& ok : refused.transposed_accepts) ok = false;
+  EXPECT_FALSE(plan_with_tuning(lora, DeviceInfo::h200(), &kH200, refused).swap_ab);
+}
+
 TEST_F(Tuning, EntriesMatchOnlyTheirProblemAndDevice) {
   const GemmDesc base = linear_desc(4096, 4096, 4096, DataType::kBF16, DataType::kBF16);
   install(cache_of({entry(base, sm90(Sm90Variant::kNarrow))}));
