@@ -125,8 +125,8 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
 // while the group runs: the next stage's full-barrier wait, the reads of its A scales,
 // which came into the stage with the operands (producer.cuh), the B scale loads (two
 // blocks ahead: a block's wgmma takes a few hundred cycles, less than a first read from
-// DRAM; a 192-wide tile's second scale block one ahead), and the descriptors, which are the first stage's plus a constant offset. A
-// stage's scales are read into registers before the stage is freed, which is as soon as
+// DRAM; a 192-wide tile's second scale block one ahead), and the descriptors, which are
+// the first stage's plus a constant offset. A stage's scales are read into registers before the stage is freed, which is as soon as
 // its group retires: the promotion needs only registers. K blocks past the last read the
 // last one's B scale: those sums are never computed.
 template <class Config, sm90::Input kInput>
@@ -166,6 +166,8 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
   constexpr bool kTwoBlocks = Config::kBlockN > 128;
   const int block_lo = tile.n_tile * Config::kBlockN / 128;
   // An index, not a pointer: the base stays in the kernel's parameters (a register fewer).
+  // B's scales are ceil(N/128) x ceil(K/128) floats, far below 2^31 for any weight that fits
+  // in memory.
   const int scale_b_lo = static_cast<int>(int64_t{block_lo} * scales.k_blocks + first);
   // The second block's row, as an offset from the first's (one register, not a pointer's two).
   const int hi_offset = kTwoBlocks && block_lo + 1 < (scales.cols + 127) / 128 ? static_cast<int>(scales.k_blocks) : 0;
@@ -240,9 +242,9 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
   // Every block but the last issues its successor; no wgmma sits on a conditional path,
   // which would make ptxas serialize them.
   // Unrolled by the B scales' three-block rotation: rolled, the loop copies each loaded
-  // value one place along at its end, which waits for the load issued at its top. Not the
-  // 192-wide tile's: unrolled, its 192 sums and two scale rows spill (ptxas), and rolled
-  // costs it ~3% (docs/notes/fp8-block-promotion.md).
+  // value one place along at its end, which waits for the load issued at its top. The
+  // 192-wide tile unrolls without spilling only with the register savings above
+  // (docs/notes/fp8-block-promotion.md).
 #pragma unroll 3
   for (int kt = 0; kt + 1 < k_tiles; ++kt) {
     b_now = b_next;
