@@ -33,8 +33,8 @@ PlanOverrides sm90_with_variant(Sm90Variant v) {
 PlanOverrides pingpong() { return sm90_with_variant(Sm90Variant::kPingPongPair); }
 PlanOverrides stream_k() { return sm90_with_variant(Sm90Variant::kTallStreamK); }
 PlanOverrides pair_n() { return sm90_with_variant(Sm90Variant::kWidePairN); }
-PlanOverrides narrow64() { return sm90_with_variant(Sm90Variant::kFitPairN64); }
-PlanOverrides narrow96() { return sm90_with_variant(Sm90Variant::kFitPairN96); }
+PlanOverrides narrow64() { return sm90_with_variant(Sm90Variant::kFitNarrow64); }
+PlanOverrides narrow96() { return sm90_with_variant(Sm90Variant::kFitNarrow96); }
 PlanOverrides fit() {
   PlanOverrides o;
   o.family = KernelFamily::kSm90Gemm;
@@ -125,12 +125,12 @@ extern const KernelInfo kSm90GemmPairN{kPairNName,
                                        "and measurement)",
                                        check, launch<pair_n>, workspace<pair_n>};
 extern const KernelInfo kSm90GemmNarrow64{kNarrow64Name,
-                                          "sm90-gemm's 128x64 tiles in 2-CTA clusters along N multicasting A, on every "
-                                          "problem (a narrow fitted width; for tests and measurement)",
+                                          "sm90-gemm's 128x64 tiles in single CTAs, on every problem (a narrow "
+                                          "fitted width; for tests and measurement)",
                                           check_fitted<kNarrow64Name>, launch<narrow64>, workspace<narrow64>};
 extern const KernelInfo kSm90GemmNarrow96{kNarrow96Name,
-                                          "sm90-gemm's 128x96 tiles in 2-CTA clusters along N multicasting A, on every "
-                                          "problem (a narrow fitted width; for tests and measurement)",
+                                          "sm90-gemm's 128x96 tiles in single CTAs, on every problem (a narrow "
+                                          "fitted width; for tests and measurement)",
                                           check_fitted<kNarrow96Name>, launch<narrow96>, workspace<narrow96>};
 extern const KernelInfo kSm90GemmStreamK{kStreamKName,
                                          "sm90-gemm's stream-K configuration on every problem, whatever the wave plan "

@@ -1,7 +1,7 @@
 // A process-wide cache of launch plans: what a kernel's host code derives from a problem
 // before launching it (tensor maps, the parameter block, grid choices), keyed by everything
 // that derivation depends on. Building three tensor maps costs microseconds of driver
-// calls per launch; a lookup here costs a hash and a 1 KiB copy under a shared lock.
+// calls per launch; a lookup here costs a hash and a copy of about 1 KiB under a shared lock.
 //
 // Safe to use from any number of host threads: lookups share a reader lock, inserts and
 // evictions take the writer lock. Bounded: past its capacity the least recently used plan
@@ -60,20 +60,20 @@ PlanKey make_plan_key(int device, const char* kernel_name, const GemmDesc& desc,
 // Storage for one plan: any trivially copyable type up to kCapacity bytes. The stored
 // size is checked on read, so a plan is never read back as a different type's bytes.
 struct PlanBlob {
-  static constexpr size_t kCapacity = 1024;  // three 128-byte CUtensorMaps and parameters
+  static constexpr size_t kCapacity = 1280;  // up to five 128-byte CUtensorMaps and parameters
 
   template <class Plan>
   static constexpr bool fits = std::is_trivially_copyable_v<Plan> && sizeof(Plan) <= kCapacity;
 
   template <class Plan>
   void store(const Plan& plan) {
-    static_assert(fits<Plan>, "a plan must be trivially copyable and at most 1 KiB");
+    static_assert(fits<Plan>, "a plan must be trivially copyable and at most 1.25 KiB");
     size = sizeof(Plan);
     std::memcpy(bytes, &plan, sizeof(Plan));
   }
   template <class Plan>
   bool load(Plan* plan) const {
-    static_assert(fits<Plan>, "a plan must be trivially copyable and at most 1 KiB");
+    static_assert(fits<Plan>, "a plan must be trivially copyable and at most 1.25 KiB");
     if (size != sizeof(Plan)) return false;
     std::memcpy(plan, bytes, sizeof(Plan));
     return true;
@@ -148,7 +148,7 @@ class PlanCache {
 template <class Plan, class Build>
 Status find_or_build_plan(const char* plan_name, const GemmDesc& desc, const GemmArgs& args, Plan* plan,
                           Diagnostic* diag, Build build) {
-  static_assert(PlanBlob::fits<Plan>, "a cached plan must be trivially copyable and at most 1 KiB");
+  static_assert(PlanBlob::fits<Plan>, "a cached plan must be trivially copyable and at most 1.25 KiB");
   // A name cut short could let two configurations share plans.
   if (std::strlen(plan_name) >= PlanKey::kMaxKernelName) {
     return fail(diag, Status::kInternalError, "plan name too long for the cache key: %s", plan_name);

@@ -652,8 +652,8 @@ const char* variant_name(Sm90Variant v) {
     case Sm90Variant::kFitSingle192: return "fit-single-192";
     case Sm90Variant::kFitSingle224: return "fit-single-224";
     case Sm90Variant::kWidePairN: return "wide-pair-n";
-    case Sm90Variant::kFitPairN64: return "fit-pair-n-64";
-    case Sm90Variant::kFitPairN96: return "fit-pair-n-96";
+    case Sm90Variant::kFitNarrow64: return "fit-narrow-64";
+    case Sm90Variant::kFitNarrow96: return "fit-narrow-96";
   }
   return "?";
 }

@@ -336,8 +336,8 @@ TEST(KernelConfig, FittedWidthsFitTheSm) {
   expect_fitted_width_fits<FitSingle160>(Sm90Variant::kFitSingle160);
   expect_fitted_width_fits<FitSingle192>(Sm90Variant::kFitSingle192);
   expect_fitted_width_fits<FitSingle224>(Sm90Variant::kFitSingle224);
-  expect_fitted_width_fits<FitPairN64>(Sm90Variant::kFitPairN64);
-  expect_fitted_width_fits<FitPairN96>(Sm90Variant::kFitPairN96);
+  expect_fitted_width_fits<FitNarrow64>(Sm90Variant::kFitNarrow64);
+  expect_fitted_width_fits<FitNarrow96>(Sm90Variant::kFitNarrow96);
 }
 
 // The planner's description of each configuration (tile, cluster, stages) is the
@@ -472,10 +472,10 @@ TEST(Plan, NarrowFittedWidthsFillFewTileProblems) {
     return choose_sm90_variant(p, kH200Sms);
   };
   // 255 x 4096: 32 wide tiles, 64 ping-pong ones, 128 tiles of 128 x 64 (one wave).
-  EXPECT_EQ(pick(255, 4096, 4096), Sm90Variant::kFitPairN64);
-  EXPECT_EQ(variant_wave_plan(Sm90Variant::kFitPairN64, 255, 4096, 1, kH200Sms).tiles, 128);
+  EXPECT_EQ(pick(255, 4096, 4096), Sm90Variant::kFitNarrow64);
+  EXPECT_EQ(variant_wave_plan(Sm90Variant::kFitNarrow64, 255, 4096, 1, kH200Sms).tiles, 128);
   // 512 x 3072: 128 tiles of 128 x 96.
-  EXPECT_EQ(pick(512, 3072, 3072), Sm90Variant::kFitPairN96);
+  EXPECT_EQ(pick(512, 3072, 3072), Sm90Variant::kFitNarrow96);
   // A long K keeps full-width tiles (stream-K, split-K or the decode kernels spread it).
   EXPECT_GE(tile_shape(pick(255, 4096, 14336)).block_n, 128);
   // One row of tiles: the decode kernels' token tiles fit M there.
@@ -483,8 +483,8 @@ TEST(Plan, NarrowFittedWidthsFillFewTileProblems) {
   // Fused epilogues keep the classic tiles.
   EXPECT_FALSE(is_fit_width(pick(255, 4096, 4096, true)));
   // More than one wave of narrow tiles: the wider tiles' waves are full enough.
-  EXPECT_NE(pick(256, 18432, 4096), Sm90Variant::kFitPairN96);
-  EXPECT_NE(pick(1025, 4096, 4096), Sm90Variant::kFitPairN64);
+  EXPECT_NE(pick(256, 18432, 4096), Sm90Variant::kFitNarrow96);
+  EXPECT_NE(pick(1025, 4096, 4096), Sm90Variant::kFitNarrow64);
   // Large problems keep the wide tiles: their waves are full either way.
   EXPECT_EQ(pick(4096, 4096, 4096), Sm90Variant::kWidePair);
   // The (M, N) chooser, which the decode rules ask, never takes them.

@@ -297,8 +297,8 @@ void print_gemm_candidates(const GemmDesc& d, const DeviceInfo& dev, const Launc
   constexpr Sm90Variant kAll[] = {Sm90Variant::kWidePair,     Sm90Variant::kPingPongPair, Sm90Variant::kWidePairN,
                                   Sm90Variant::kWide,         Sm90Variant::kNarrow,       Sm90Variant::kFitPair160,
                                   Sm90Variant::kFitPair192,   Sm90Variant::kFitPair224,   Sm90Variant::kFitSingle160,
-                                  Sm90Variant::kFitSingle192, Sm90Variant::kFitSingle224, Sm90Variant::kFitPairN96,
-                                  Sm90Variant::kFitPairN64,   Sm90Variant::kTallStreamK};
+                                  Sm90Variant::kFitSingle192, Sm90Variant::kFitSingle224, Sm90Variant::kFitNarrow96,
+                                  Sm90Variant::kFitNarrow64,   Sm90Variant::kTallStreamK};
   for (Sm90Variant v : kAll) {
     const Resources r = variant_resources(v);
     const Budget b = budget_of(r, dev);

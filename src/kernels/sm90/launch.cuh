@@ -65,7 +65,12 @@ Status build_sm90_params(LaunchPolicy policy, const GemmDesc& desc, const GemmAr
                           desc.batch);
   if (s != Status::kSuccess) return s;
   if constexpr (Config::kSkipDeadBoxes) {
-    s = encode_kmajor_sw128(&params.map_a_rows8, args.a, desc.a, desc.k, desc.m, kRowGroup, diag, desc.batch);
+    constexpr int kSliceRowsA = Config::kBlockM / Config::kSlicesA;
+    s = encode_kmajor_sw128(&params.map_a_short[0], args.a, desc.a, desc.k, desc.m, kRowGroup, diag, desc.batch);
+    if (s == Status::kSuccess && kHasHalfBox<kSliceRowsA>) {
+      s = encode_kmajor_sw128(&params.map_a_short[1], args.a, desc.a, desc.k, desc.m, kSliceRowsA / 2, diag,
+                              desc.batch);
+    }
     if (s != Status::kSuccess) return s;
   }
 

@@ -65,9 +65,9 @@ struct Sm90Params {
   Fp8Scales scales;
   // A fourth map, by configuration (no configuration has both):
   union {
-    // KernelSpec::skip_dead_boxes: A in boxes of 8 rows, for a slice of A with at most 8
-    // rows before M (producer.cuh, load_tile_at).
-    CUtensorMap map_a_rows8;
+    // KernelSpec::skip_dead_boxes: A in short boxes, for a slice of A whose rows before M
+    // fit in one (producer.cuh, load_tile_at): 8 rows, and half a slice of more than 64.
+    CUtensorMap map_a_short[2];
     // KernelSpec::block_scales: A's scales (Fp8Scales::a, k_blocks x rows floats) as one
     // line, so that one box of kBlockM of them - a tile's rows for one K block - travels
     // with each stage (producer.cuh).

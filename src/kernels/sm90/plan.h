@@ -29,18 +29,18 @@ enum class Sm90Variant : int {
   // tiles, where pairs along M would leave half a cluster row idle and lone CTAs read
   // both operands whole (the L2 bound behind kWideRelativeSpeed).
   kWidePairN = 11,
-  // Narrow fitted widths: 128x64 and 128x96 tiles in 2-CTA clusters along N multicasting
-  // A, for problems of a few hundred rows whose wider tiles would leave most SMs idle
-  // (choose_sm90_variant, kNarrowFitMinRowTiles).
-  kFitPairN64 = 12,
-  kFitPairN96 = 13,
+  // Narrow fitted widths: 128x64 and 128x96 tiles in single CTAs, for problems of a few
+  // hundred rows whose wider tiles would leave most SMs idle (choose_sm90_variant,
+  // kNarrowFitMinRowTiles).
+  kFitNarrow64 = 12,
+  kFitNarrow96 = 13,
 };
-inline constexpr int kSm90Variants = static_cast<int>(Sm90Variant::kFitPairN96) + 1;
+inline constexpr int kSm90Variants = static_cast<int>(Sm90Variant::kFitNarrow96) + 1;
 
 constexpr bool is_fit_width(Sm90Variant v) {
   return (static_cast<int>(v) >= static_cast<int>(Sm90Variant::kFitPair160) &&
           static_cast<int>(v) <= static_cast<int>(Sm90Variant::kFitSingle224)) ||
-         v == Sm90Variant::kFitPairN64 || v == Sm90Variant::kFitPairN96;
+         v == Sm90Variant::kFitNarrow64 || v == Sm90Variant::kFitNarrow96;
 }
 
 struct TileShape {
@@ -58,8 +58,8 @@ constexpr TileShape tile_shape(Sm90Variant v) {
     case Sm90Variant::kFitSingle192: return TileShape{128, 192};
     case Sm90Variant::kFitPair224:
     case Sm90Variant::kFitSingle224: return TileShape{128, 224};
-    case Sm90Variant::kFitPairN64: return TileShape{128, 64};
-    case Sm90Variant::kFitPairN96: return TileShape{128, 96};
+    case Sm90Variant::kFitNarrow64: return TileShape{128, 64};
+    case Sm90Variant::kFitNarrow96: return TileShape{128, 96};
     default: return TileShape{128, 256};
   }
 }
@@ -75,9 +75,7 @@ struct ClusterShape {
 };
 
 constexpr ClusterShape cluster_shape(Sm90Variant v) {
-  if (v == Sm90Variant::kWidePairN || v == Sm90Variant::kFitPairN64 || v == Sm90Variant::kFitPairN96) {
-    return ClusterShape{1, 2};
-  }
+  if (v == Sm90Variant::kWidePairN) return ClusterShape{1, 2};
   return runs_in_pairs(v) ? ClusterShape{2, 1} : ClusterShape{1, 1};
 }
 
@@ -145,15 +143,14 @@ inline constexpr double kFitRelativeSpeed = 0.95;
 inline constexpr double kFitSingleRelativeSpeed = 0.92;
 // Stream-K's 256x128 tiles (fitted with stream-K's other constants, below).
 inline constexpr double kTallRelativeSpeed = 0.92;
-// The narrow fitted widths are bound by L2, not by the tensor cores. Per K step a CTA of a
-// pair along N reads half of A's 16 KiB and all of its B tile: 16 KiB for a 128x64 tile,
-// 20 KiB for 128x96, against the 256-wide pairs' 32 KiB for 2.7-4x the FLOPs. At the
-// ~55 GB/s per SM that CTAs draw from L2 in full waves (docs/notes/small-tiles.md), a
-// 128x64 K step takes ~0.29 us where its tensor work is ~0.21 (a quarter of the pairs'
-// 0.85 us step): 0.73 of the pairs' speed per unit of area; 128x96, 0.36 against 0.32
-// us: 0.88.
-inline constexpr double kFitPairN64RelativeSpeed = 0.73;
-inline constexpr double kFitPairN96RelativeSpeed = 0.88;
+// The narrow fitted widths are bound by the rate at which a CTA takes in its stages, not
+// by the tensor cores: a lone 128x64 CTA's K step (24 KiB) takes ~0.27-0.29 us where its
+// tensor work is ~0.2, 128x96 ~0.31 us. The speeds below (0.73 and 0.88 of the 256-wide
+// pairs' per unit of area) were fitted when these tiles ran as pairs along N, 15-20% slower
+// per step; the rule that takes them (narrow_fit_or) sets them against at least a 128x128
+// tile in one wave, where either value gives the same choice.
+inline constexpr double kFitNarrow64RelativeSpeed = 0.73;
+inline constexpr double kFitNarrow96RelativeSpeed = 0.88;
 
 constexpr double relative_speed(Sm90Variant v) {
   switch (v) {
@@ -163,8 +160,8 @@ constexpr double relative_speed(Sm90Variant v) {
     case Sm90Variant::kNarrow: return kNarrowRelativeSpeed;
     case Sm90Variant::kWide: return kWideRelativeSpeed;
     case Sm90Variant::kTallStreamK: return kTallRelativeSpeed;
-    case Sm90Variant::kFitPairN64: return kFitPairN64RelativeSpeed;
-    case Sm90Variant::kFitPairN96: return kFitPairN96RelativeSpeed;
+    case Sm90Variant::kFitNarrow64: return kFitNarrow64RelativeSpeed;
+    case Sm90Variant::kFitNarrow96: return kFitNarrow96RelativeSpeed;
     case Sm90Variant::kFitSingle160:
     case Sm90Variant::kFitSingle192:
     case Sm90Variant::kFitSingle224: return kFitSingleRelativeSpeed;
@@ -344,16 +341,16 @@ struct Sm90Problem {
 // fixup estimate is not trusted.
 inline constexpr int64_t kStreamKMinKTiles = 128;
 
-// The narrow fitted widths (128 x 64 and 128 x 96 pairs along N) trade L2 bandwidth for
-// SMs. One of them replaces the whole-tile choice `best` only where all its tiles run in
-// one wave, which the wider tiles leave partly idle, and its lower speed per FLOP
-// (kFitPairN64RelativeSpeed) still costs at least kNarrowFitMinSaving less: past one wave
-// the wider tiles' waves are at least half full and the extra L2 reads no longer pay.
+// The narrow fitted widths (128 x 64 and 128 x 96 tiles) trade bytes per FLOP for SMs.
+// One of them replaces the whole-tile choice `best` only where all its tiles run in one
+// wave, which the wider tiles leave partly idle, and its lower speed per FLOP
+// (kFitNarrow64RelativeSpeed) still costs at least kNarrowFitMinSaving less: past one wave
+// the wider tiles' waves are at least half full and the extra operand bytes no longer pay.
 // Only from two rows of 128-row tiles (up to 128 rows the decode kernels' token tiles
-// already fit M), and only below stream-K's K (kStreamKMinKTiles): over a long K an
-// L2-bound tile pays its lower rate on every step, while stream-K, split-K and the decode
+// already fit M), and only below stream-K's K (kStreamKMinKTiles): over a long K a
+// narrow tile pays its lower rate on every step, while stream-K, split-K and the decode
 // kernels' cluster split keep full-width tiles busy on every SM (measured on the sweep's
-// tuning half: 255 x 3584 x 14336 ran 64 us in 128 x 64 pairs, 44 us in the decode
+// tuning half: 255 x 3584 x 14336 ran 64 us in 128 x 64 tiles, 44 us in the decode
 // kernel's cluster split). Example: 255 x 4096 x 4096 makes 32 tiles of 128 x 256 or 64
 // ping-pong tiles for 132 SMs, and 128 tiles of 128 x 64 - one wave, as cuBLAS's own
 // 64 x 128 tiles (features x tokens) make there.
@@ -363,7 +360,7 @@ inline constexpr double kNarrowFitMinSaving = 0.10;
 inline Sm90Variant narrow_fit_or(Sm90Variant best, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count) {
   if (ceil_div(m, 128) < kNarrowFitMinRowTiles || ceil_div(k, 64) >= kStreamKMinKTiles) return best;
   double bar = (1.0 - kNarrowFitMinSaving) * variant_cost(best, m, n, batch, sm_count);
-  for (Sm90Variant narrow : {Sm90Variant::kFitPairN96, Sm90Variant::kFitPairN64}) {
+  for (Sm90Variant narrow : {Sm90Variant::kFitNarrow96, Sm90Variant::kFitNarrow64}) {
     const double cost = variant_cost(narrow, m, n, batch, sm_count);
     if (variant_wave_plan(narrow, m, n, batch, sm_count).tiles <= sm_count && cost < bar) best = narrow, bar = cost;
   }

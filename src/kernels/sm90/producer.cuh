@@ -69,10 +69,13 @@ struct MulticastStageLoads {
   }
 };
 
-// Rows per box of the A map that a slice with at most this many live rows is loaded with
-// (Sm90Params::map_a_rows8): one 128-byte swizzle atom, so the box lands where the whole
-// box would put its rows.
+// The short boxes of A (Sm90Params::map_a_short) that a partly live slice of A is loaded
+// with when its live rows fit: one 128-byte swizzle atom (8 rows), or, for a slice of
+// more than 64 rows (a lone CTA's 128-row tile), its first half. Either lands where the
+// whole box would put its rows.
 inline constexpr int kRowGroup = 8;
+template <int kSliceRows>
+inline constexpr bool kHasHalfBox = kSliceRows > 64;
 
 // Whether a configuration's producer leaves out rows past M and N (KernelSpec::
 // skip_dead_boxes); configurations without the field (Blackwell's) never do.
@@ -94,12 +97,15 @@ __device__ __forceinline__ int live_rows(int first_row, int64_t rows) {
 }
 
 // The rows a slice of kSliceRows rows loads when its rows past the operand's end are left
-// out: none, one 8-row box where that holds all its live rows, else the whole box.
+// out: none, the shortest box that holds all its live rows, else the whole box.
 template <int kSliceRows>
 __device__ __forceinline__ int loaded_rows(int first_row, int64_t rows) {
   static_assert(kSliceRows > kRowGroup, "a slice of several 8-row groups");
   const int live = live_rows<kSliceRows>(first_row, rows);
-  return live == 0 ? 0 : live <= kRowGroup ? kRowGroup : kSliceRows;
+  if (live == 0) return 0;
+  if (live <= kRowGroup) return kRowGroup;
+  if (kHasHalfBox<kSliceRows> && live <= kSliceRows / 2) return kSliceRows / 2;
+  return kSliceRows;
 }
 
 // Whether a configuration's stages carry DeepSeek-V3 block scales (KernelSpec::
@@ -130,12 +136,12 @@ struct StageScalesA {
 // let the producer of a configuration with skip_dead_boxes leave out rows past them, and
 // count only the bytes it loads: those rows would only feed outputs that are never stored,
 // so the stage may keep whatever they held. A slice wholly past its operand's end is not
-// loaded; a slice of A with at most 8 live rows is loaded as one 8-row box of
-// map_a_rows8. Such rows are common (a last row of tiles a few rows deep, a cluster's
-// padding CTA), and TMA's zero fill of them is not free: 181 x 5760 x 2880 in 128 x 96
-// pairs along N ran 27.1 us loading them, 19.6 us leaving the dead half-tiles out. Several
-// 8-row boxes cost more than the fill they save (seven per stage: 35 us), so a slice with
-// more live rows is loaded whole (H200, docs/notes/narrow-fitted-widths.md).
+// loaded; a slice of A whose live rows fit in a short box (8 rows, or half the slice) is
+// loaded as one box of map_a_short. Such rows are common (a last row of tiles a few rows deep, a
+// cluster's padding CTA), and TMA's zero fill of them is not free: 181 x 5760 x 2880 in
+// 128 x 96 tiles ran 27.1 us loading them, 19.6 us leaving the dead half-tiles out.
+// Several 8-row boxes cost more than the fill they save (seven per stage: 35 us), so a
+// slice with more live rows is loaded whole (H200, docs/notes/narrow-fitted-widths.md).
 template <class Config, class Loads = MulticastStageLoads<Config>>
 __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUtensorMap& map_b, bool batched_a,
                                              bool batched_b, const TileCoord& tile, int first_row_a, int k_begin,
@@ -144,7 +150,7 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
                                              uint8_t (*tiles_b)[Config::kStageBytesB],
                                              StageBarriers<Config::kStages>& barriers,
                                              int64_t rows_a = INT64_MAX, int64_t rows_b = INT64_MAX,
-                                             const CUtensorMap* map_a_rows8 = nullptr,
+                                             const CUtensorMap* map_a_short = nullptr,  // [8 rows, half]
                                              const StageScalesA& scales_a = StageScalesA{}) {
   constexpr int kSliceRowsA = Config::kBlockM / Config::kSlicesA;
   constexpr int kSliceRowsB = Config::kBlockN / Config::kSlicesB;
@@ -155,7 +161,7 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
   constexpr bool kSkip = skips_dead_boxes<Config>() && requires { Loads::kSkipsDeadBoxes; };
   uint32_t expected = Loads::kExpectedBytes;
   bool load_a = true, load_b = true;
-  bool group_a = false;  // this CTA's A slice goes as one 8-row box
+  const CUtensorMap* short_a = nullptr;  // the short box's map, where this CTA's A slice goes as one
   if constexpr (kSkip) {
     int rows = 0;
     for (int s = 0; s < Config::kSlicesA; ++s) rows += loaded_rows<kSliceRowsA>(tile_row_a + s * kSliceRowsA, rows_a);
@@ -165,7 +171,8 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
     expected = static_cast<uint32_t>(rows) * Config::kRowBytes;
     const int loaded_a = loaded_rows<kSliceRowsA>(row_a, rows_a);
     load_a = loaded_a > 0;
-    group_a = loaded_a == kRowGroup && kRowGroup < kSliceRowsA;
+    if (loaded_a == kRowGroup) short_a = &map_a_short[0];
+    if (kHasHalfBox<kSliceRowsA> && loaded_a == kSliceRowsA / 2) short_a = &map_a_short[1];
     load_b = row_b < rows_b;
   }
   // Block scales: each CTA brings its own copy of the tile's A scales with every stage,
@@ -194,8 +201,10 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
       }
     }
     if constexpr (kSkip) {
-      if (group_a) {
-        Loads::template load<Config::kSlicesA, kRowGroup>(slice_a, *map_a_rows8, full, k, row_a, batched_a, tile.batch);
+      if (short_a != nullptr) {
+        // kSliceRows only places unswizzled boxes (Blackwell's ladder); a short box here
+        // lands where the whole one would put its rows.
+        Loads::template load<Config::kSlicesA, kSliceRowsA>(slice_a, *short_a, full, k, row_a, batched_a, tile.batch);
       } else if (load_a) {
         Loads::template load<Config::kSlicesA, kSliceRowsA>(slice_a, map_a, full, k, row_a, batched_a, tile.batch);
       }
@@ -215,10 +224,10 @@ __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtens
                                           StageRing<Config::kStages>& ring, uint8_t (*tiles_a)[Config::kStageBytesA],
                                           uint8_t (*tiles_b)[Config::kStageBytesB],
                                           StageBarriers<Config::kStages>& barriers, int64_t rows_a = INT64_MAX,
-                                          int64_t rows_b = INT64_MAX, const CUtensorMap* map_a_rows8 = nullptr,
+                                          int64_t rows_b = INT64_MAX, const CUtensorMap* map_a_short = nullptr,
                                           const StageScalesA& scales_a = StageScalesA{}) {
   load_tile_at<Config, Loads>(map_a, map_b, batched, batched, tile, 0, k_begin, k_end, slice, ring, tiles_a, tiles_b,
-                              barriers, rows_a, rows_b, map_a_rows8, scales_a);
+                              barriers, rows_a, rows_b, map_a_short, scales_a);
 }
 
 // The rows of A and of B whose products are stored: M, and the GEMM's N (twice the output
@@ -246,7 +255,7 @@ __device__ void run_producer(const Sm90Params& params, uint32_t cta_rank, int cl
     while (cursor.next(&unit)) {
       load_tile<Config>(params.map_a, params.map_b, params.batched, params.scheduler.tile(unit.linear, 0),
                         unit.k_begin, unit.k_end, slice, ring, tiles_a, tiles_b, barriers, stored_rows_a(params),
-                        stored_rows_b(params), &params.map_a_rows8);
+                        stored_rows_b(params), params.map_a_short);
     }
   } else {
     for (int linear = cluster; linear < params.scheduler.total_cluster_tiles(); linear += clusters) {
@@ -256,7 +265,7 @@ __device__ void run_producer(const Sm90Params& params, uint32_t cta_rank, int cl
         scales_a = StageScalesA{&params.map_scales_a, stage_scales_a, block_scale_line(params, tile)};
       }
       load_tile<Config>(params.map_a, params.map_b, params.batched, tile, 0, params.k_tiles, slice, ring, tiles_a,
-                        tiles_b, barriers, stored_rows_a(params), stored_rows_b(params), &params.map_a_rows8, scales_a);
+                        tiles_b, barriers, stored_rows_a(params), stored_rows_b(params), params.map_a_short, scales_a);
     }
   }
 }

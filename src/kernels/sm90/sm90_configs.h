@@ -88,23 +88,25 @@ using FitPair224 = FitConfig<224, 4, 2>;
 using FitSingle160 = FitConfig<160, 5, 1>;
 using FitSingle192 = FitConfig<192, 5, 1>;
 using FitSingle224 = FitConfig<224, 4, 1>;
-// The narrow fitted widths: 128 x 64 and 128 x 96 tiles in pairs along N multicasting A
-// (the larger operand of such a narrow tile), 8 and 7 stages of 24 and 28 KiB beside the
-// staged epilogue's 20 KiB. A 96-wide tile stores its last 32 columns from the registers.
-// Their producer leaves out A's rows past M (producer.cuh, load_tile_at), which TMA would
-// otherwise fill with zeros at a cost.
+// The narrow fitted widths: 128 x 64 and 128 x 96 tiles in single CTAs, 8 and 7 stages of
+// 24 and 28 KiB beside the staged epilogue's 20 KiB. A 96-wide tile stores its last 32
+// columns from the registers. Their producer leaves out A's rows past M (producer.cuh,
+// load_tile_at), which TMA would otherwise fill with zeros at a cost. Not in clusters:
+// such a tile's K step is short (~0.3 us), and a multicast pair's CTAs wait on each
+// other's releases every step; lone CTAs ran each K step 15-20% faster and saved ~0.7 us
+// per call, and pairs along N that read A from L2 once per four CTAs instead of two were
+// no faster (H200, docs/notes/narrow-fitted-widths.md).
 template <int kBlockN, int kStages>
 using NarrowFitConfig = KernelConfig<KernelSpec{.block_n = kBlockN,
                                                 .consumers = 2,
                                                 .slabs_per_consumer = 1,
                                                 .stages = kStages,
-                                                .cluster_ctas = 2,
+                                                .cluster_ctas = 1,
                                                 .tma_store = true,
                                                 .store_rounds = 1,
-                                                .cluster_axis = ClusterAxis::kN,
                                                 .skip_dead_boxes = true}>;
-using FitPairN64 = NarrowFitConfig<64, 8>;
-using FitPairN96 = NarrowFitConfig<96, 7>;
+using FitNarrow64 = NarrowFitConfig<64, 8>;
+using FitNarrow96 = NarrowFitConfig<96, 7>;
 
 // sm90-fp8's configurations, one per Fp8Variant (fp8_plan.h): sm90-gemm's tiles with 8-bit
 // inputs, whose stages hold 128 values of K per row.
@@ -172,8 +174,8 @@ constexpr auto with_variant_config(Sm90Variant variant, F&& f) {
     case Sm90Variant::kFitSingle160: return f(FitSingle160{});
     case Sm90Variant::kFitSingle192: return f(FitSingle192{});
     case Sm90Variant::kFitSingle224: return f(FitSingle224{});
-    case Sm90Variant::kFitPairN64: return f(FitPairN64{});
-    case Sm90Variant::kFitPairN96: return f(FitPairN96{});
+    case Sm90Variant::kFitNarrow64: return f(FitNarrow64{});
+    case Sm90Variant::kFitNarrow96: return f(FitNarrow96{});
   }
   return f(WidePair{});
 }
