@@ -20,8 +20,6 @@ constexpr const char* kPow2Name = "sm90-gemm-pow2";
 constexpr const char* kPairNName = "sm90-gemm-pair-n";
 constexpr char kNarrow64Name[] = "sm90-gemm-narrow64";
 constexpr char kNarrow96Name[] = "sm90-gemm-narrow96";
-constexpr char kNarrowM64Name[] = "sm90-gemm-narrowm64";
-constexpr char kNarrowM96Name[] = "sm90-gemm-narrowm96";
 constexpr const char* kSplitKName = "sm90-gemm-splitk4";
 constexpr int kForcedSlices = 4;
 
@@ -37,8 +35,6 @@ PlanOverrides stream_k() { return sm90_with_variant(Sm90Variant::kTallStreamK); 
 PlanOverrides pair_n() { return sm90_with_variant(Sm90Variant::kWidePairN); }
 PlanOverrides narrow64() { return sm90_with_variant(Sm90Variant::kFitNarrow64); }
 PlanOverrides narrow96() { return sm90_with_variant(Sm90Variant::kFitNarrow96); }
-PlanOverrides narrowm64() { return sm90_with_variant(Sm90Variant::kFitNarrowPairM64); }
-PlanOverrides narrowm96() { return sm90_with_variant(Sm90Variant::kFitNarrowPairM96); }
 PlanOverrides fit() {
   PlanOverrides o;
   o.family = KernelFamily::kSm90Gemm;
@@ -136,10 +132,6 @@ extern const KernelInfo kSm90GemmNarrow96{kNarrow96Name,
                                           "sm90-gemm's 128x96 tiles in single CTAs, on every problem (a narrow "
                                           "fitted width; for tests and measurement)",
                                           check_fitted<kNarrow96Name>, launch<narrow96>, workspace<narrow96>};
-extern const KernelInfo kSm90GemmNarrowM64{kNarrowM64Name, "128x64 tiles in 2-CTA pairs along M multicasting B (lab)",
-                                           check_fitted<kNarrowM64Name>, launch<narrowm64>, workspace<narrowm64>};
-extern const KernelInfo kSm90GemmNarrowM96{kNarrowM96Name, "128x96 tiles in 2-CTA pairs along M multicasting B (lab)",
-                                           check_fitted<kNarrowM96Name>, launch<narrowm96>, workspace<narrowm96>};
 extern const KernelInfo kSm90GemmStreamK{kStreamKName,
                                          "sm90-gemm's stream-K configuration on every problem, whatever the wave plan "
                                          "says: 256x128 tiles, the last waves' K iterations spread over all SMs, "

@@ -28,8 +28,6 @@ extern const KernelInfo kSm90GemmPow2;
 extern const KernelInfo kSm90GemmPairN;
 extern const KernelInfo kSm90GemmNarrow64;
 extern const KernelInfo kSm90GemmNarrow96;
-extern const KernelInfo kSm90GemmNarrowM64;
-extern const KernelInfo kSm90GemmNarrowM96;
 extern const KernelInfo kSm90GemmSplitK4;
 extern const KernelInfo kAblation05TwoStages;
 extern const KernelInfo kAblation09NoMulticast;
@@ -71,8 +69,6 @@ const std::array kLabKernels = {
     &detail::kSm90GemmPairN,
     &detail::kSm90GemmNarrow64,
     &detail::kSm90GemmNarrow96,
-    &detail::kSm90GemmNarrowM64,
-    &detail::kSm90GemmNarrowM96,
     &detail::kSm90GemmSplitK4,
     //
     // The ablations: one change against a ladder step or the production configuration.

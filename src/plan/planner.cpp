@@ -654,8 +654,6 @@ const char* variant_name(Sm90Variant v) {
     case Sm90Variant::kWidePairN: return "wide-pair-n";
     case Sm90Variant::kFitNarrow64: return "fit-narrow-64";
     case Sm90Variant::kFitNarrow96: return "fit-narrow-96";
-    case Sm90Variant::kFitNarrowPairM64: return "fit-narrow-pair-m-64";
-    case Sm90Variant::kFitNarrowPairM96: return "fit-narrow-pair-m-96";
   }
   return "?";
 }

@@ -34,16 +34,13 @@ enum class Sm90Variant : int {
   // kNarrowFitMinRowTiles).
   kFitNarrow64 = 12,
   kFitNarrow96 = 13,
-  kFitNarrowPairM64 = 14,
-  kFitNarrowPairM96 = 15,
 };
-inline constexpr int kSm90Variants = static_cast<int>(Sm90Variant::kFitNarrowPairM96) + 1;
+inline constexpr int kSm90Variants = static_cast<int>(Sm90Variant::kFitNarrow96) + 1;
 
 constexpr bool is_fit_width(Sm90Variant v) {
   return (static_cast<int>(v) >= static_cast<int>(Sm90Variant::kFitPair160) &&
           static_cast<int>(v) <= static_cast<int>(Sm90Variant::kFitSingle224)) ||
-         v == Sm90Variant::kFitNarrow64 || v == Sm90Variant::kFitNarrow96 || v == Sm90Variant::kFitNarrowPairM64 ||
-         v == Sm90Variant::kFitNarrowPairM96;
+         v == Sm90Variant::kFitNarrow64 || v == Sm90Variant::kFitNarrow96;
 }
 
 struct TileShape {
@@ -61,10 +58,8 @@ constexpr TileShape tile_shape(Sm90Variant v) {
     case Sm90Variant::kFitSingle192: return TileShape{128, 192};
     case Sm90Variant::kFitPair224:
     case Sm90Variant::kFitSingle224: return TileShape{128, 224};
-    case Sm90Variant::kFitNarrow64:
-    case Sm90Variant::kFitNarrowPairM64: return TileShape{128, 64};
-    case Sm90Variant::kFitNarrow96:
-    case Sm90Variant::kFitNarrowPairM96: return TileShape{128, 96};
+    case Sm90Variant::kFitNarrow64: return TileShape{128, 64};
+    case Sm90Variant::kFitNarrow96: return TileShape{128, 96};
     default: return TileShape{128, 256};
   }
 }
@@ -72,8 +67,7 @@ constexpr TileShape tile_shape(Sm90Variant v) {
 // Variants whose CTAs run in 2-CTA clusters along M (a partial cluster still holds two SMs).
 constexpr bool runs_in_pairs(Sm90Variant v) {
   return v == Sm90Variant::kWidePair || v == Sm90Variant::kPingPongPair || v == Sm90Variant::kFitPair160 ||
-         v == Sm90Variant::kFitPair192 || v == Sm90Variant::kFitPair224 || v == Sm90Variant::kFitNarrowPairM64 ||
-         v == Sm90Variant::kFitNarrowPairM96;
+         v == Sm90Variant::kFitPair192 || v == Sm90Variant::kFitPair224;
 }
 
 struct ClusterShape {

@@ -96,19 +96,17 @@ using FitSingle224 = FitConfig<224, 4, 1>;
 // other's releases every step; lone CTAs ran each K step 15-20% faster and saved ~0.7 us
 // per call, and pairs along N that read A from L2 once per four CTAs instead of two were
 // no faster (H200, docs/notes/narrow-fitted-widths.md).
-template <int kBlockN, int kStages, int kClusterCtas = 1>
+template <int kBlockN, int kStages>
 using NarrowFitConfig = KernelConfig<KernelSpec{.block_n = kBlockN,
                                                 .consumers = 2,
                                                 .slabs_per_consumer = 1,
                                                 .stages = kStages,
-                                                .cluster_ctas = kClusterCtas,
+                                                .cluster_ctas = 1,
                                                 .tma_store = true,
                                                 .store_rounds = 1,
                                                 .skip_dead_boxes = true}>;
 using FitNarrow64 = NarrowFitConfig<64, 8>;
 using FitNarrow96 = NarrowFitConfig<96, 7>;
-using FitNarrowPairM64 = NarrowFitConfig<64, 8, 2>;
-using FitNarrowPairM96 = NarrowFitConfig<96, 7, 2>;
 
 // sm90-fp8's configurations, one per Fp8Variant (fp8_plan.h): sm90-gemm's tiles with 8-bit
 // inputs, whose stages hold 128 values of K per row.
@@ -178,8 +176,6 @@ constexpr auto with_variant_config(Sm90Variant variant, F&& f) {
     case Sm90Variant::kFitSingle224: return f(FitSingle224{});
     case Sm90Variant::kFitNarrow64: return f(FitNarrow64{});
     case Sm90Variant::kFitNarrow96: return f(FitNarrow96{});
-    case Sm90Variant::kFitNarrowPairM64: return f(FitNarrowPairM64{});
-    case Sm90Variant::kFitNarrowPairM96: return f(FitNarrowPairM96{});
   }
   return f(WidePair{});
 }
