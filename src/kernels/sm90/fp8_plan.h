@@ -38,33 +38,23 @@ enum class Fp8Variant : int {
   // registers a thread. A tile spans two weight scale blocks (consumer.cuh). Not with
   // SwiGLU, whose gate/up pairs are 128 columns wide.
   kBlockWidePair = 6,
-  // Lab: the two block-scaled tiles in single CTAs.
-  kBlockSingle = 7,
-  kBlockWideSingle = 8,
 };
-inline constexpr int kFp8Variants = 9;
-constexpr bool fp8_single_variant(Fp8Variant v) { return v == Fp8Variant::kBlockSingle || v == Fp8Variant::kBlockWideSingle; }
+inline constexpr int kFp8Variants = 7;
 
 constexpr bool fp8_pairs_along_n(Fp8Variant v) {
   return v == Fp8Variant::kWidePairN || v == Fp8Variant::kNarrowPairN || v == Fp8Variant::kBlockPairN;
 }
 constexpr bool fp8_block_variant(Fp8Variant v) {
-  return v == Fp8Variant::kBlockPair || v == Fp8Variant::kBlockPairN || v == Fp8Variant::kBlockWidePair ||
-         v == Fp8Variant::kBlockSingle || v == Fp8Variant::kBlockWideSingle;
+  return v == Fp8Variant::kBlockPair || v == Fp8Variant::kBlockPairN || v == Fp8Variant::kBlockWidePair;
 }
 constexpr bool fp8_wide_variant(Fp8Variant v) { return v == Fp8Variant::kWidePair || v == Fp8Variant::kWidePairN; }
 constexpr TileShape fp8_tile_shape(Fp8Variant v) {
-  return fp8_wide_variant(v) ? TileShape{128, 256}
-         : v == Fp8Variant::kBlockWidePair || v == Fp8Variant::kBlockWideSingle ? TileShape{128, 192}
-                                                                                : TileShape{128, 128};
+  return fp8_wide_variant(v) ? TileShape{128, 256} : v == Fp8Variant::kBlockWidePair ? TileShape{128, 192} : TileShape{128, 128};
 }
 constexpr ClusterShape fp8_cluster_shape(Fp8Variant v) {
-  if (fp8_single_variant(v)) return ClusterShape{1, 1};
   return fp8_pairs_along_n(v) ? ClusterShape{1, 2} : ClusterShape{2, 1};
 }
-constexpr int fp8_stages(Fp8Variant v) {
-  return fp8_wide_variant(v) ? 4 : v == Fp8Variant::kBlockWidePair || v == Fp8Variant::kBlockWideSingle ? 5 : 6;
-}
+constexpr int fp8_stages(Fp8Variant v) { return fp8_wide_variant(v) ? 4 : v == Fp8Variant::kBlockWidePair ? 5 : 6; }
 constexpr const char* fp8_variant_name(Fp8Variant v) {
   switch (v) {
     case Fp8Variant::kWidePair: return "fp8-wide-pair";
@@ -74,8 +64,6 @@ constexpr const char* fp8_variant_name(Fp8Variant v) {
     case Fp8Variant::kNarrowPairN: return "fp8-narrow-pair-n";
     case Fp8Variant::kBlockPairN: return "fp8-block-pair-n";
     case Fp8Variant::kBlockWidePair: return "fp8-block-wide-pair";
-    case Fp8Variant::kBlockSingle: return "fp8-block-single";
-    case Fp8Variant::kBlockWideSingle: return "fp8-block-wide-single";
   }
   return "fp8-wide-pair";
 }
@@ -112,7 +100,6 @@ inline double fp8_relative_speed(Fp8Variant v) {
   const double width = fp8_wide_variant(v) || v == Fp8Variant::kBlockWidePair ? 1.0
                        : fp8_block_variant(v)                                  ? kFp8BlockNarrowRelativeSpeed
                                                                                : kFp8NarrowRelativeSpeed;
-  if (fp8_single_variant(v)) return 0.25;  // lab: never the planner's choice
   return width * (fp8_pairs_along_n(v) ? kFp8PairNRelativeSpeed : 1.0);
 }
 

@@ -157,12 +157,6 @@ constexpr KernelSpec pairs_along_n(KernelSpec spec) {
 using Fp8WidePairN = KernelConfig<pairs_along_n(Fp8WidePair::kKernelSpec)>;
 using Fp8NarrowPairN = KernelConfig<pairs_along_n(Fp8NarrowPair::kKernelSpec)>;
 using Fp8BlockPairN = KernelConfig<pairs_along_n(Fp8BlockPair::kKernelSpec)>;
-constexpr KernelSpec single_cta(KernelSpec spec) {
-  spec.cluster_ctas = 1;
-  return spec;
-}
-using Fp8BlockSingle = KernelConfig<single_cta(Fp8BlockPair::kKernelSpec)>;
-using Fp8BlockWideSingle = KernelConfig<single_cta(Fp8BlockWidePair::kKernelSpec)>;
 
 // Calls f with a value of the configuration type that runs `variant`.
 template <class F>
@@ -196,8 +190,6 @@ constexpr auto with_fp8_variant_config(Fp8Variant variant, F&& f) {
     case Fp8Variant::kNarrowPairN: return f(Fp8NarrowPairN{});
     case Fp8Variant::kBlockPairN: return f(Fp8BlockPairN{});
     case Fp8Variant::kBlockWidePair: return f(Fp8BlockWidePair{});
-    case Fp8Variant::kBlockSingle: return f(Fp8BlockSingle{});
-    case Fp8Variant::kBlockWideSingle: return f(Fp8BlockWideSingle{});
   }
   return f(Fp8WidePair{});
 }
