@@ -8,6 +8,7 @@
 #include "anvil/gemm.h"
 #include "cpu/dispatch_pins.h"
 #include "host/plan_cache.h"
+#include "kernels/sm90/dead_rows.h"
 #include "kernels/sm90/fit_widths.h"
 #include "kernels/sm90/kernel_config.h"
 #include "kernels/sm90/plan.h"
@@ -327,6 +328,26 @@ void expect_fitted_width_fits(Sm90Variant variant) {
   EXPECT_LE(Config::kStages * stage + Config::kEpilogueBytes + 2048, 227 * 1024);  // + barriers and alignment slack
   // One stage more would not fit: the stage count is the most the SM holds.
   EXPECT_GT((Config::kStages + 1) * stage + Config::kEpilogueBytes, 227 * 1024);
+}
+
+// The producer of the narrow fitted widths loads the shortest box that holds a slice's
+// live rows: 8 rows, half of a lone CTA's 128-row tile, or the whole slice.
+TEST(DeadRows, ShortestBoxThatHoldsTheLiveRows) {
+  static_assert(FitNarrow64::kBlockM / FitNarrow64::kSlicesA == 128 && kHasHalfBox<128>);
+  // The second row of 128-row tiles (rows 128-255) as M grows.
+  EXPECT_EQ(loaded_rows<128>(128, 128), 0);    // wholly past M: not loaded
+  EXPECT_EQ(loaded_rows<128>(128, 129), 8);    // 1 live row
+  EXPECT_EQ(loaded_rows<128>(128, 136), 8);
+  EXPECT_EQ(loaded_rows<128>(128, 137), 64);   // 9 live rows
+  EXPECT_EQ(loaded_rows<128>(128, 192), 64);
+  EXPECT_EQ(loaded_rows<128>(128, 193), 128);  // 65 live rows
+  EXPECT_EQ(loaded_rows<128>(0, 4096), 128);
+  // A pair's 64-row half-tile has no half box.
+  static_assert(!kHasHalfBox<64>);
+  EXPECT_EQ(loaded_rows<64>(64, 72), 8);
+  EXPECT_EQ(loaded_rows<64>(64, 73), 64);
+  EXPECT_EQ(loaded_rows<64>(64, 40), 0);
+  EXPECT_EQ(live_rows<128>(128, 181), 53);
 }
 
 TEST(KernelConfig, FittedWidthsFitTheSm) {
