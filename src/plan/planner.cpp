@@ -315,6 +315,42 @@ bool plan_split_k(LaunchPlan& p, const GemmDesc& desc, const Sm90Problem& whole,
   return true;
 }
 
+// The problem as the kernels after a repack see it: the K-major copies (or the caller's
+// operands, aligned: anything else was repacked), so only the decode kernels' descriptive
+// limits apply to it.
+GemmDesc on_copies(const GemmDesc& desc, const RepackNeeds& repack) {
+  GemmDesc d = desc;
+  if (repack.a) d.a = MatrixLayout{desc.a.dtype, Order::kRowMajor, repack.packed_ld, desc.m * repack.packed_ld};
+  if (repack.b) d.b = MatrixLayout{desc.b.dtype, Order::kColMajor, repack.packed_ld, desc.n * repack.packed_ld};
+  return d;
+}
+
+// Few tokens on operands no decode kernel reads in place (odd K, a transposed operand):
+// sm90-gemm's repack, then a decode kernel on the copies for every row (main_rows = 0).
+// The copies are an aligned problem of the same shape, for which the decode rules already
+// chose a decode kernel over sm90-gemm's tiles. Not in batch-invariant mode, whose decode
+// plans follow the weight's K split (plan_decode_family). False where no decode kernel
+// takes the copies either.
+bool plan_decode_on_copies(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides& ov) {
+  if (desc.batch_invariant || p.family != KernelFamily::kSm90Gemm || !(p.repack.a || p.repack.b) || p.k_splits > 1) {
+    return false;
+  }
+  const GemmDesc copies = on_copies(desc, p.repack);
+  CallFacts facts;
+  for (int f = 0; f < kKernelFamilies; ++f) facts.accepts[f] = decode_family_accepts(static_cast<KernelFamily>(f), copies);
+  char reason[kReasonChars];
+  const KernelFamily family = pick_decode_family(copies, device, facts, reason);
+  if (family == KernelFamily::kNone) return false;
+  p.main_rows = 0;
+  p.tail_family = family;
+  p.tail = plan_decode_launch(family, copies, device, ov.decode_splits);
+  p.workspace_bytes = p.repack.a_bytes + p.repack.b_bytes;
+  say(p.family_reason, "sm90-gemm's repack, then %s on the K-major copies: no decode kernel reads these operands "
+      "in place", family_name(family));
+  say(p.row_split_reason, "every row (%lld) to %s on the copies", static_cast<long long>(desc.m), family_name(family));
+  return true;
+}
+
 // sm90-gemm's plan: repack, variant, row split, workspace.
 void plan_sm90(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides& ov,
                const CallFacts& facts) {
@@ -346,12 +382,8 @@ void plan_sm90(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, co
     // Batch-invariant problems may split too: the tail's decode plan is unsplit as well.
     const int64_t main_rows = ov.fit_widths ? row_split_main_rows(problem, true, sms, mode) : desc.m;
     if (main_rows < desc.m) {
-      GemmDesc tail = desc;
+      GemmDesc tail = on_copies(desc, p.repack);
       tail.m = desc.m - main_rows;
-      // The tail reads the K-major copies (or the caller's operands, aligned: anything
-      // else was repacked), so only the decode kernels' descriptive limits apply.
-      if (p.repack.a) tail.a = MatrixLayout{desc.a.dtype, Order::kRowMajor, p.repack.packed_ld, desc.m * p.repack.packed_ld};
-      if (p.repack.b) tail.b = MatrixLayout{desc.b.dtype, Order::kColMajor, p.repack.packed_ld, desc.n * p.repack.packed_ld};
       CallFacts tail_facts;
       for (int f = 0; f < kKernelFamilies; ++f) tail_facts.accepts[f] = decode_family_accepts(static_cast<KernelFamily>(f), tail);
       char decode_reason[kReasonChars];
@@ -861,6 +893,7 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
     else say(p.family_reason, "sm90-gemm: %lld tokens, its tiles fill >= %.0f%% of their waves and decode's make > 1 wave",
              static_cast<long long>(desc.m), 100 * kSm90MinWaveEfficiency);
     plan_sm90(p, desc, device, ov, *facts);
+    if (decode) plan_decode_on_copies(p, desc, device, ov);
     p.kernel_name = family_name(p.family);
     return p;
   }
@@ -885,10 +918,16 @@ void print_plan(const LaunchPlan& p, const GemmDesc& desc, void* file) {
                  static_cast<long long>(desc.n), static_cast<long long>(desc.m), static_cast<long long>(desc.k));
   }
   if (p.family == KernelFamily::kSm90Gemm) {
-    std::fprintf(f, "  tile:      %dx%d, cluster %dx%d, %d stages, %s schedule - %s\n", p.tile.block_m, p.tile.block_n,
-                 p.cluster.m, p.cluster.n, p.stages,
-                 p.schedule == GemmSchedule::kPingPong ? "ping-pong" : p.schedule == GemmSchedule::kStreamK ? "stream-K" : "cooperative",
-                 p.tile_reason);
+    if (p.main_rows == 0) {
+      std::fprintf(f, "  tile:      none: the decode kernel below takes every row\n");
+    } else {
+      std::fprintf(f, "  tile:      %dx%d, cluster %dx%d, %d stages, %s schedule - %s\n", p.tile.block_m, p.tile.block_n,
+                   p.cluster.m, p.cluster.n, p.stages,
+                   p.schedule == GemmSchedule::kPingPong ? "ping-pong"
+                   : p.schedule == GemmSchedule::kStreamK ? "stream-K"
+                                                          : "cooperative",
+                   p.tile_reason);
+    }
     std::fprintf(f, "  repack:    A %s, B %s (%zu workspace bytes in all)\n", p.repack.a ? "copied" : "in place",
                  p.repack.b ? "copied" : "in place", p.workspace_bytes);
   } else if (p.family == KernelFamily::kSm90Fp8) {

@@ -162,7 +162,8 @@ struct LaunchPlan {
   int stages = 0;
   RepackNeeds repack;
   // Row split: sm90-gemm runs rows [0, main_rows); rows [main_rows, M) go to tail_family
-  // with tail (main_rows == M: no split).
+  // with tail (main_rows == M: no split; 0: the tail takes every row, on the repacked
+  // copies of operands no decode kernel reads in place).
   int64_t main_rows = 0;
   KernelFamily tail_family = KernelFamily::kNone;
   DecodePlan tail;

@@ -303,6 +303,36 @@ TEST(PlannerGemm, StreamKWhereWholeTilesLeaveTheLastWaveIdleAndKIsLong) {
   EXPECT_NE(plan(linear(256, 18432, 4096), h200).variant, Sm90Variant::kTallStreamK);
 }
 
+// Few tokens on rows no decode kernel reads in place (K = 4093: not 16-byte aligned):
+// sm90-gemm's repack, then the decode kernel the aligned problem of the same shape takes,
+// on the copies, for every row.
+TEST(PlannerGemm, FewTokensOnUnalignedRowsRunADecodeKernelOnTheCopies) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  const LaunchPlan p = plan(linear(13, 1021, 4093), h200);
+  EXPECT_EQ(p.family, KernelFamily::kSm90Gemm) << p.family_reason;
+  EXPECT_TRUE(p.repack.a && p.repack.b);
+  ASSERT_TRUE(p.row_split()) << p.row_split_reason;
+  EXPECT_EQ(p.main_rows, 0);
+  GemmDesc copies = linear(13, 1021, 4093);
+  copies.a.ld = copies.b.ld = p.repack.packed_ld;
+  const LaunchPlan aligned = plan(copies, h200);
+  EXPECT_EQ(p.tail_family, aligned.family);
+  EXPECT_EQ(p.tail.splits, aligned.decode.splits);
+  EXPECT_EQ(p.tail.ctas, aligned.decode.ctas);
+  EXPECT_EQ(p.workspace_bytes, p.repack.a_bytes + p.repack.b_bytes);
+  // A transposed A at few tokens too.
+  GemmDesc column_major_a = linear(13, 1024, 4096);
+  column_major_a.a = MatrixLayout{DataType::kBF16, Order::kColMajor, 13, 0};
+  EXPECT_EQ(plan(column_major_a, h200).main_rows, 0);
+  // Batch-invariant mode keeps sm90-gemm's tiles on the copies (its decode plans follow
+  // the weight's K split).
+  GemmDesc invariant = linear(13, 1021, 4093);
+  invariant.batch_invariant = true;
+  EXPECT_EQ(plan(invariant, h200).main_rows, 13);
+  // Many rows: sm90-gemm's tiles on the copies.
+  EXPECT_EQ(plan(linear(2048, 1021, 4093), h200).main_rows, 2048);
+}
+
 TEST(PlannerGemm, SplitKWhereWholeTilesLeaveNearlyEverySmIdle) {
   const DeviceInfo h200 = DeviceInfo::h200();
   // 256 x 512 x 131072: four 128 x 256 tiles for 132 SMs.

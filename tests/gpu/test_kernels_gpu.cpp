@@ -269,6 +269,8 @@ std::vector<Case> repeat_cases() {
       {"pingpong_bias_relu_2048x2048x256", with_epilogue(linear(2048, 2048, 256), Activation::kReLU, BiasMode::kPerColumn),
        false, 15},
       {"repacked_rowrow_300x520x65", repacked, false, 11},
+      // Few tokens on odd K: the repack, then a decode kernel on the copies.
+      {"repacked_decode_13x1021x4093", linear(13, 1021, 4093), false, 29},
       {"fit160_256x10240x8192", linear(256, 10240, 8192), false, 16},
       {"fit192_768x4096x256", linear(768, 4096, 256), false, 18},
       {"fit224_256x14336x128", linear(256, 14336, 128), false, 19},

@@ -161,10 +161,12 @@ Status launch_sm90_plan(const LaunchPlan& plan, const GemmDesc& desc, const Gemm
     }, diag);
   }
   if (!plan.row_split()) return launch_variant(plan.variant, kName, repack.packed, packed_args, diag);
-  GemmDesc head = repack.packed;
-  head.m = plan.main_rows;
-  const Status s = launch_variant(plan.variant, kName, head, packed_args, diag);
-  if (s != Status::kSuccess) return s;
+  if (plan.main_rows > 0) {
+    GemmDesc head = repack.packed;
+    head.m = plan.main_rows;
+    const Status s = launch_variant(plan.variant, kName, head, packed_args, diag);
+    if (s != Status::kSuccess) return s;
+  }
   const RowTail tail = tail_rows(repack.packed, packed_args, plan.main_rows);
   return plan.tail_family == KernelFamily::kDecodeLdg || plan.tail_family == KernelFamily::kDecodeLdgR64
              ? launch_decode_ldg_plan(plan.tail, tail.desc, tail.args, diag)
