@@ -325,6 +325,14 @@ GemmDesc on_copies(const GemmDesc& desc, const RepackNeeds& repack) {
   return d;
 }
 
+// The decode family for a problem on the copies (every operand read in place), or kNone.
+KernelFamily decode_family_on_copies(const GemmDesc& copies, const DeviceInfo& device) {
+  CallFacts facts;
+  for (int f = 0; f < kKernelFamilies; ++f) facts.accepts[f] = decode_family_accepts(static_cast<KernelFamily>(f), copies);
+  char reason[kReasonChars];
+  return pick_decode_family(copies, device, facts, reason);
+}
+
 // Few tokens on operands no decode kernel reads in place (odd K, a transposed operand):
 // sm90-gemm's repack, then a decode kernel on the copies for every row (main_rows = 0).
 // The copies are an aligned problem of the same shape, for which the decode rules already
@@ -336,10 +344,7 @@ bool plan_decode_on_copies(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo
     return false;
   }
   const GemmDesc copies = on_copies(desc, p.repack);
-  CallFacts facts;
-  for (int f = 0; f < kKernelFamilies; ++f) facts.accepts[f] = decode_family_accepts(static_cast<KernelFamily>(f), copies);
-  char reason[kReasonChars];
-  const KernelFamily family = pick_decode_family(copies, device, facts, reason);
+  const KernelFamily family = decode_family_on_copies(copies, device);
   if (family == KernelFamily::kNone) return false;
   p.main_rows = 0;
   p.tail_family = family;
@@ -384,10 +389,7 @@ void plan_sm90(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, co
     if (main_rows < desc.m) {
       GemmDesc tail = on_copies(desc, p.repack);
       tail.m = desc.m - main_rows;
-      CallFacts tail_facts;
-      for (int f = 0; f < kKernelFamilies; ++f) tail_facts.accepts[f] = decode_family_accepts(static_cast<KernelFamily>(f), tail);
-      char decode_reason[kReasonChars];
-      const KernelFamily tail_family = pick_decode_family(tail, device, tail_facts, decode_reason);
+      const KernelFamily tail_family = decode_family_on_copies(tail, device);
       if (tail_family != KernelFamily::kNone) {
         p.main_rows = main_rows;
         p.tail_family = tail_family;

@@ -130,7 +130,8 @@ RowTail tail_rows(const GemmDesc& desc, const GemmArgs& args, int64_t first_row)
 
 // Repacks what TMA cannot read in place, launches the planned configuration on the
 // copies, then the planned decode launch of the rows split off (row_split.h): two launches
-// on the caller's stream, writing disjoint rows.
+// on the caller's stream, writing disjoint rows. A plan whose decode launch takes every
+// row (main_rows = 0: few tokens on repacked operands) launches only that.
 Status launch_sm90_plan(const LaunchPlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
   const RepackPlan repack = packed_problem(desc, plan.repack);
   GemmArgs packed_args = args;

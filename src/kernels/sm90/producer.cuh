@@ -110,9 +110,9 @@ struct StageScalesA {
 // count only the bytes it loads: those rows would only feed outputs that are never stored,
 // so the stage may keep whatever they held. A slice wholly past its operand's end is not
 // loaded; a slice of A whose live rows fit in a short box (8 rows, or half the slice) is
-// loaded as one box of map_a_short. Such rows are common (a last row of tiles a few rows deep, a
-// cluster's padding CTA), and TMA's zero fill of them is not free: 181 x 5760 x 2880 in
-// 128 x 96 tiles ran 27.1 us loading them, 19.6 us leaving the dead half-tiles out.
+// loaded as one box of map_a_short. Such rows are common (a last row of tiles a few rows
+// deep, a cluster's padding CTA), and TMA's zero fill of them is not free: 181 x 5760 x
+// 2880 in 128 x 96 tiles ran 27.1 us loading them, 19.6 us leaving the dead half-tiles out.
 // Several 8-row boxes cost more than the fill they save (seven per stage: 35 us), so a
 // slice with more live rows is loaded whole (H200, docs/notes/narrow-fitted-widths.md).
 template <class Config, class Loads = MulticastStageLoads<Config>>
