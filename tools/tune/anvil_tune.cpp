@@ -285,7 +285,11 @@ std::vector<Candidate> enumerate(const GemmDesc& desc, const Options& opt) {
     const std::string sig = launch_signature(c.plan);
     if (std::find(seen.begin(), seen.end(), sig) != seen.end()) continue;
     seen.push_back(sig);
-    c.label = c.untuned ? std::string("planner (") + anvil::detail::describe_overrides([&] {
+    // A plan whose decode launch takes every row on repacked copies names that kernel.
+    const bool decode_on_copies = c.plan.row_split() && c.plan.main_rows == 0;
+    c.label = c.untuned && decode_on_copies
+                  ? std::string("planner (repack, then ") + anvil::detail::family_name(c.plan.tail_family) + ")"
+              : c.untuned ? std::string("planner (") + anvil::detail::describe_overrides([&] {
                 PlanOverrides o;
                 o.family = c.plan.family;
                 if (c.plan.family == KernelFamily::kSm90Gemm) o.sm90_variant = static_cast<int>(c.plan.variant);
