@@ -1,6 +1,6 @@
 // The fitted-width configurations of sm90-gemm: tiles 160, 192 or 224 columns wide, in
 // multicast pairs or single CTAs, for problems whose column count leaves the 128- and
-// 256-wide tiles' last wave partly idle, and 64 or 96 wide in pairs along N for problems
+// 256-wide tiles' last wave partly idle, and 64 or 96 wide in single CTAs for problems
 // of a few hundred rows that wider tiles leave mostly idle (plan.h chooses). Otherwise the design of the
 // other configurations: persistent, warp-specialized, banded raster.
 #include "kernels/sm90/fit_widths.h"
