@@ -4,6 +4,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 
 #include "kernels/sm90/decode_plan.h"
 #include "kernels/sm90/fp8_decode_plan.h"
@@ -41,6 +42,7 @@ constexpr DecodeShape kDecodeShapes[kDecodeConfigs] = {
     {8, 64, 64},   {16, 64, 64},  {32, 64, 64},                       // sm90-decode-ldg-r64
     {8, 128, 128}, {16, 128, 128}, {32, 128, 128}, {64, 128, 128}, {128, 128, 128},  // sm90-fp8-decode
     {64, 128, 128}, {128, 128, 128},  // sm90-fp8-decode, block scales from 33 tokens
+    {128, 64, 64},                    // sm90-decode-r64 beyond 128 tokens
 };
 
 // The configuration each family launches for m tokens, and the one whose residency a
@@ -50,7 +52,7 @@ DecodeConfigId decode_config(KernelFamily family, int64_t m, bool fp8_block = fa
   switch (family) {
     case KernelFamily::kDecodeLdg: return m <= 8 ? DecodeConfigId::kLdg8 : DecodeConfigId::kLdg16;
     case KernelFamily::kDecodeR64:
-      return m <= 16 ? DecodeConfigId::kR64x16 : m <= 32 ? DecodeConfigId::kR64x32 : DecodeConfigId::kR64x64;
+      return m <= 16 ? DecodeConfigId::kR64x16 : m <= 32 ? DecodeConfigId::kR64x32 : m <= 128 ? DecodeConfigId::kR64x64 : DecodeConfigId::kR64x128;
     case KernelFamily::kDecodeLdgR64:
       return m <= 8 ? DecodeConfigId::kLdgR64x8 : m <= 16 ? DecodeConfigId::kLdgR64x16 : DecodeConfigId::kLdgR64x32;
     case KernelFamily::kSm90Fp8Decode:
@@ -91,7 +93,8 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
   // Kernels that run one CTA per SM plan their split to fill one wave: the load-path ones,
   // and sm90-decode-r64's 32- and 64-token tiles (decode_plan.h, choose_single_wave_split).
   const bool single_wave = family == KernelFamily::kDecodeLdg || family == KernelFamily::kDecodeLdgR64 ||
-                           config == DecodeConfigId::kR64x32 || config == DecodeConfigId::kR64x64;
+                           config == DecodeConfigId::kR64x32 || config == DecodeConfigId::kR64x64 ||
+                           config == DecodeConfigId::kR64x128;
   const DecodeLaunchPlan p = plan_decode(desc, shape.token_tile, resident, single_wave,
                                          shape.tile_rows, shape.k_block, forced_splits);
   DecodePlan out;
@@ -821,6 +824,54 @@ int batch_invariant_k_split(const GemmDesc& desc, const DeviceInfo& device, cons
                                [&](int s) { return device.resident(DecodeConfigId::kTma128, s); });
 }
 
+// Beyond 128 tokens, where sm90-gemm's tiles would be narrow and few: sm90-decode-r64's
+// 64 weight rows x 128 tokens per CTA (swap-AB) do as much work per CTA as a 128 x 64
+// tile in fewer shared-memory cycles per K step (tile_k_step_cycles), and need no M
+// rounding beyond the last token tile, which is moved back to end at M. Both plans are
+// costed in the same model, their waves times K steps times cycles per step, so its
+// error in absolute time cancels; the token tiles are taken where they undercut
+// sm90-gemm's plan (split-K and stream-K included) by kTokenTilesMinSaving.
+constexpr double kTokenTilesMinSaving = 0.08;
+// A split's cluster reduction and its longer epilogue, in K steps of the 64 x 128 tile.
+constexpr double kTokenTilesSplitSteps = 6;
+// Each wave of decode CTAs fills its ring and finishes its tile before the next wave
+// starts (~2 us, ~6 K steps); sm90-gemm's persistent CTAs pay that once.
+constexpr double kWaveFixedSteps = 6;
+
+// sm90-gemm's planned main launch in that model: SM cycles of its waves.
+double sm90_plan_cycles(const LaunchPlan& p, const GemmDesc& desc, int sms) {
+  const int64_t k = p.k_splits > 1 ? p.slice_k : desc.k;
+  const int64_t tiles = variant_wave_plan(p.variant, desc.m, desc.n, desc.batch, sms).tiles * p.k_splits;
+  // Stream-K deals its tiles' K steps out evenly: its waves are fractional.
+  const double waves = p.variant == Sm90Variant::kTallStreamK ? static_cast<double>(tiles) / sms
+                                                               : static_cast<double>(ceil_div(tiles, sms));
+  const TileShape t = tile_shape(p.variant);
+  return (waves * static_cast<double>(ceil_div(k, 64)) + kWaveFixedSteps) * tile_k_step_cycles(t.block_m, t.block_n);
+}
+
+// Whether sm90-decode-r64's token tiles replace sm90-gemm's plan `sm90` (in place, one
+// launch: no repack, no row split). In batch-invariant mode the decode plan is unsplit
+// (plan_decode_launch), and so is the estimate.
+bool prefers_rows64_token_tiles(const LaunchPlan& sm90, const GemmDesc& desc, const DeviceInfo& device,
+                                const CallFacts& facts, char* reason) {
+  if (desc.m <= kDecodeMaxTokens || !facts.accepts[index(KernelFamily::kDecodeR64)]) return false;
+  // Batch-invariant problems take it unsplit, where the weight is not split: its 64-wide
+  // k-tiles sum each output's K in sm90-gemm's order.
+  if (desc.batch_invariant && batch_invariant_k_split(desc, device, facts) > 1) return false;
+  if (desc.epilogue.activation == Activation::kSwiGLU || sm90.repack.a || sm90.repack.b || sm90.row_split()) {
+    return false;
+  }
+  const double gemm = sm90_plan_cycles(sm90, desc, device.sm_count);
+  const DecodePlan d = plan_decode_launch(KernelFamily::kDecodeR64, desc, device, 0);
+  const double steps = static_cast<double>(ceil_div(d.k_tiles, d.splits)) + kWaveFixedSteps +
+                       (d.splits > 1 ? kTokenTilesSplitSteps : 0.0);
+  const double rows64 = static_cast<double>(d.waves) * steps * tile_k_step_cycles(d.tile_rows, d.token_tile);
+  if (rows64 > (1.0 - kTokenTilesMinSaving) * gemm) return false;
+  say(reason, "%lld tokens: 64 x 128 swap-AB tiles, %.0fk SM cycles against sm90-gemm's %dx%d plan's %.0fk",
+      static_cast<long long>(desc.m), rows64 / 1000, sm90.tile.block_m, sm90.tile.block_n, gemm / 1000);
+  return true;
+}
+
 LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides* overrides, const CallFacts* facts) {
   const PlanOverrides ov = overrides != nullptr ? *overrides : PlanOverrides{};
   CallFacts judged;
@@ -896,6 +947,13 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
              static_cast<long long>(desc.m), 100 * kSm90MinWaveEfficiency);
     plan_sm90(p, desc, device, ov, *facts);
     if (decode) plan_decode_on_copies(p, desc, device, ov);
+    char reason[kReasonChars];
+    if (!decode && prefers_rows64_token_tiles(p, desc, device, *facts, reason)) {
+      p = LaunchPlan{};
+      p.batch_invariant = desc.batch_invariant;
+      std::memcpy(p.family_reason, reason, kReasonChars);
+      plan_decode_family(p, KernelFamily::kDecodeR64, desc, device, ov, *facts);
+    }
     p.kernel_name = family_name(p.family);
     return p;
   }

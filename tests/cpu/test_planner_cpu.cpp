@@ -239,8 +239,8 @@ TEST(PlannerFamily, WideDecodeForNarrowWeightsWithALongK) {
   // 255 tokens x 3584 features x K = 14336: 28 tiles of 128 rows, a quarter of the SMs.
   EXPECT_EQ(plan(linear(255, 3584, 14336), h200).family, KernelFamily::kDecodeTma);
   EXPECT_EQ(plan(linear(256, 2048, 32768), h200).family, KernelFamily::kDecodeTma);
-  // K = 4096: too short for the split to pay.
-  EXPECT_EQ(plan(linear(255, 3584, 4096), h200).family, KernelFamily::kSm90Gemm);
+  // K = 4096: too short for the split to pay (the 64-row token tiles take it).
+  EXPECT_NE(plan(linear(255, 3584, 4096), h200).family, KernelFamily::kDecodeTma);
   // 6 tiles: sm90-gemm's split-K takes more SMs than 8 splits could.
   EXPECT_EQ(plan(linear(192, 768, 98304), h200).family, KernelFamily::kSm90Gemm);
   // 64 tiles: sm90-gemm's tiles fill the GPU.
@@ -333,6 +333,53 @@ TEST(PlannerGemm, FewTokensOnUnalignedRowsRunADecodeKernelOnTheCopies) {
   EXPECT_EQ(plan(linear(2048, 1021, 4093), h200).main_rows, 2048);
 }
 
+// Shared-memory cycles per K step: the 128 x 256 tile is at the tensor cores' rate and
+// shared memory's both; the narrow tiles are bound by shared memory.
+TEST(PlannerGemm, TileKStepCyclesFollowSharedMemoryTraffic) {
+  EXPECT_DOUBLE_EQ(tile_k_step_cycles(128, 256), 1024);
+  EXPECT_DOUBLE_EQ(tile_k_step_cycles(128, 64), 448);
+  EXPECT_DOUBLE_EQ(tile_k_step_cycles(128, 96), 544);
+  EXPECT_DOUBLE_EQ(tile_k_step_cycles(64, 128), 384);
+  EXPECT_LT(tile_k_step_cycles(64, 128), tile_k_step_cycles(128, 64));  // the same work
+}
+
+// 129-1000 tokens on a weight whose sm90-gemm tiles are narrow and few: sm90-decode-r64's
+// 64-row x 128-token tiles, the last token tile moved back to end at M.
+TEST(PlannerGemm, MidTokensOnANarrowWeightRunTokenTilesOf64Rows) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  for (const GemmDesc& d : {linear(255, 4096, 4096), linear(512, 1536, 4096), linear(129, 4096, 2048)}) {
+    const LaunchPlan p = plan(d, h200);
+    EXPECT_EQ(p.family, KernelFamily::kDecodeR64) << d.m << " x " << d.n << ": " << p.family_reason;
+    EXPECT_EQ(p.decode.config, DecodeConfigId::kR64x128);
+    EXPECT_EQ(p.decode.token_tiles, (d.m + 127) / 128);
+    EXPECT_EQ(p.decode.feature_tiles, (d.n + 63) / 64);
+    EXPECT_EQ(p.main_rows, d.m);
+    EXPECT_EQ(p.workspace_bytes, 0u);
+  }
+  // Wide weights whose sm90-gemm tiles fill their waves keep them.
+  EXPECT_EQ(plan(linear(1000, 10240, 4096), h200).family, KernelFamily::kSm90Gemm);
+  EXPECT_EQ(plan(linear(512, 8192, 3584), h200).family, KernelFamily::kSm90Gemm);
+  // Batch-invariant mode: unsplit where the weight is not split, never where it is.
+  GemmDesc invariant = linear(255, 4096, 4096);
+  invariant.batch_invariant = true;
+  const LaunchPlan unsplit = plan(invariant, h200);
+  EXPECT_EQ(unsplit.decode.config, DecodeConfigId::kR64x128) << unsplit.family_reason;
+  EXPECT_EQ(unsplit.k_splits, 1);
+  GemmDesc split_weight = linear(255, 1024, 65536);
+  split_weight.batch_invariant = true;
+  ASSERT_GT(batch_invariant_k_split(split_weight, h200, CallFacts{}), 1);
+  EXPECT_NE(plan(split_weight, h200).family, KernelFamily::kDecodeR64);
+  // Not with SwiGLU (a 64-row tile holds no gate and up block), not on operands sm90-gemm
+  // would repack.
+  GemmDesc swiglu = linear(255, 4096, 4096);
+  swiglu.epilogue.activation = Activation::kSwiGLU;
+  swiglu.c.ld = swiglu.d.ld = 2048;
+  EXPECT_EQ(plan(swiglu, h200).family, KernelFamily::kSm90Gemm);
+  GemmDesc column_major_a = linear(255, 4096, 4096);
+  column_major_a.a = MatrixLayout{DataType::kBF16, Order::kColMajor, 255, 0};
+  EXPECT_EQ(plan(column_major_a, h200).family, KernelFamily::kSm90Gemm);
+}
+
 TEST(PlannerGemm, SplitKWhereWholeTilesLeaveNearlyEverySmIdle) {
   const DeviceInfo h200 = DeviceInfo::h200();
   // 256 x 512 x 131072: four 128 x 256 tiles for 132 SMs.
@@ -343,13 +390,17 @@ TEST(PlannerGemm, SplitKWhereWholeTilesLeaveNearlyEverySmIdle) {
   EXPECT_FALSE(p.row_split());
   EXPECT_EQ(p.workspace_bytes, size_t{4} * 256 * 512 * static_cast<size_t>(p.k_splits));
   // Without room for the partials, an unaligned workspace, operands that must be
-  // repacked, a batch or batch invariance: no split.
+  // repacked, a batch or batch invariance: no split-K. (Without the workspace, the
+  // token tiles' cluster split, which needs none, takes the problem.)
+  const auto no_split_k = [](const LaunchPlan& q) {
+    return q.family == KernelFamily::kSm90Gemm ? q.k_splits == 1 : q.workspace_bytes == 0;
+  };
   CallFacts small;
   small.workspace_bytes = p.workspace_bytes - 1;
-  EXPECT_EQ(plan(linear(256, 512, 131072), h200, nullptr, &small).k_splits, 1);
+  EXPECT_TRUE(no_split_k(plan(linear(256, 512, 131072), h200, nullptr, &small)));
   CallFacts unaligned;
   unaligned.workspace_aligned16 = false;
-  EXPECT_EQ(plan(linear(256, 512, 131072), h200, nullptr, &unaligned).k_splits, 1);
+  EXPECT_TRUE(no_split_k(plan(linear(256, 512, 131072), h200, nullptr, &unaligned)));
   GemmDesc column_major_a = linear(256, 512, 131072);
   column_major_a.a = MatrixLayout{DataType::kBF16, Order::kColMajor, 256, 0};
   EXPECT_EQ(plan(column_major_a, h200).k_splits, 1);
@@ -588,9 +639,10 @@ TEST(PlannerBatchInvariant, SixtyFourRowTilesForEverySixtyFourTokens) {
   d = linear(128, 28672, 8192);  // sm90-gemm's tiles fill their waves
   d.batch_invariant = true;
   EXPECT_EQ(plan(d, h200).family, KernelFamily::kSm90Gemm);
-  d = linear(129, 1024, 4096);  // beyond 128 tokens: sm90-gemm
+  d = linear(129, 1024, 4096);  // beyond 128 tokens: 128-token tiles, unsplit
   d.batch_invariant = true;
-  EXPECT_EQ(plan(d, h200).family, KernelFamily::kSm90Gemm);
+  EXPECT_EQ(plan(d, h200).decode.config, DecodeConfigId::kR64x128);
+  EXPECT_EQ(plan(d, h200).k_splits, 1);
   d.m = 95;  // the second token tile would hold too few tokens
   EXPECT_EQ(plan(d, h200).family, KernelFamily::kSm90Gemm);
   d.m = 96;

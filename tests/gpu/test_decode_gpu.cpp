@@ -104,6 +104,11 @@ std::vector<DecodeCase> decode_cases() {
     cases.push_back({"residual_c_is_d_50x512x1000", d, true});
     d.beta = -0.5f;
     cases.push_back({"alpha_beta_separate_c_50x512x1000", d});
+    // Several token tiles, the last moved back to end at M: it recomputes rows of the one
+    // before and must finish only its own, or C == D would be added twice.
+    GemmDesc moved = linear(300, 512, 1000);
+    moved.alpha = 0.75f, moved.beta = 1.0f;
+    cases.push_back({"residual_c_is_d_moved_tile_300x512x1000", moved, true});
   }
   // An odd number of output columns in rows padded to a multiple of four: the unsplit
   // tiles' direct stores (two neighbouring columns each) end with a single column.

@@ -236,6 +236,23 @@ __device__ __forceinline__ DecodeTileOrigin tile_origin(const DecodeParams& p) {
           int64_t{blockIdx.y} * Config::kBlockM};
 }
 
+// The first token row of this CTA's X boxes: its tile's, except that a last tile running
+// past M is moved back to end at M, where M holds a whole tile. TMA fills a box's rows past
+// the tensor with zeros, and each such row costs more than a live one: a 128-token tile
+// with one live row ran ~2x as long as a full one (docs/notes/moved-last-token-tile.md).
+// The moved tile recomputes rows of the tile before it, in the same K order, and finishes
+// only its own (finish_decode_tile reads its partial from the shifted row).
+// Block-scaled configurations keep the tile's rows: their X scale boxes follow token0.
+template <class Config>
+__device__ __forceinline__ int64_t x_rows_begin(const DecodeParams& p, int64_t token0) {
+  if constexpr (Config::kBlockScales) {
+    return token0;
+  } else {
+    const int64_t last = p.epilogue.m - Config::kTokenTile;
+    return token0 > last && last >= 0 ? last : token0;
+  }
+}
+
 // Named barrier over the consumer warpgroups (id 0 is __syncthreads).
 template <class Config>
 __device__ __forceinline__ void consumers_sync() {
@@ -275,7 +292,8 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
                                    static_cast<int>(origin.batch), shared.a, shared.b, shared.barriers,
                                    &shared.scales.x[0][0]);
       } else {
-        run_split_producer<Config>(p, range, static_cast<int>(origin.feature0), static_cast<int>(origin.token0),
+        run_split_producer<Config>(p, range, static_cast<int>(origin.feature0),
+                                   static_cast<int>(x_rows_begin<Config>(p, origin.token0)),
                                    static_cast<int>(origin.batch), shared.a, shared.b, shared.barriers);
       }
     }
@@ -301,15 +319,17 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
     consumers_sync<Config>();  // the other warpgroup's last wgmma may still read the ring
     park_partial<Config::kTokenTile>(partial, acc[0], consumer);
     const DecodeTileOrigin origin = tile_origin<Config>(p);
+    // Token t of the tile sits at row t + (token0 - x_rows_begin) of the parked partial.
+    const float* tile_rows = partial + (origin.token0 - x_rows_begin<Config>(p, origin.token0)) * kPartialPitch;
     const int rank = static_cast<int>(sm90::cluster_cta_rank()), splits = static_cast<int>(sm90::cluster_size());
     if constexpr (Config::kElementBytes == 1) {
       // FP8: the per-tensor or row/column scales multiply the cluster's total.
       finish_decode_tile<Config::kTokenTile, Config::kConsumerThreads, typename Config::ReduceShape>(
-          p.epilogue, partial, origin, rank, splits, threadIdx.x - 128, [] { consumers_sync<Config>(); }, 1, 0,
+          p.epilogue, tile_rows, origin, rank, splits, threadIdx.x - 128, [] { consumers_sync<Config>(); }, 1, 0,
           p.scales);
     } else {
       finish_decode_tile<Config::kTokenTile, Config::kConsumerThreads, typename Config::ReduceShape>(
-          p.epilogue, partial, origin, rank, splits, threadIdx.x - 128, [] { consumers_sync<Config>(); });
+          p.epilogue, tile_rows, origin, rank, splits, threadIdx.x - 128, [] { consumers_sync<Config>(); });
     }
   }
 }
