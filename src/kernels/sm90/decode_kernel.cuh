@@ -239,7 +239,7 @@ __device__ __forceinline__ DecodeTileOrigin tile_origin(const DecodeParams& p) {
 // The first token row of this CTA's X boxes: its tile's, except that a last tile running
 // past M is moved back to end at M, where M holds a whole tile. TMA fills a box's rows past
 // the tensor with zeros, and each such row costs more than a live one: a 128-token tile
-// with one live row ran ~2x as long as a full one (docs/notes/moved-last-token-tile.md).
+// with one live row ran ~2x as long as a full one (docs/notes/token-tiles-beyond-128.md).
 // The moved tile recomputes rows of the tile before it, in the same K order, and finishes
 // only its own (finish_decode_tile reads its partial from the shifted row).
 // Block-scaled configurations keep the tile's rows: their X scale boxes follow token0.
