@@ -926,8 +926,7 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
     const bool rows64 = desc.m >= kInvariantRows64MinTokens && desc.m <= kDecodeMaxTokens &&
                         facts->accepts[index(KernelFamily::kDecodeR64)] && invariant_rows64_resident(desc, device) &&
                         !sm90_fills_its_waves(desc.m, desc.n, desc.batch, device.sm_count);
-    decode = invariant > 1 ? desc.m <= kDecodeMaxTokens || !invariant_split_k_fits(desc, invariant, *facts) ||
-                                 batch_invariant_split_stays_on_decode(desc.n)
+    decode = invariant > 1 ? desc.m <= kDecodeMaxTokens || !invariant_split_k_fits(desc, invariant, *facts)
                            : desc.m <= kDecodeAlwaysTokens || rows64;
   }
   if (!decode && plan_swapped_decode(p, desc, device, ov, *facts)) return p;

@@ -597,16 +597,13 @@ TEST(PlannerBatchInvariant, AWeightOfFewRowsSplitsAShortK) {
   EXPECT_EQ(weight_split(router, h200), 1);
   router.n = 1600, router.k = 6400;  // wide enough that a split's partials would cost
   EXPECT_EQ(weight_split(router, h200), 1);
-  // The split is the weight's at every M, on the decode kernel's cluster at every M (a
-  // weight of one 128-row tile: sm90-gemm's split-K would pad its slices' tiles and send
-  // the partials through memory).
-  for (int64_t m : {1, 32, 128, 300, 4096, 16384}) {
+  // The split is the weight's at every M: the decode kernel's cluster at few tokens,
+  // sm90-gemm's split-K beyond.
+  for (int64_t m : {1, 32, 128, 300, 4096}) {
     GemmDesc d = linear(m, 8, 4096);
     d.batch_invariant = true;
     const LaunchPlan p = plan(d, h200);
-    EXPECT_EQ(p.family, KernelFamily::kDecodeTma) << "m = " << m << ": " << p.family_reason;
     EXPECT_EQ(p.k_splits, 8) << "m = " << m << ": " << p.split_reason;
-    EXPECT_EQ(p.workspace_bytes, 0u);
   }
 }
 

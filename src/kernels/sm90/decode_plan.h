@@ -345,14 +345,6 @@ inline constexpr int kBatchInvariantKTile = 64;
 
 constexpr bool batch_invariant_partials_small(int64_t n, int64_t k, int splits) { return 8 * n * splits <= k; }
 
-// Where a split weight of one 128-row tile (n <= 128) runs at every M: sm90-decode's
-// cluster, whose 256-token tiles each re-read the weight - at most half the bytes of A they
-// stream - and add their partials on chip. sm90-gemm's split-K would pad each slice's
-// tiles to 128 columns and send the partials through memory: measured on 8 x 4096 and
-// 128 x 4096 weights at 8192-16384 tokens, 1.2-2.1x the unsplit time
-// (docs/notes/batch-invariant-split.md).
-constexpr bool batch_invariant_split_stays_on_decode(int64_t n) { return n <= 128; }
-
 // resident_128_token_ctas(s): sm90-decode's 128-token CTAs that fit at once in clusters
 // of s.
 template <class ResidentCtas>
