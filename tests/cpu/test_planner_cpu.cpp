@@ -584,29 +584,6 @@ TEST(PlannerBatchInvariant, TheFastestUnsplitPlanForEachM) {
 // A weight whose 128-row tiles leave most SMs idle splits K the same way at every M:
 // sm90-decode's cluster up to 128 tokens, sm90-gemm's split-K beyond (the workspace holds
 // the partials), sm90-decode again where it does not.
-// Weights of a few dozen rows (routers) split even a short K: their partials are small
-// beside A at every M.
-TEST(PlannerBatchInvariant, AWeightOfFewRowsSplitsAShortK) {
-  const DeviceInfo h200 = DeviceInfo::h200();
-  GemmDesc router = linear(32, 8, 4096);
-  router.batch_invariant = true;
-  EXPECT_EQ(weight_split(router, h200), 8);  // 8 x 8 x 8 <= 4096
-  router.n = 128;
-  EXPECT_EQ(weight_split(router, h200), 4);  // 8 x 128 x 4 <= 4096
-  router.k = 2880;                           // 45 k-tiles: 3 would be needed, 8 x 128 x 3 > 2880
-  EXPECT_EQ(weight_split(router, h200), 1);
-  router.n = 1600, router.k = 6400;  // wide enough that a split's partials would cost
-  EXPECT_EQ(weight_split(router, h200), 1);
-  // The split is the weight's at every M: the decode kernel's cluster at few tokens,
-  // sm90-gemm's split-K beyond.
-  for (int64_t m : {1, 32, 128, 300, 4096}) {
-    GemmDesc d = linear(m, 8, 4096);
-    d.batch_invariant = true;
-    const LaunchPlan p = plan(d, h200);
-    EXPECT_EQ(p.k_splits, 8) << "m = " << m << ": " << p.split_reason;
-  }
-}
-
 TEST(PlannerBatchInvariant, ANarrowLongWeightSplitsTheSameWayAtEveryM) {
   const DeviceInfo h200 = DeviceInfo::h200();
   GemmDesc d = linear(1, 1536, 40960);

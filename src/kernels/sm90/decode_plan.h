@@ -335,15 +335,9 @@ ANVIL_HOST_DEVICE constexpr int most_k_steps(int parts, int steps) { return (ste
 // (choose_single_wave_split), in slices of whole k-tiles (K a multiple of 64 x splits:
 // sm90-gemm's slices must end where the decode kernel's ranks do) and of at least
 // kBatchInvariantMinSliceK, so that the partials' round trip stays small beside the
-// slices' math - or shorter where the weight is so narrow that the partials are small
-// beside A whatever M is: s slices write and read back 8 n s bytes of fp32 partials per
-// row, against the 2 k bytes of A the slices read (batch_invariant_partials_small: at
-// most half). A router or a classifier of a few dozen rows then splits its K across up
-// to 8 CTAs instead of one CTA streaming all of it at every M.
+// slices' math.
 inline constexpr int64_t kBatchInvariantMinSliceK = 8192;
 inline constexpr int kBatchInvariantKTile = 64;
-
-constexpr bool batch_invariant_partials_small(int64_t n, int64_t k, int splits) { return 8 * n * splits <= k; }
 
 // resident_128_token_ctas(s): sm90-decode's 128-token CTAs that fit at once in clusters
 // of s.
@@ -353,8 +347,7 @@ int batch_invariant_split(int64_t n, int64_t k, int64_t batch, int sm_count, Res
   if (feature_tiles * kDecodeMaxSplit > sm_count) return 1;
   int splits = 1;
   for (int s = 2; s <= kDecodeMaxSplit; ++s) {
-    if (k % (int64_t{kBatchInvariantKTile} * s) != 0) continue;
-    if (k / s < kBatchInvariantMinSliceK && !batch_invariant_partials_small(n, k, s)) continue;
+    if (k % (int64_t{kBatchInvariantKTile} * s) != 0 || k / s < kBatchInvariantMinSliceK) continue;
     if (feature_tiles * s <= resident_128_token_ctas(s)) splits = s;
   }
   return splits;
