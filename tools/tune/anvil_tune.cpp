@@ -239,8 +239,8 @@ std::vector<Candidate> enumerate(const GemmDesc& desc, const Options& opt) {
     for (KernelFamily f : {KernelFamily::kDecodeTma, KernelFamily::kDecodeR64, KernelFamily::kDecodeLdg,
                            KernelFamily::kDecodeLdgR64}) {
       // Past a few of its widest token tiles a family reads the weight too many times: only
-      // the 256-token tiles stay a candidate there.
-      const int64_t widest = f == KernelFamily::kDecodeR64 ? 64 : f == KernelFamily::kDecodeLdgR64 ? 32 : 16;
+      // the 256-token tiles stay a candidate there (sm90-decode-r64's widest is 128 tokens).
+      const int64_t widest = f == KernelFamily::kDecodeR64 ? 128 : f == KernelFamily::kDecodeLdgR64 ? 32 : 16;
       if (f != KernelFamily::kDecodeTma && desc.m > 4 * widest) continue;
       for (int s : {0, 1, 2, 3, 4, 6, 8}) {
         PlanOverrides o;
