@@ -849,26 +849,43 @@ double sm90_plan_cycles(const LaunchPlan& p, const GemmDesc& desc, int sms) {
   return (waves * static_cast<double>(ceil_div(k, 64)) + kWaveFixedSteps) * tile_k_step_cycles(t.block_m, t.block_n);
 }
 
-// Whether sm90-decode-r64's token tiles replace sm90-gemm's plan `sm90` (in place, one
-// launch: no repack, no row split). In batch-invariant mode the decode plan is unsplit
-// (plan_decode_launch), and so is the estimate.
-bool prefers_rows64_token_tiles(const LaunchPlan& sm90, const GemmDesc& desc, const DeviceInfo& device,
-                                const CallFacts& facts, char* reason) {
+// sm90-decode's 256-token tiles (the wide decode rule, prefers_wide_decode) in that model.
+// Its 128 x 256 tiles run a K step ~1.4x slower than sm90-gemm's tiles of that size
+// (decode_plan.h: 256 x 10240 x 8192 122 against 105-109 us), which the model, at both of
+// its limits there, does not see: the factor is that measurement's.
+constexpr double kWideDecodeStepFactor = 1.4;
+// That factor is one shape's, so the 64-row tiles must save more against these tiles than
+// against sm90-gemm's. Measured (H200, 16 shapes of 129-256 tokens at K = 8192, docs/notes/
+// token-tiles-beyond-128.md): where the model promised 31-34% they ran 7-39% faster, where
+// it promised 12% (2880 and 3584 features, whose 256-token tiles fill the GPU by their
+// split) 5-7% slower.
+constexpr double kWideDecodeMinSaving = 0.2;
+
+double wide_decode_cycles(const GemmDesc& desc, const DeviceInfo& device) {
+  const DecodePlan d = plan_decode_launch(KernelFamily::kDecodeTma, desc, device, 0);
+  const double steps = static_cast<double>(ceil_div(d.k_tiles, d.splits)) * kWideDecodeStepFactor + kWaveFixedSteps +
+                       (d.splits > 1 ? kTokenTilesSplitSteps : 0.0);
+  return static_cast<double>(d.waves) * steps * tile_k_step_cycles(d.tile_rows, d.token_tile);
+}
+
+// Whether sm90-decode-r64's token tiles replace a plan that costs `other` SM cycles in the
+// model (sm90-gemm's plan, or the wide decode rule's): beyond 128 tokens, on operands it
+// reads in place (the caller rules out repacks and row splits), not with SwiGLU. In
+// batch-invariant mode its plan is unsplit (plan_decode_launch), and so is the estimate.
+bool prefers_rows64_token_tiles(double other, double min_saving, const char* other_name, const GemmDesc& desc,
+                                const DeviceInfo& device, const CallFacts& facts, char* reason) {
   if (desc.m <= kDecodeMaxTokens || !facts.accepts[index(KernelFamily::kDecodeR64)]) return false;
+  if (desc.epilogue.activation == Activation::kSwiGLU) return false;
   // Batch-invariant problems take it unsplit, where the weight is not split: its 64-wide
   // k-tiles sum each output's K in sm90-gemm's order.
   if (desc.batch_invariant && batch_invariant_k_split(desc, device, facts) > 1) return false;
-  if (desc.epilogue.activation == Activation::kSwiGLU || sm90.repack.a || sm90.repack.b || sm90.row_split()) {
-    return false;
-  }
-  const double gemm = sm90_plan_cycles(sm90, desc, device.sm_count);
   const DecodePlan d = plan_decode_launch(KernelFamily::kDecodeR64, desc, device, 0);
   const double steps = static_cast<double>(ceil_div(d.k_tiles, d.splits)) + kWaveFixedSteps +
                        (d.splits > 1 ? kTokenTilesSplitSteps : 0.0);
   const double rows64 = static_cast<double>(d.waves) * steps * tile_k_step_cycles(d.tile_rows, d.token_tile);
-  if (rows64 > (1.0 - kTokenTilesMinSaving) * gemm) return false;
-  say(reason, "%lld tokens: 64 x 128 swap-AB tiles, %.0fk SM cycles against sm90-gemm's %dx%d plan's %.0fk",
-      static_cast<long long>(desc.m), rows64 / 1000, sm90.tile.block_m, sm90.tile.block_n, gemm / 1000);
+  if (rows64 > (1.0 - min_saving) * other) return false;
+  say(reason, "%lld tokens: 64 x 128 swap-AB tiles, %.0fk SM cycles against %s's %.0fk",
+      static_cast<long long>(desc.m), rows64 / 1000, other_name, other / 1000);
   return true;
 }
 
@@ -930,6 +947,14 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
                            : desc.m <= kDecodeAlwaysTokens || rows64;
   }
   if (!decode && plan_swapped_decode(p, desc, device, ov, *facts)) return p;
+  // The wide decode rule's 256-token tiles against the 64-row ones.
+  if (decode && desc.m > kDecodeMaxTokens &&
+      prefers_rows64_token_tiles(wide_decode_cycles(desc, device), kWideDecodeMinSaving, "sm90-decode's 256-token tiles",
+                                 desc, device, *facts, p.family_reason)) {
+    plan_decode_family(p, KernelFamily::kDecodeR64, desc, device, ov, *facts);
+    p.kernel_name = family_name(p.family);
+    return p;
+  }
   if (decode) {
     const KernelFamily f = pick_decode_family(desc, device, *facts, p.family_reason);
     if (f != KernelFamily::kNone) {
@@ -948,7 +973,10 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
     plan_sm90(p, desc, device, ov, *facts);
     if (decode) plan_decode_on_copies(p, desc, device, ov);
     char reason[kReasonChars];
-    if (!decode && prefers_rows64_token_tiles(p, desc, device, *facts, reason)) {
+    const bool in_place = !p.repack.a && !p.repack.b && !p.row_split();
+    if (!decode && in_place &&
+        prefers_rows64_token_tiles(sm90_plan_cycles(p, desc, device.sm_count), kTokenTilesMinSaving, "sm90-gemm's plan",
+                                   desc, device, *facts, reason)) {
       p = LaunchPlan{};
       p.batch_invariant = desc.batch_invariant;
       std::memcpy(p.family_reason, reason, kReasonChars);
