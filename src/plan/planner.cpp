@@ -860,6 +860,17 @@ constexpr double kWideDecodeStepFactor = 1.4;
 // it promised 12% (2880 and 3584 features, whose 256-token tiles fill the GPU by their
 // split) 5-7% slower.
 constexpr double kWideDecodeMinSaving = 0.2;
+// Nor where each of the wide tiles' CTAs runs 64 K steps or more: their cluster reduction
+// (a 128 KiB fp32 partial per CTA) is then amortized, and the factor above, measured at
+// 32-57 steps per CTA, overstates them. 256 x 2048 x 32768 (eight splits of 64 steps):
+// the 256-token tiles 70.9 us, the 64-row ones 80.4.
+constexpr int64_t kWideDecodeAmortizedSteps = 64;
+
+// Whether the wide tiles' CTAs run enough K steps each to amortize their reduction.
+bool wide_decode_amortized(const GemmDesc& desc, const DeviceInfo& device) {
+  const DecodePlan d = plan_decode_launch(KernelFamily::kDecodeTma, desc, device, 0);
+  return ceil_div(d.k_tiles, d.splits) >= kWideDecodeAmortizedSteps;
+}
 
 double wide_decode_cycles(const GemmDesc& desc, const DeviceInfo& device) {
   const DecodePlan d = plan_decode_launch(KernelFamily::kDecodeTma, desc, device, 0);
@@ -948,7 +959,7 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
   }
   if (!decode && plan_swapped_decode(p, desc, device, ov, *facts)) return p;
   // The wide decode rule's 256-token tiles against the 64-row ones.
-  if (decode && desc.m > kDecodeMaxTokens &&
+  if (decode && desc.m > kDecodeMaxTokens && !wide_decode_amortized(desc, device) &&
       prefers_rows64_token_tiles(wide_decode_cycles(desc, device), kWideDecodeMinSaving, "sm90-decode's 256-token tiles",
                                  desc, device, *facts, p.family_reason)) {
     plan_decode_family(p, KernelFamily::kDecodeR64, desc, device, ov, *facts);

@@ -238,10 +238,11 @@ TEST(PlannerFamily, WideDecodeForNarrowWeightsWithALongK) {
   const DeviceInfo h200 = DeviceInfo::h200();
   // 255 tokens x 3584 features x K = 14336: 28 tiles of 128 rows, a quarter of the SMs.
   EXPECT_EQ(plan(linear(255, 3584, 14336), h200).family, KernelFamily::kDecodeTma);
-  // Where the 64-row x 128-token tiles save a fifth of the model's cycles, they take it:
-  // 2048 and 4096 features (32-64 of them per token tile fill the GPU unsplit or split in 2).
-  EXPECT_EQ(plan(linear(256, 2048, 32768), h200).family, KernelFamily::kDecodeR64);
+  EXPECT_EQ(plan(linear(256, 2048, 32768), h200).family, KernelFamily::kDecodeTma);
+  // Where the 64-row x 128-token tiles save a fifth of the model's cycles and the wide
+  // tiles' CTAs run fewer than 64 K steps each, they take it: 4096 features at K = 8192.
   EXPECT_EQ(plan(linear(255, 4096, 8192), h200).family, KernelFamily::kDecodeR64);
+  EXPECT_EQ(plan(linear(255, 4096, 11008), h200).family, KernelFamily::kDecodeR64);
   EXPECT_EQ(plan(linear(181, 2880, 8192), h200).family, KernelFamily::kDecodeTma);
   // K = 4096: too short for the split to pay (the 64-row token tiles take it).
   EXPECT_NE(plan(linear(255, 3584, 4096), h200).family, KernelFamily::kDecodeTma);
