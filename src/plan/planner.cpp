@@ -855,8 +855,8 @@ double sm90_plan_cycles(const LaunchPlan& p, const GemmDesc& desc, int sms) {
 // its limits there, does not see: the factor is that measurement's.
 constexpr double kWideDecodeStepFactor = 1.4;
 // That factor is one shape's, so the 64-row tiles must save more against these tiles than
-// against sm90-gemm's. Measured (H200, 16 shapes of 129-256 tokens at K = 8192, docs/notes/
-// token-tiles-beyond-128.md): where the model promised 31-34% they ran 7-39% faster, where
+// against sm90-gemm's. Measured (H200, 129-256 tokens at K = 8192-11008, docs/notes/
+// token-tiles-beyond-128.md): where the model promised 31-34% they ran 7-42% faster, where
 // it promised 12% (2880 and 3584 features, whose 256-token tiles fill the GPU by their
 // split) 5-7% slower.
 constexpr double kWideDecodeMinSaving = 0.2;
@@ -895,8 +895,8 @@ bool prefers_rows64_token_tiles(double other, double min_saving, const char* oth
                        (d.splits > 1 ? kTokenTilesSplitSteps : 0.0);
   const double rows64 = static_cast<double>(d.waves) * steps * tile_k_step_cycles(d.tile_rows, d.token_tile);
   if (rows64 > (1.0 - min_saving) * other) return false;
-  say(reason, "%lld tokens: 64 x 128 swap-AB tiles, %.0fk SM cycles against %s's %.0fk",
-      static_cast<long long>(desc.m), rows64 / 1000, other_name, other / 1000);
+  say(reason, "%lld tokens: 64 x 128 swap-AB tiles, %.0fk SM cycles against %.0fk for %s",
+      static_cast<long long>(desc.m), rows64 / 1000, other / 1000, other_name);
   return true;
 }
 

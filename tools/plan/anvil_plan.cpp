@@ -292,8 +292,10 @@ void print_gemm_candidates(const GemmDesc& d, const DeviceInfo& dev, const Launc
   const int sms = dev.sm_count;
   const double k_steps = static_cast<double>(ceil_div(d.k, 64));
   std::printf("\nsm90-gemm candidates (setmaxnreg: producer / consumer registers per thread; est: the planner's cost model)\n");
-  std::printf("  %-15s %7s %5s %9s %6s %9s %9s %11s %7s %7s %7s %6s %6s %9s\n", "variant", "tile", "clus",
-              "stage KiB", "stages", "fit", "smem KiB", "regs p/c", "CTA/SM", "tiles", "waves", "eff", "est us", "");
+  std::printf("  (step cyc: SM cycles per 64-wide K step in the shared-memory model, tile_k_step_cycles)\n");
+  std::printf("  %-15s %7s %5s %9s %6s %9s %9s %11s %7s %7s %7s %6s %8s %6s %9s\n", "variant", "tile", "clus",
+              "stage KiB", "stages", "fit", "smem KiB", "regs p/c", "CTA/SM", "tiles", "waves", "eff", "step cyc",
+              "est us", "");
   constexpr Sm90Variant kAll[] = {Sm90Variant::kWidePair,     Sm90Variant::kPingPongPair, Sm90Variant::kWidePairN,
                                   Sm90Variant::kWide,         Sm90Variant::kNarrow,       Sm90Variant::kFitPair160,
                                   Sm90Variant::kFitPair192,   Sm90Variant::kFitPair224,   Sm90Variant::kFitSingle160,
@@ -316,18 +318,23 @@ void print_gemm_candidates(const GemmDesc& d, const DeviceInfo& dev, const Launc
     if (std::isfinite(est_us)) std::snprintf(est, sizeof(est), "%.1f", est_us);
     else std::snprintf(est, sizeof(est), "-");
     const bool picked = chosen.family == KernelFamily::kSm90Gemm && chosen.variant == v;
-    std::printf("  %-15s %7s %5s %9.1f %6d %9d %9.1f %11s %7d %7lld %7.2f %5.0f%% %6s %s\n", variant_name(v), tile, cluster,
-                r.stage_bytes / 1024.0, r.stages, stages_fit, r.smem_bytes / 1024.0, regtext, per_sm,
-                static_cast<long long>(w.tiles), w.waves, 100 * w.efficiency, est, picked ? "<- planned" : "");
+    std::printf("  %-15s %7s %5s %9.1f %6d %9d %9.1f %11s %7d %7lld %7.2f %5.0f%% %8.0f %6s %s\n", variant_name(v), tile,
+                cluster, r.stage_bytes / 1024.0, r.stages, stages_fit, r.smem_bytes / 1024.0, regtext, per_sm,
+                static_cast<long long>(w.tiles), w.waves, 100 * w.efficiency, tile_k_step_cycles(r.block_m, r.block_n),
+                est, picked ? "<- planned" : "");
   }
 }
 
+// Beyond 256 tokens only sm90-decode-r64's 128-token tiles are a candidate (the others'
+// token tiles would each stream the weight again).
 void print_decode_candidates(const GemmDesc& d, const DeviceInfo& dev, const LaunchPlan& chosen) {
   std::printf("\ndecode candidates (swap-AB: weight rows x tokens per CTA; the weight streamed once per token tile)\n");
-  std::printf("  %-20s %9s %7s %7s %7s %7s %10s\n", "kernel", "tile", "splits", "CTAs", "waves", "k-tiles", "stream us");
+  std::printf("  %-20s %9s %7s %7s %7s %7s %8s %10s\n", "kernel", "tile", "splits", "CTAs", "waves", "k-tiles", "step cyc",
+              "stream us");
   constexpr KernelFamily kDecode[] = {KernelFamily::kDecodeLdgR64, KernelFamily::kDecodeLdg, KernelFamily::kDecodeR64,
                                       KernelFamily::kDecodeTma};
   for (KernelFamily f : kDecode) {
+    if (d.m > 256 && f != KernelFamily::kDecodeR64) continue;
     PlanOverrides o;
     o.family = f;
     const LaunchPlan p = plan(d, dev, &o);
@@ -339,9 +346,10 @@ void print_decode_candidates(const GemmDesc& d, const DeviceInfo& dev, const Lau
         2.0 * d.n * d.k * d.batch * p.decode.token_tiles / dev.hbm_bytes_per_second * 1e6;
     char tile[16];
     std::snprintf(tile, sizeof(tile), "%dx%d", p.decode.tile_rows, p.decode.token_tile);
-    std::printf("  %-20s %9s %7d %7lld %7lld %7d %10.1f %s\n", family_name(f), tile, p.decode.splits,
+    std::printf("  %-20s %9s %7d %7lld %7lld %7d %8.0f %10.1f %s\n", family_name(f), tile, p.decode.splits,
                 static_cast<long long>(p.decode.ctas), static_cast<long long>(p.decode.waves), p.decode.k_tiles,
-                stream_us, chosen.family == f ? "<- planned" : "");
+                tile_k_step_cycles(p.decode.tile_rows, p.decode.token_tile), stream_us,
+                chosen.family == f ? "<- planned" : "");
   }
 }
 
@@ -411,12 +419,7 @@ int run(int argc, char** argv) {
   }
   print_roofline(d, dev, 2, out_bytes, 1.0);
   print_gemm_candidates(d, dev, chosen);
-  if (o.m <= 256) {
-    print_decode_candidates(d, dev, chosen);
-  } else {
-    std::printf("\ndecode kernels: not candidates above %d tokens (each token tile re-reads the weight)\n",
-                static_cast<int>(kDecodeMaxTokens));
-  }
+  print_decode_candidates(d, dev, chosen);
   std::printf("\n");
   print_plan(chosen, d, stdout);
   return chosen.family == KernelFamily::kNone ? 1 : 0;
