@@ -30,6 +30,29 @@ TEST(DecodeTokenTile, NarrowestWgmmaWidthThatHoldsTheTokens) {
   EXPECT_EQ(decode_token_tile(257), 256);  // several 256-wide tiles
 }
 
+// A last token tile that runs past M is moved back to end at M, where M holds a whole
+// tile; the others, and a lone tile wider than M, keep their rows.
+TEST(DecodeTokenTile, ALastTilePastMMovesBackToEndAtM) {
+  EXPECT_EQ(moved_token_rows_begin(255, 128, 128), 127);  // rows 127-254: one row recomputed
+  EXPECT_EQ(moved_token_rows_begin(129, 128, 128), 1);
+  EXPECT_EQ(moved_token_rows_begin(255, 0, 128), 0);      // the first tile keeps its rows
+  EXPECT_EQ(moved_token_rows_begin(256, 128, 128), 128);  // M a multiple of the tile: none moves
+  EXPECT_EQ(moved_token_rows_begin(100, 0, 128), 0);      // one tile wider than M: zero-filled rows
+  EXPECT_EQ(moved_token_rows_begin(300, 256, 256), 44);
+  EXPECT_EQ(moved_token_rows_begin(1000, 896, 128), 872);
+  // Every moved tile still starts at or after 0 and ends exactly at M.
+  for (int64_t m = 1; m <= 1024; ++m) {
+    for (int tile : {8, 16, 32, 64, 96, 128, 256}) {
+      for (int64_t token0 = 0; token0 < m; token0 += tile) {
+        const int64_t begin = moved_token_rows_begin(m, token0, tile);
+        EXPECT_GE(begin, 0);
+        EXPECT_LE(begin, token0);
+        if (m >= tile) EXPECT_LE(begin + tile, m);
+      }
+    }
+  }
+}
+
 TEST(DecodeSplit, BandwidthBoundCostIsTheStreamSharedByResidentCtas) {
   // 256 CTAs x (32 + overhead) k-tiles over 264 slots.
   const DecodeSplit s = decode_split_cost(64, 128, 4, 264, true);

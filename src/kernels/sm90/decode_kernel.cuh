@@ -236,20 +236,18 @@ __device__ __forceinline__ DecodeTileOrigin tile_origin(const DecodeParams& p) {
           int64_t{blockIdx.y} * Config::kBlockM};
 }
 
-// The first token row of this CTA's X boxes: its tile's, except that a last tile running
-// past M is moved back to end at M, where M holds a whole tile. TMA fills a box's rows past
-// the tensor with zeros, and each such row costs more than a live one: a 128-token tile
-// with one live row ran ~2x as long as a full one (docs/notes/token-tiles-beyond-128.md).
-// The moved tile recomputes rows of the tile before it, in the same K order, and finishes
-// only its own (finish_decode_tile reads its partial from the shifted row).
-// Block-scaled configurations keep the tile's rows: their X scale boxes follow token0.
+// The first token row of this CTA's X boxes (moved_token_rows_begin, decode_plan.h): a
+// last tile running past M moves back to end at M - TMA's zero-filled rows cost more than
+// live ones; a 128-token tile with one live row ran ~2x as long as a full one. The moved
+// tile recomputes rows of the tile before it, in the same K order, and finishes only its
+// own (finish_decode_tile reads its partial from the shifted row). Block-scaled
+// configurations keep the tile's rows: their X scale boxes follow token0.
 template <class Config>
 __device__ __forceinline__ int64_t x_rows_begin(const DecodeParams& p, int64_t token0) {
   if constexpr (Config::kBlockScales) {
     return token0;
   } else {
-    const int64_t last = p.epilogue.m - Config::kTokenTile;
-    return token0 > last && last >= 0 ? last : token0;
+    return moved_token_rows_begin(p.epilogue.m, token0, Config::kTokenTile);
   }
 }
 

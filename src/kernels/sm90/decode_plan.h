@@ -304,6 +304,15 @@ bool prefers_decode_ldg_r64_split(int64_t m, int64_t n, int64_t k, int64_t batch
          static_cast<double>(rows64.ctas) >= kDecodeLdgRows64SplitMinFill * sm_count;
 }
 
+// The first token row of a token tile's X boxes (decode_kernel.cuh, x_rows_begin): the
+// tile's own, except that a last tile running past M is moved back to end at M where M
+// holds a whole tile - TMA's zero-filled rows past the tensor cost more than live ones
+// (docs/notes/token-tiles-beyond-128.md). The moved tile finishes only its own rows.
+ANVIL_HOST_DEVICE constexpr int64_t moved_token_rows_begin(int64_t m, int64_t token0, int token_tile) {
+  const int64_t last = m - token_tile;
+  return token0 > last && last >= 0 ? last : token0;
+}
+
 // The load-path kernels' K partition (decode_ldg_kernel.cuh): part `part` of `parts` - the
 // warpgroups of subslice h in CTA rank r are part r x subslices + h - runs K steps
 // [begin, end) of `steps`. Parts differ by at most one step, and the most any runs is the
