@@ -91,7 +91,7 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
     return device.resident(decode_config(family, token_tile, fp8_block), splits);
   };
   // Kernels that run one CTA per SM plan their split to fill one wave: the load-path ones,
-  // and sm90-decode-r64's 32- and 64-token tiles (decode_plan.h, choose_single_wave_split).
+  // and sm90-decode-r64's 32-, 64- and 128-token tiles (decode_plan.h, choose_single_wave_split).
   const bool single_wave = family == KernelFamily::kDecodeLdg || family == KernelFamily::kDecodeLdgR64 ||
                            config == DecodeConfigId::kR64x32 || config == DecodeConfigId::kR64x64 ||
                            config == DecodeConfigId::kR64x128;
@@ -866,15 +866,10 @@ constexpr double kWideDecodeMinSaving = 0.2;
 // the 256-token tiles 70.9 us, the 64-row ones 80.4.
 constexpr int64_t kWideDecodeAmortizedSteps = 64;
 
-// Whether the wide tiles' CTAs run enough K steps each to amortize their reduction.
-bool wide_decode_amortized(const GemmDesc& desc, const DeviceInfo& device) {
-  const DecodePlan d = plan_decode_launch(KernelFamily::kDecodeTma, desc, device, 0);
-  return ceil_div(d.k_tiles, d.splits) >= kWideDecodeAmortizedSteps;
-}
-
-double wide_decode_cycles(const GemmDesc& desc, const DeviceInfo& device) {
-  const DecodePlan d = plan_decode_launch(KernelFamily::kDecodeTma, desc, device, 0);
-  const double steps = static_cast<double>(ceil_div(d.k_tiles, d.splits)) * kWideDecodeStepFactor + kWaveFixedSteps +
+// A decode plan in that model: its waves of K steps (each step_factor times the model's
+// cycles), plus each wave's fill and finish and a split's reduction.
+double decode_plan_cycles(const DecodePlan& d, double step_factor = 1.0) {
+  const double steps = static_cast<double>(ceil_div(d.k_tiles, d.splits)) * step_factor + kWaveFixedSteps +
                        (d.splits > 1 ? kTokenTilesSplitSteps : 0.0);
   return static_cast<double>(d.waves) * steps * tile_k_step_cycles(d.tile_rows, d.token_tile);
 }
@@ -890,10 +885,7 @@ bool prefers_rows64_token_tiles(double other, double min_saving, const char* oth
   // Batch-invariant problems take it unsplit, where the weight is not split: its 64-wide
   // k-tiles sum each output's K in sm90-gemm's order.
   if (desc.batch_invariant && batch_invariant_k_split(desc, device, facts) > 1) return false;
-  const DecodePlan d = plan_decode_launch(KernelFamily::kDecodeR64, desc, device, 0);
-  const double steps = static_cast<double>(ceil_div(d.k_tiles, d.splits)) + kWaveFixedSteps +
-                       (d.splits > 1 ? kTokenTilesSplitSteps : 0.0);
-  const double rows64 = static_cast<double>(d.waves) * steps * tile_k_step_cycles(d.tile_rows, d.token_tile);
+  const double rows64 = decode_plan_cycles(plan_decode_launch(KernelFamily::kDecodeR64, desc, device, 0));
   if (rows64 > (1.0 - min_saving) * other) return false;
   say(reason, "%lld tokens: 64 x 128 swap-AB tiles, %.0fk SM cycles against %.0fk for %s",
       static_cast<long long>(desc.m), rows64 / 1000, other / 1000, other_name);
@@ -958,13 +950,17 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
                            : desc.m <= kDecodeAlwaysTokens || rows64;
   }
   if (!decode && plan_swapped_decode(p, desc, device, ov, *facts)) return p;
-  // The wide decode rule's 256-token tiles against the 64-row ones.
-  if (decode && desc.m > kDecodeMaxTokens && !wide_decode_amortized(desc, device) &&
-      prefers_rows64_token_tiles(wide_decode_cycles(desc, device), kWideDecodeMinSaving, "sm90-decode's 256-token tiles",
-                                 desc, device, *facts, p.family_reason)) {
-    plan_decode_family(p, KernelFamily::kDecodeR64, desc, device, ov, *facts);
-    p.kernel_name = family_name(p.family);
-    return p;
+  // The wide decode rule's 256-token tiles against the 64-row ones, where the wide tiles'
+  // CTAs run too few K steps each to amortize their reduction.
+  if (decode && desc.m > kDecodeMaxTokens) {
+    const DecodePlan wide = plan_decode_launch(KernelFamily::kDecodeTma, desc, device, 0);
+    if (ceil_div(wide.k_tiles, wide.splits) < kWideDecodeAmortizedSteps &&
+        prefers_rows64_token_tiles(decode_plan_cycles(wide, kWideDecodeStepFactor), kWideDecodeMinSaving,
+                                   "sm90-decode's 256-token tiles", desc, device, *facts, p.family_reason)) {
+      plan_decode_family(p, KernelFamily::kDecodeR64, desc, device, ov, *facts);
+      p.kernel_name = family_name(p.family);
+      return p;
+    }
   }
   if (decode) {
     const KernelFamily f = pick_decode_family(desc, device, *facts, p.family_reason);

@@ -47,7 +47,9 @@ TEST(DecodeTokenTile, ALastTilePastMMovesBackToEndAtM) {
         const int64_t begin = moved_token_rows_begin(m, token0, tile);
         EXPECT_GE(begin, 0);
         EXPECT_LE(begin, token0);
-        if (m >= tile) EXPECT_LE(begin + tile, m);
+        if (m >= tile) {
+          EXPECT_LE(begin + tile, m);
+        }
       }
     }
   }

@@ -163,8 +163,8 @@ inline bool prefers_wide_decode(int64_t m, int64_t n, int64_t k, int64_t batch, 
 // do rows x cols x 64 MACs at 2048 per clock (989 TFLOP/s dense at 1.83 GHz on 132 SMs).
 // A 128 x 256 tile is at both limits (1024 cycles); a 128 x 64 one takes 448 cycles for
 // a quarter of the work, 64 weight rows x 128 tokens (swap-AB) 384 for the same work:
-// measured 0.286 us and ~0.25 per K step (255 x 4096 x K, H200,
-// docs/notes/token-tiles-beyond-128.md).
+// measured per K step (255 x 4096 x K sweeps, H200), anvil's lone 128 x 64 CTAs 0.286 us
+// and cuBLAS's 64 x 128 tiles 0.233 (docs/notes/token-tiles-beyond-128.md).
 constexpr double tile_k_step_cycles(int rows, int cols) {
   const double smem = 2.0 * rows + cols * (1.0 + rows / 64.0);
   const double tensor = rows * cols / 32.0;
