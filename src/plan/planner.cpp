@@ -242,6 +242,7 @@ Sm90Problem sm90_problem(const GemmDesc& desc) {
   Sm90Problem p;
   p.m = desc.m, p.n = desc.n, p.k = desc.k, p.batch = desc.batch;
   p.fused_epilogue = !plain(desc);
+  p.swiglu = desc.epilogue.activation == Activation::kSwiGLU;
   p.stream_k_allowed = !desc.batch_invariant;
   p.store = tma_storable(desc) ? DStore::kTma : desc.d.order == Order::kRowMajor ? DStore::kRowMajor : DStore::kColumnMajor;
   return p;
@@ -265,7 +266,7 @@ void describe_tile_choice(LaunchPlan& p, const Sm90Problem& problem, int sms, bo
         static_cast<long long>(w.tiles), sms, static_cast<int>(kStreamKMinKTiles));
   } else {
     say(p.tile_reason, "%s: fewest waves x area / speed (%lld tiles, %.2f waves)%s", variant_name(p.variant),
-        static_cast<long long>(w.tiles), w.waves, problem.fused_epilogue ? "; fused epilogue: ping-pong hides it" : "");
+        static_cast<long long>(w.tiles), w.waves, problem.fused_epilogue && p.variant == Sm90Variant::kPingPongPair ? "; fused epilogue: ping-pong hides it" : "");
   }
 }
 

@@ -482,7 +482,7 @@ TEST(DispatchPins, SameFamiliesThroughThePublicApi) {
 
 }  // namespace
 // The narrow fitted widths fill one wave where wider tiles leave most SMs idle, and only
-// there: from two rows of 128-row tiles, below stream-K's K, never for fused epilogues, and
+// there: from two rows of 128-row tiles, below stream-K's K, never with SwiGLU, and
 // not on problems that the wider tiles already fill.
 TEST(Plan, NarrowFittedWidthsFillFewTileProblems) {
   const auto pick = [](int64_t m, int64_t n, int64_t k, bool fused = false) {
@@ -499,8 +499,13 @@ TEST(Plan, NarrowFittedWidthsFillFewTileProblems) {
   EXPECT_GE(tile_shape(pick(255, 4096, 14336)).block_n, 128);
   // One row of tiles: the decode kernels' token tiles fit M there.
   EXPECT_GE(tile_shape(pick(128, 4096, 4096)).block_n, 128);
-  // Fused epilogues keep the classic tiles.
-  EXPECT_FALSE(is_fit_width(pick(255, 4096, 4096, true)));
+  // A fused epilogue takes them too where they save more than ping-pong's overlap of the
+  // epilogue (kPingPongEpilogueAllowance) ...
+  EXPECT_EQ(pick(255, 4096, 4096, true), Sm90Variant::kFitNarrow64);
+  // ... but not with SwiGLU, whose gate/up pairs need 128-column tiles.
+  Sm90Problem swiglu = problem(255, 4096, 4096);
+  swiglu.fused_epilogue = swiglu.swiglu = true;
+  EXPECT_FALSE(is_fit_width(choose_sm90_variant(swiglu, kH200Sms)));
   // More than one wave of narrow tiles: the wider tiles' waves are full enough.
   EXPECT_NE(pick(256, 18432, 4096), Sm90Variant::kFitNarrow96);
   EXPECT_NE(pick(1025, 4096, 4096), Sm90Variant::kFitNarrow64);
@@ -508,6 +513,24 @@ TEST(Plan, NarrowFittedWidthsFillFewTileProblems) {
   EXPECT_EQ(pick(4096, 4096, 4096), Sm90Variant::kWidePair);
   // The (M, N) chooser, which the decode rules ask, never takes them.
   EXPECT_GE(tile_shape(choose_sm90_variant(255, 4096, 1, kH200Sms)).block_n, 128);
+}
+
+// A fused epilogue keeps ping-pong pairs where their waves are as full as the plain GEMM's
+// best tiles' (the overlap hides the epilogue), and takes the fitted width where it saves
+// more than that overlap.
+TEST(Plan, FusedEpiloguesTakeFittedWidthsThatSaveWaves) {
+  const auto fused = [](int64_t m, int64_t n, int64_t k) {
+    Sm90Problem p = problem(m, n, k);
+    p.fused_epilogue = true;
+    return choose_sm90_variant(p, kH200Sms);
+  };
+  // 257 x 8192: 129 tiles of 128 x 192 in one wave, against three rows of ping-pong pairs.
+  EXPECT_EQ(fused(257, 8192, 16384), Sm90Variant::kFitSingle192);
+  EXPECT_LT(variant_cost(Sm90Variant::kFitSingle192, 257, 8192, 1, kH200Sms),
+            (1.0 - kPingPongEpilogueAllowance) * variant_cost(Sm90Variant::kPingPongPair, 257, 8192, 1, kH200Sms));
+  // Full waves either way: the pairs' ping-pong schedule stays.
+  EXPECT_EQ(fused(8192, 8192, 8192), Sm90Variant::kPingPongPair);
+  EXPECT_EQ(fused(4096, 4096, 4096), Sm90Variant::kPingPongPair);
 }
 
 }  // namespace anvil::detail

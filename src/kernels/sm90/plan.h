@@ -333,6 +333,7 @@ struct Sm90Problem {
   bool stream_k_allowed = true;  // workspace for the partials is there; not batch-invariant
   DStore store = DStore::kTma;   // how a plain GEMM's D leaves (choose_classic_sm90_variant)
   bool fit_widths = true;        // the fitted widths may be chosen (off: 128- and 256-wide tiles only)
+  bool swiglu = false;           // SwiGLU pairs 128-column gate/up tiles: 128- and 256-wide tiles only
 };
 
 // Stream-K is only considered with at least this many K iterations per tile. Every shape
@@ -367,6 +368,26 @@ inline Sm90Variant narrow_fit_or(Sm90Variant best, int64_t m, int64_t n, int64_t
   return best;
 }
 
+// A fused epilogue (bias, activation, alpha, C; not SwiGLU) keeps the ping-pong pairs where
+// they cost what the plain GEMM's best tiles cost: one warpgroup's epilogue then hides behind
+// the other's mainloop, 4-6% for bias + GELU (docs/notes/epilogue-code-size.md). Where the
+// plain GEMM's fitted width saves more than that - fewer waves, or one full wave of narrow
+// tiles where ping-pong leaves SMs idle - the fitted tiles run the epilogue themselves: it
+// costs one warpgroup's store per tile, not a wave. 257 x 8192 x 16384 with bias + GELU:
+// 129 tiles of 128 x 192 (one wave) against 130 ping-pong pairs' tiles of 128 x 128 in two
+// (docs/notes/fused-epilogue-widths.md).
+inline constexpr double kPingPongEpilogueAllowance = 0.06;
+
+inline Sm90Variant fit_for_fused_epilogue(Sm90Variant fused, int64_t m, int64_t n, int64_t k, int64_t batch,
+                                          int sm_count, DStore store) {
+  const Sm90Variant fit =
+      narrow_fit_or(choose_sm90_variant(m, n, batch, sm_count, false, store), m, n, k, batch, sm_count);
+  if (!is_fit_width(fit)) return fused;
+  const double allowance = fused == Sm90Variant::kPingPongPair ? 1.0 - kPingPongEpilogueAllowance : 1.0;
+  return variant_cost(fit, m, n, batch, sm_count) < allowance * variant_cost(fused, m, n, batch, sm_count) ? fit
+                                                                                                           : fused;
+}
+
 // The whole choice: the whole-tile variant (a narrow fitted width where one fits, above),
 // or stream-K where it is cheaper than the whole-tile plans' waves.
 inline Sm90Variant choose_sm90_variant(const Sm90Problem& p, int sm_count) {
@@ -374,6 +395,9 @@ inline Sm90Variant choose_sm90_variant(const Sm90Problem& p, int sm_count) {
       p.fit_widths ? choose_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue, p.store)
                    : choose_classic_sm90_variant(p.m, p.n, p.batch, sm_count, p.fused_epilogue, p.store);
   if (p.fit_widths && !p.fused_epilogue) whole = narrow_fit_or(whole, p.m, p.n, p.k, p.batch, sm_count);
+  if (p.fit_widths && p.fused_epilogue && !p.swiglu) {
+    whole = fit_for_fused_epilogue(whole, p.m, p.n, p.k, p.batch, sm_count, p.store);
+  }
   if (!p.stream_k_allowed || ceil_div(p.k, 64) < kStreamKMinKTiles) return whole;
   // A fitted width carries its allowance here too: 768 x 4096 x 11008 in 114 tiles of
   // 128 x 224 (one wave at 86%) took 122 us against 112 streamed; 256 x 18432 x 8192
