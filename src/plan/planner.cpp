@@ -43,7 +43,7 @@ constexpr DecodeShape kDecodeShapes[kDecodeConfigs] = {
     {8, 128, 128}, {16, 128, 128}, {32, 128, 128}, {64, 128, 128}, {128, 128, 128},  // sm90-fp8-decode
     {64, 128, 128}, {128, 128, 128},  // sm90-fp8-decode, block scales from 33 tokens
     {128, 64, 64},                    // sm90-decode-r64 beyond 128 tokens
-    {2, 1, 64},                       // sm90-decode-ldg's row streams (row_stream_kernel.cuh)
+    {2, 4, 64},                       // sm90-decode-ldg's row streams (row_stream_kernel.cuh)
 };
 
 // The configuration each family launches for m tokens, and the one whose residency a

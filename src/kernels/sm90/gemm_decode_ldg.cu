@@ -123,31 +123,33 @@ auto row_stream_kernel_for(DataType input) {
                                   : row_stream_kernel<RowStreams, sm90::Input::kF16>;
 }
 
-// Grid (features, 1, batch): one CTA per weight row, x first so that lm heads of 100k+ rows
-// fit. The cached plan is the parameter block.
+struct RowStreamLaunch {
+  RowStreamParams params;
+  DecodeLaunchPlan plan;
+};
+
 Status launch_row_streams(const DecodePlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  if (desc.m > RowStreams::kMaxTokens || plan.splits != 1 || plan.tile_rows != RowStreams::kRows) {
-    return fail(diag, Status::kInternalError, "%s: row streams take 1-%d tokens unsplit, %d row a CTA", kName,
+  if (desc.m > RowStreams::kMaxTokens || plan.splits != 1 || plan.tile_rows != RowStreams::kRows ||
+      plan.feature_tiles > 65535) {
+    return fail(diag, Status::kInternalError, "%s: row streams take 1-%d tokens unsplit, %d rows a CTA", kName,
                 RowStreams::kMaxTokens, RowStreams::kRows);
   }
-  const auto kernel = row_stream_kernel_for(desc.a.dtype);
-  RowStreamParams p;
-  const Status s = find_or_build_plan("sm90-decode-ldg/rows", desc, args, &p, diag, [&](RowStreamParams* out) {
-    out->w = static_cast<const uint16_t*>(args.b);
-    out->x = static_cast<const uint16_t*>(args.a);
-    out->ld_w = desc.b.ld, out->ld_x = desc.a.ld;
-    out->batch_w = desc.batch > 1 ? desc.b.batch_stride : 0;
-    out->batch_x = desc.batch > 1 ? desc.a.batch_stride : 0;
-    out->features = desc.n;
-    out->tokens = static_cast<int>(desc.m);
-    out->k = static_cast<int>(desc.k);
-    out->epilogue = make_epilogue_params(desc, args);
-    return Status::kSuccess;
-  });
-  if (s != Status::kSuccess) return s;
-  const dim3 grid(static_cast<unsigned>(desc.n), 1, static_cast<unsigned>(desc.batch));
-  kernel<<<grid, RowStreams::kThreads, 0, args.stream>>>(p);
-  return check_launch(diag, kName);
+  return cached_decode_launch<RowStreamLaunch>(
+      kName, "sm90-decode-ldg/rows", row_stream_kernel_for(desc.a.dtype), RowStreams::kThreads, 0, plan, desc, args,
+      diag, [&](RowStreamLaunch* out) {
+        RowStreamParams& p = out->params;
+        p.w = static_cast<const uint16_t*>(args.b);
+        p.x = static_cast<const uint16_t*>(args.a);
+        p.ld_w = desc.b.ld, p.ld_x = desc.a.ld;
+        p.batch_w = desc.batch > 1 ? desc.b.batch_stride : 0;
+        p.batch_x = desc.batch > 1 ? desc.a.batch_stride : 0;
+        p.features = desc.n;
+        p.tokens = static_cast<int>(desc.m);
+        p.k = static_cast<int>(desc.k);
+        p.epilogue = make_epilogue_params(desc, args);
+        out->plan = decode_grid(plan);
+        return Status::kSuccess;
+      });
 }
 
 }  // namespace

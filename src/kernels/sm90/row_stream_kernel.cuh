@@ -10,11 +10,9 @@
 // requests arrive as long runs of DRAM pages: 86-95% for the same shapes in a kernel of this
 // shape (Triton's reduction kernel, which torch.compile generates for them).
 //
-// A CTA of kWarps warps takes one weight row, each warp a contiguous 1/kWarps of its K
-// (whole 8-element pieces; the last warp also takes the K % 8 tail), all of a warp's loads
-// in flight at once for K up to 8192. One row per CTA keeps the work per CTA small, so the
-// last CTAs leave SMs idle for little time: four rows per CTA ran 0.83-0.95x the tile
-// kernels' time (the last round of CTAs a quarter of the call). The tokens (at most kMaxTokens) are read through the read-only cache:
+// A CTA of kWarps warps takes kRows weight rows, kWarpsPerRow warps per row, each warp a
+// contiguous 1/kWarpsPerRow of K (whole 8-element pieces; the last warp of a row also takes
+// the K % 8 tail). The tokens (at most kMaxTokens) are read through the read-only cache:
 // every warp of the GPU reads the same few rows of X. Each warp sums its pieces in fp32,
 // reduces across its lanes, and the row's warps' sums are added in warp order, so results
 // are bitwise reproducible. The epilogue runs per output element (epilogue.cuh).
@@ -32,8 +30,9 @@
 namespace anvil::detail {
 
 struct RowStreamConfig {
-  static constexpr int kWarps = 8;  // per CTA, all on one weight row
-  static constexpr int kRows = 1;   // weight rows per CTA
+  static constexpr int kWarps = 8;
+  static constexpr int kWarpsPerRow = 2;
+  static constexpr int kRows = kWarps / kWarpsPerRow;  // weight rows per CTA
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kMaxTokens = 2;
   static constexpr int kUnroll = 4;  // 16-byte weight loads per lane in flight
@@ -90,8 +89,8 @@ __global__ void __launch_bounds__(Config::kThreads) row_stream_kernel(const __gr
   __shared__ float warp_sums[Config::kWarps][Config::kMaxTokens];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int batch = static_cast<int>(blockIdx.z);
-  const int64_t row = blockIdx.x;
-  const int part = warp;
+  const int64_t row = int64_t{blockIdx.y} * Config::kRows + warp / Config::kWarpsPerRow;
+  const int part = warp % Config::kWarpsPerRow;
 
   float acc[Config::kMaxTokens] = {};
   if (row < p.features) {
@@ -99,7 +98,7 @@ __global__ void __launch_bounds__(Config::kThreads) row_stream_kernel(const __gr
     const uint16_t* x = p.x + batch * p.batch_x;
     // This warp's K range in whole 8-element pieces; the last part also takes the tail.
     const int pieces = p.k / 8;
-    const int per_part = (pieces + Config::kWarps - 1) / Config::kWarps;
+    const int per_part = (pieces + Config::kWarpsPerRow - 1) / Config::kWarpsPerRow;
     const int first = min(part * per_part, pieces), last = min(first + per_part, pieces);
     constexpr int kStride = 32 * Config::kUnroll;  // pieces per warp iteration
     for (int base = first; base < last; base += kStride) {
@@ -125,7 +124,7 @@ __global__ void __launch_bounds__(Config::kThreads) row_stream_kernel(const __gr
         }
       }
     }
-    if (part == Config::kWarps - 1) {
+    if (part == Config::kWarpsPerRow - 1) {
       for (int kk = pieces * 8 + lane; kk < p.k; kk += 32) {
         const float wf = to_float<kInput>(w[kk]);
         for (int t = 0; t < p.tokens; ++t) acc[t] = fmaf(wf, to_float<kInput>(x[t * p.ld_x + kk]), acc[t]);
@@ -142,11 +141,11 @@ __global__ void __launch_bounds__(Config::kThreads) row_stream_kernel(const __gr
     for (int t = 0; t < Config::kMaxTokens; ++t) warp_sums[warp][t] = acc[t];
   }
   __syncthreads();
-  // Warp 0 adds the warps' sums in warp order; lane t finishes token t.
-  if (warp == 0 && row < p.features && lane < p.tokens) {
-    float sum = warp_sums[0][lane];
+  // The row's first warp adds its warps' sums in warp order; lane t finishes token t.
+  if (part == 0 && row < p.features && lane < p.tokens) {
+    float sum = warp_sums[warp][lane];
 #pragma unroll
-    for (int w = 1; w < Config::kWarps; ++w) sum += warp_sums[w][lane];
+    for (int w = 1; w < Config::kWarpsPerRow; ++w) sum += warp_sums[warp + w][lane];
     finish_element(p.epilogue, batch, lane, row, sum);
   }
 }
