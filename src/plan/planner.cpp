@@ -43,19 +43,14 @@ constexpr DecodeShape kDecodeShapes[kDecodeConfigs] = {
     {8, 128, 128}, {16, 128, 128}, {32, 128, 128}, {64, 128, 128}, {128, 128, 128},  // sm90-fp8-decode
     {64, 128, 128}, {128, 128, 128},  // sm90-fp8-decode, block scales from 33 tokens
     {128, 64, 64},                    // sm90-decode-r64 beyond 128 tokens
-    {2, 4, 64},                       // sm90-decode-ldg's row streams (row_stream_kernel.cuh)
 };
 
 // The configuration each family launches for m tokens, and the one whose residency a
 // token tile's split is planned with (the launchers' resident_ctas_for). FP8 block scales
 // take their own one-per-SM configurations from 33 tokens (gemm_fp8_decode.cu).
-// row_streams: the problem is one prefers_row_streams takes (decode_plan.h).
-DecodeConfigId decode_config(KernelFamily family, int64_t m, bool fp8_block = false, bool row_streams = false) {
+DecodeConfigId decode_config(KernelFamily family, int64_t m, bool fp8_block = false) {
   switch (family) {
-    case KernelFamily::kDecodeLdg:
-      return row_streams && m <= kRowStreamMaxTokens ? DecodeConfigId::kLdgRows
-             : m <= 8                                ? DecodeConfigId::kLdg8
-                                                     : DecodeConfigId::kLdg16;
+    case KernelFamily::kDecodeLdg: return m <= 8 ? DecodeConfigId::kLdg8 : DecodeConfigId::kLdg16;
     case KernelFamily::kDecodeR64:
       return m <= 16 ? DecodeConfigId::kR64x16 : m <= 32 ? DecodeConfigId::kR64x32 : m <= 128 ? DecodeConfigId::kR64x64 : DecodeConfigId::kR64x128;
     case KernelFamily::kDecodeLdgR64:
@@ -89,16 +84,11 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
   // unsplit weights have): no K split, so every output sums its K in one order whatever M is.
   if (desc.batch_invariant && forced_splits == 0) forced_splits = 1;
   const bool fp8_block = desc.scales == ScaleMode::kBlock128;
-  const bool row_streams =
-      family == KernelFamily::kDecodeLdg && !desc.batch_invariant &&
-      prefers_row_streams(desc.m, desc.n, desc.k, desc.epilogue.activation == Activation::kSwiGLU);
-  const DecodeConfigId config = decode_config(family, desc.m, fp8_block, row_streams);
+  const DecodeConfigId config = decode_config(family, desc.m, fp8_block);
   const DecodeShape shape = kDecodeShapes[static_cast<int>(config)];
-  // Row streams take a whole row's K per warp pair: no K split.
-  if (config == DecodeConfigId::kLdgRows) forced_splits = 1;
   const auto resident = [&](int token_tile, int splits) {
     // A token tile maps to the family's configuration for that many tokens.
-    return device.resident(decode_config(family, token_tile, fp8_block, row_streams), splits);
+    return device.resident(decode_config(family, token_tile, fp8_block), splits);
   };
   // Kernels that run one CTA per SM plan their split to fill one wave: the load-path ones,
   // and sm90-decode-r64's 32-, 64- and 128-token tiles (decode_plan.h, choose_single_wave_split).
@@ -181,12 +171,6 @@ KernelFamily pick_decode_family(const GemmDesc& desc, const DeviceInfo& device, 
     return KernelFamily::kNone;
   }
   const bool ldg_k = desc.k >= kDecodeLdgMinK;
-  if (prefers_row_streams(desc.m, desc.n, desc.k, desc.epilogue.activation == Activation::kSwiGLU) &&
-      ok(KernelFamily::kDecodeLdg)) {
-    say(reason, "<= %d tokens on >= %d rows: row streams, each warp reading a contiguous stretch of a weight row",
-        static_cast<int>(kRowStreamMaxTokens), static_cast<int>(kRowStreamMinFeatures));
-    return KernelFamily::kDecodeLdg;
-  }
   const bool load_path = ldg_k && prefers_decode_ldg(desc.m);
   const auto ldg_resident = [&](int s) { return device.resident(DecodeConfigId::kLdg8, s); };
   const bool ldg_r64_full = ldg_k && prefers_decode_ldg_r64(desc.m, desc.n, desc.k, desc.batch, sms);

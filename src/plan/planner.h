@@ -50,7 +50,6 @@ enum class DecodeConfigId : int {
   kFp8x8, kFp8x16, kFp8x32, kFp8x64, kFp8x128,                    // sm90-fp8-decode, by token tile
   kFp8Block64, kFp8Block128,  // sm90-fp8-decode with block scales, 33-128 tokens (one CTA per SM)
   kR64x128,                   // sm90-decode-r64 beyond 128 tokens: 64 weight rows x 128 tokens
-  kLdgRows,                   // sm90-decode-ldg's row streams for 1-2 tokens: 4 weight rows per CTA, no K split
   kCount
 };
 inline constexpr int kDecodeConfigs = static_cast<int>(DecodeConfigId::kCount);

@@ -64,23 +64,6 @@ inline bool prefers_decode_ldg(int64_t m) { return m <= kDecodeLdgMaxTokens; }
 // sweep's tuning half (H200, docs/notes/planner-tuning.md): at K = 512-1600 the
 // TMA-fed kernels streamed the same weights 6-20% faster.
 inline constexpr int64_t kDecodeLdgMinK = 2048;
-
-// One or two tokens on a weight of many rows: sm90-decode-ldg's row streams
-// (row_stream_kernel.cuh), each warp reading one contiguous stretch of a weight row, which
-// DRAM serves faster than the tile kernels' short runs of many rows. They need enough rows
-// to keep every SM's warps streaming (two warps a row, 4 rows a CTA: 4096 rows make 1024
-// CTAs) and a grid of at most 65535 four-row CTAs; SwiGLU's gate/up pairs are not row
-// streams. Batch-invariant mode never takes them: the warps sum K in another order than the
-// tile kernels.
-inline constexpr int64_t kRowStreamMaxTokens = 2;
-inline constexpr int64_t kRowStreamMinFeatures = 4096;
-inline constexpr int64_t kRowStreamRowsPerCta = 4;
-
-inline bool prefers_row_streams(int64_t m, int64_t n, int64_t k, bool swiglu) {
-  return m <= kRowStreamMaxTokens && n >= kRowStreamMinFeatures && k >= kDecodeLdgMinK && !swiglu &&
-         (n + kRowStreamRowsPerCta - 1) / kRowStreamRowsPerCta <= 65535;
-}
-
 // sm90-decode-ldg runs one CTA per SM with a fixed number of bytes in flight, so a partly
 // filled wave costs nearly a whole one; the TMA-fed kernels, two CTAs per SM at up to 64
 // tokens, share DRAM across whatever runs. Below this fill of its waves' SM slots the

@@ -8,7 +8,6 @@
 #include "host/registry.h"
 #include "kernels/sm90/decode_launch.h"
 #include "kernels/sm90/decode_ldg_kernel.cuh"
-#include "kernels/sm90/row_stream_kernel.cuh"
 #include "kernels/sm90/decode_plan.h"
 #include "kernels/sm90/tma_operands.h"
 #include "plan/launch.h"
@@ -112,46 +111,6 @@ Status check_rows64(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag
   return check_decode(kRows64Name, desc, args, false, 64, LdgRows64ThreeRings<32>::kTokenTile, diag);
 }
 
-// ---- Row streams: one or two tokens, 4 weight rows per CTA (row_stream_kernel.cuh) ----
-
-using RowStreams = RowStreamConfig;
-static_assert(RowStreams::kRows == kRowStreamRowsPerCta && RowStreams::kMaxTokens == kRowStreamMaxTokens,
-              "the planner's row-stream rule (decode_plan.h) describes this configuration");
-
-auto row_stream_kernel_for(DataType input) {
-  return input == DataType::kBF16 ? row_stream_kernel<RowStreams, sm90::Input::kBF16>
-                                  : row_stream_kernel<RowStreams, sm90::Input::kF16>;
-}
-
-struct RowStreamLaunch {
-  RowStreamParams params;
-  DecodeLaunchPlan plan;
-};
-
-Status launch_row_streams(const DecodePlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  if (desc.m > RowStreams::kMaxTokens || plan.splits != 1 || plan.tile_rows != RowStreams::kRows ||
-      plan.feature_tiles > 65535) {
-    return fail(diag, Status::kInternalError, "%s: row streams take 1-%d tokens unsplit, %d rows a CTA", kName,
-                RowStreams::kMaxTokens, RowStreams::kRows);
-  }
-  return cached_decode_launch<RowStreamLaunch>(
-      kName, "sm90-decode-ldg/rows", row_stream_kernel_for(desc.a.dtype), RowStreams::kThreads, 0, plan, desc, args,
-      diag, [&](RowStreamLaunch* out) {
-        RowStreamParams& p = out->params;
-        p.w = static_cast<const uint16_t*>(args.b);
-        p.x = static_cast<const uint16_t*>(args.a);
-        p.ld_w = desc.b.ld, p.ld_x = desc.a.ld;
-        p.batch_w = desc.batch > 1 ? desc.b.batch_stride : 0;
-        p.batch_x = desc.batch > 1 ? desc.a.batch_stride : 0;
-        p.features = desc.n;
-        p.tokens = static_cast<int>(desc.m);
-        p.k = static_cast<int>(desc.k);
-        p.epilogue = make_epilogue_params(desc, args);
-        out->plan = decode_grid(plan);
-        return Status::kSuccess;
-      });
-}
-
 }  // namespace
 
 void fill_decode_ldg_residency(DeviceInfo* device) {
@@ -162,8 +121,6 @@ void fill_decode_ldg_residency(DeviceInfo* device) {
     set(DecodeConfigId::kLdgR64x8, resident_ctas<LdgRows64>(kRows64Name, s));
     set(DecodeConfigId::kLdgR64x16, resident_ctas<LdgRows64ThreeRings<16>>(kRows64Name, s));
     set(DecodeConfigId::kLdgR64x32, resident_ctas<LdgRows64ThreeRings<32>>(kRows64Name, s));
-    set(DecodeConfigId::kLdgRows,
-        decode_resident_ctas(kName, row_stream_kernel_for(DataType::kBF16), RowStreams::kThreads, 0, s));
   }
 }
 
@@ -172,7 +129,6 @@ Status launch_decode_ldg_plan(const DecodePlan& plan, const GemmDesc& desc, cons
   switch (plan.config) {
     case DecodeConfigId::kLdg8: return launch_config<Ldg8>(kName, "sm90-decode-ldg/t8/k128/s2", plan, desc, args, diag);
     case DecodeConfigId::kLdg16: return launch_config<Ldg16>(kName, "sm90-decode-ldg/t16/k64/s2", plan, desc, args, diag);
-    case DecodeConfigId::kLdgRows: return launch_row_streams(plan, desc, args, diag);
     case DecodeConfigId::kLdgR64x8:
       return launch_config<LdgRows64>(kRows64Name, "sm90-decode-ldg-r64/t8", plan, desc, args, diag);
     case DecodeConfigId::kLdgR64x16:
@@ -202,8 +158,7 @@ extern const KernelInfo kSm90DecodeLdgR64{kRows64Name,
 extern const KernelInfo kSm90DecodeLdg{kName,
                                        "decode through the load path: every thread cp.asyncs weight and token pieces "
                                        "into per-warpgroup stage rings (no TMA), tokens N = 8 or 16, K split across "
-                                       "warpgroups and a cluster, reduced in a fixed order; 1-2 tokens as row streams "
-                                       "(each warp a contiguous stretch of a weight row, CUDA-core FMAs)",
+                                       "warpgroups and a cluster, reduced in a fixed order",
                                        check, launch, nullptr};
 
 }  // namespace anvil::detail
