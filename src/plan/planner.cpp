@@ -340,19 +340,18 @@ KernelFamily decode_family_on_copies(const GemmDesc& copies, const DeviceInfo& d
 // Few tokens on operands no decode kernel reads in place (odd K, a transposed operand):
 // sm90-gemm's repack, then a decode kernel on the copies for every row (main_rows = 0).
 // The copies are an aligned problem of the same shape, for which the decode rules already
-// chose a decode kernel over sm90-gemm's tiles. Not in batch-invariant mode, whose decode
-// plans follow the weight's K split (plan_decode_family). False where no decode kernel
-// takes the copies either.
+// chose a decode kernel over sm90-gemm's tiles. In batch-invariant mode too: a repacked
+// problem runs sm90-gemm unsplit at every M (plan_split_k takes no repacked operands), and
+// the mode's decode kernels (TMA-fed, pick_decode_family) then run unsplit, summing K in
+// sm90-gemm's order. False where no decode kernel takes the copies either.
 bool plan_decode_on_copies(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides& ov) {
-  if (desc.batch_invariant || p.family != KernelFamily::kSm90Gemm || !(p.repack.a || p.repack.b) || p.k_splits > 1) {
-    return false;
-  }
+  if (p.family != KernelFamily::kSm90Gemm || !(p.repack.a || p.repack.b) || p.k_splits > 1) return false;
   const GemmDesc copies = on_copies(desc, p.repack);
   const KernelFamily family = decode_family_on_copies(copies, device);
   if (family == KernelFamily::kNone) return false;
   p.main_rows = 0;
   p.tail_family = family;
-  p.tail = plan_decode_launch(family, copies, device, ov.decode_splits);
+  p.tail = plan_decode_launch(family, copies, device, desc.batch_invariant ? 1 : ov.decode_splits);
   p.workspace_bytes = p.repack.a_bytes + p.repack.b_bytes;
   say(p.family_reason, "sm90-gemm's repack, then %s on the K-major copies: no decode kernel reads these operands "
       "in place", family_name(family));

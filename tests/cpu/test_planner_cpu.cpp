@@ -326,11 +326,17 @@ TEST(PlannerGemm, FewTokensOnUnalignedRowsRunADecodeKernelOnTheCopies) {
   GemmDesc column_major_a = linear(13, 1024, 4096);
   column_major_a.a = MatrixLayout{DataType::kBF16, Order::kColMajor, 13, 0};
   EXPECT_EQ(plan(column_major_a, h200).main_rows, 0);
-  // Batch-invariant mode keeps sm90-gemm's tiles on the copies (its decode plans follow
-  // the weight's K split).
+  // Batch-invariant mode too, unsplit and TMA-fed: a repacked problem runs sm90-gemm
+  // unsplit at every M, and those kernels sum K in its order.
   GemmDesc invariant = linear(13, 1021, 4093);
   invariant.batch_invariant = true;
-  EXPECT_EQ(plan(invariant, h200).main_rows, 13);
+  const LaunchPlan bi = plan(invariant, h200);
+  EXPECT_EQ(bi.main_rows, 0);
+  EXPECT_EQ(bi.tail.splits, 1);
+  EXPECT_TRUE(bi.tail_family == KernelFamily::kDecodeTma || bi.tail_family == KernelFamily::kDecodeR64)
+      << family_name(bi.tail_family);
+  invariant.m = 4096;
+  EXPECT_EQ(plan(invariant, h200).k_splits, 1);  // the many-row plan: unsplit too
   // Many rows: sm90-gemm's tiles on the copies.
   EXPECT_EQ(plan(linear(2048, 1021, 4093), h200).main_rows, 2048);
 }

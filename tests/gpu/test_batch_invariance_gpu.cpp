@@ -41,10 +41,11 @@ struct InvarianceCase {
 std::vector<InvarianceCase> cases() {
   std::vector<InvarianceCase> out;
   // Square, a wide weight, and ragged N and K (N not a multiple of any tile width; K not a
-  // multiple of the 64-wide K step): unsplit. Narrow weights with a long K, which the mode
-  // splits in 8 and in 2 (ragged N).
-  const std::pair<int64_t, int64_t> shapes[] = {{4096, 4096}, {10240, 2048}, {3000, 4104},
-                                                {1000, 520},  {1024, 65536}, {600, 16384}};
+  // multiple of the 64-wide K step): unsplit. An odd K, whose operands are repacked (a decode
+  // kernel on the copies at few tokens, sm90-gemm on them beyond). Narrow weights with a long
+  // K, which the mode splits in 8 and in 2 (ragged N).
+  const std::pair<int64_t, int64_t> shapes[] = {{4096, 4096}, {10240, 2048}, {3000, 4104}, {1000, 520},
+                                                {1021, 4093}, {1024, 65536}, {600, 16384}};
   for (auto [n, k] : shapes) {
     for (DataType dt : {DataType::kBF16, DataType::kF16}) {
       for (bool epilogue : {false, true}) {
