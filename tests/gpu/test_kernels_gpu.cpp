@@ -277,7 +277,7 @@ std::vector<Case> repeat_cases() {
       {"fit_single160_384x6144x128", linear(384, 6144, 128), false, 20},
       {"fit_single192_384x7168x128", linear(384, 7168, 128), false, 21},
       {"fit_single224_128x28672x64", linear(128, 28672, 64), false, 22},
-      {"stream_k_bias_silu_256x10240x8192", with_epilogue(linear(256, 10240, 8192), Activation::kSiLU, BiasMode::kPerColumn),
+      {"stream_k_bias_silu_256x18432x8192", with_epilogue(linear(256, 18432, 8192), Activation::kSiLU, BiasMode::kPerColumn),
        false, 17},
       {"decode_64x9216x1024", linear(64, 9216, 1024), false, 12},
       {"k_zero_bias_gelu_residual_64x96x0", k_zero, false, 13},
