@@ -201,24 +201,14 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
   // (bits 0-13), which shared memory (under 256 KiB) never carries out of.
   const uint64_t desc_a0 = sm90::make_kmajor_sw128_desc(tiles_a[0] + consumer_row_offset<Config>(consumer) * 128);
   const uint64_t desc_b0 = sm90::make_kmajor_sw128_desc(tiles_b[0]);
-  // Only the low words (the address field) change between stages and K steps, and never
-  // carry into the high words: in the 128-wide tile, 32-bit adds onto a loop-invariant high
-  // word, so each wgmma waits on one add, not a 64-bit add chain. (The 192-wide tile keeps
-  // the 64-bit adds: the split form costs it registers it does not have, and it spills.)
   const auto issue_block = [&](int stage) {
-    uint64_t desc_a = desc_a0 + static_cast<uint64_t>(stage * (Config::kStageBytesA >> 4));
-    uint64_t desc_b = desc_b0 + static_cast<uint64_t>(stage * (Config::kStageBytesB >> 4));
+    const uint64_t desc_a = desc_a0 + static_cast<uint64_t>(stage * (Config::kStageBytesA >> 4));
+    const uint64_t desc_b = desc_b0 + static_cast<uint64_t>(stage * (Config::kStageBytesB >> 4));
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Config::kRowBytes / 32; ++kk) {
       // A K step of 32 8-bit values is 32 bytes along each swizzled row: 2 in the field.
-      if constexpr (kTwoBlocks) {
-        Mma::template mma<0, 0>(part, desc_a + 2 * kk, desc_b + 2 * kk, kk > 0);
-      } else {
-        constexpr uint64_t kHigh = 0xffffffff00000000ull;
-        Mma::template mma<0, 0>(part, (desc_a0 & kHigh) | static_cast<uint32_t>(desc_a + 2 * kk),
-                                (desc_b0 & kHigh) | static_cast<uint32_t>(desc_b + 2 * kk), kk > 0);
-      }
+      Mma::template mma<0, 0>(part, desc_a + 2 * kk, desc_b + 2 * kk, kk > 0);
     }
     sm90::wgmma_commit_group();
   };
