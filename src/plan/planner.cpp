@@ -265,8 +265,9 @@ void describe_tile_choice(LaunchPlan& p, const Sm90Problem& problem, int sms, bo
     say(p.tile_reason, "stream-K 256x128: whole tiles leave the last wave idle (%lld tiles on %d SMs), K >= %d tiles",
         static_cast<long long>(w.tiles), sms, static_cast<int>(kStreamKMinKTiles));
   } else {
+    const bool hides_epilogue = problem.fused_epilogue && p.variant == Sm90Variant::kPingPongPair;
     say(p.tile_reason, "%s: fewest waves x area / speed (%lld tiles, %.2f waves)%s", variant_name(p.variant),
-        static_cast<long long>(w.tiles), w.waves, problem.fused_epilogue && p.variant == Sm90Variant::kPingPongPair ? "; fused epilogue: ping-pong hides it" : "");
+        static_cast<long long>(w.tiles), w.waves, hides_epilogue ? "; fused epilogue: ping-pong hides it" : "");
   }
 }
 
