@@ -74,6 +74,9 @@ static_assert(TallStreamK::kConsumers == 2 && TallStreamK::kBlockM * TallStreamK
 // (20 KiB) and the stages share the 227 KiB: 5 stages of 16 + 20 or 16 + 24 KiB at 160 and
 // 192 columns, 4 of 16 + 28 KiB at 224. Pairs: 2-CTA clusters along M multicasting B;
 // singles: one CTA, its own B.
+// Singles run where a pair would hold an empty row of tiles, so their last row of tiles is
+// often a few rows deep (257, 777, 1537 rows): their producer leaves out A's rows past M, as
+// the narrow widths' does.
 template <int kBlockN, int kStages, int kClusterM>
 using FitConfig = KernelConfig<KernelSpec{.block_n = kBlockN,
                                           .consumers = 2,
@@ -81,7 +84,8 @@ using FitConfig = KernelConfig<KernelSpec{.block_n = kBlockN,
                                           .stages = kStages,
                                           .cluster_ctas = kClusterM,
                                           .tma_store = true,
-                                          .store_rounds = kBlockN / 64}>;
+                                          .store_rounds = kBlockN / 64,
+                                          .skip_dead_boxes = kClusterM == 1}>;
 using FitPair160 = FitConfig<160, 5, 2>;
 using FitPair192 = FitConfig<192, 5, 2>;
 using FitPair224 = FitConfig<224, 4, 2>;
