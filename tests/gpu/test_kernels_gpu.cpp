@@ -277,6 +277,8 @@ std::vector<Case> repeat_cases() {
       {"fit_single160_384x6144x128", linear(384, 6144, 128), false, 20},
       {"fit_single192_384x7168x128", linear(384, 7168, 128), false, 21},
       {"fit_single224_128x28672x64", linear(128, 28672, 64), false, 22},
+      // A last row of tiles one row deep: the single's producer leaves the dead rows out.
+      {"fit_single192_dead_rows_257x8192x256", linear(257, 8192, 256), false, 30},
       {"stream_k_bias_silu_256x18432x8192", with_epilogue(linear(256, 18432, 8192), Activation::kSiLU, BiasMode::kPerColumn),
        false, 17},
       {"decode_64x9216x1024", linear(64, 9216, 1024), false, 12},
