@@ -14,6 +14,9 @@
 #include "kernels/sm90/stream_k.h"
 
 namespace anvil::detail {
+
+double sm90_plan_cycles(const LaunchPlan& p, const GemmDesc& desc, int sms);
+
 namespace {
 
 void say(char* out, const char* fmt, ...)
@@ -116,14 +119,6 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
 double decode_wave_fill(const DecodePlan& p, const DeviceInfo& device) {
   const int resident = device.resident(p.config, p.splits);
   return resident > 0 && p.waves > 0 ? static_cast<double>(p.ctas) / static_cast<double>(p.waves * resident) : 0.0;
-}
-
-// Whether sm90-gemm's split-K can run a batch-invariant split: one matrix (the slices are
-// the batch), and room for the partials in a 16-byte aligned workspace.
-bool invariant_split_k_fits(const GemmDesc& desc, int splits, const CallFacts& facts) {
-  const SplitKPlan split{splits, desc.k / splits};
-  return desc.batch == 1 && facts.workspace_aligned16 &&
-         facts.workspace_bytes >= split_k_workspace_bytes(split, desc.m, desc.n);
 }
 
 // Batch-invariant mode's 64-row tiles for two token tiles: from 96 tokens, where the second
@@ -275,12 +270,15 @@ void describe_tile_choice(LaunchPlan& p, const Sm90Problem& problem, int sms, bo
 // slices into fp32 partials, then their sum in slice order with the epilogue. Only for
 // operands read in place (the slices are batch-stride views of them), batch 1, a 16-byte
 // aligned workspace with room for the partials. In batch-invariant mode the slices are the
-// weight's split (batch_invariant_k_split, `invariant`), whatever M is; normal mode's rule depends
-// on M. The variant fields then describe the slices' launch.
+// weight's split (batch_invariant_k_split, `invariant`) where K divides into equal whole
+// k-tiles, which are then sm90-decode's ranks' cuts too; normal mode's rule depends on M.
+// Never for a forced folded-slice configuration, which cuts K inside its CTAs. The variant
+// fields then describe the slices' launch.
 bool plan_split_k(LaunchPlan& p, const GemmDesc& desc, const Sm90Problem& whole, const PlanOverrides& ov,
                   const CallFacts& facts, int sms, bool forced_variant, int invariant) {
   if (ov.split_k_slices == 1 || desc.batch != 1 || p.repack.a || p.repack.b) return false;
-  if (desc.batch_invariant && invariant <= 1) return false;
+  if (forced_variant && folds_k_slices(p.variant)) return false;
+  if (desc.batch_invariant && (invariant <= 1 || desc.k % (int64_t{kBatchInvariantKTile} * invariant) != 0)) return false;
   // Where both apply, split-K beats stream-K: every slice's tiles start together on the same
   // K range, and the partials are summed across the GPU, not by each tile's last CTA
   // (docs/notes/split-k.md).
@@ -360,12 +358,100 @@ bool plan_decode_on_copies(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo
   return true;
 }
 
+// The shared-memory model's SM cycles (tile_k_step_cycles) of a plan, in K steps: each
+// wave of decode CTAs fills its ring and finishes its tile before the next wave starts
+// (~2 us, ~6 K steps); sm90-gemm's persistent CTAs pay that once.
+constexpr double kWaveFixedSteps = 6;
+// A folded slice ends with the consumers' wgmma pipeline drained and the slice's sum added
+// to the total before the next slice's first wgmma: about half a K step.
+constexpr double kFoldedSliceDrainSteps = 0.5;
+
+// Split-K's partials (4 bytes per output and slice) written and read back, at 850 bytes per
+// SM clock cycle for the whole GPU - half of DRAM's ~3 TB/s per 1.75 GHz cycle, since the slices'
+// scattered fp32 stores weighed as much as the round trip itself (4099 x 5120 x 17920 in 2
+// slices: ~24% slower than whole tiles, docs/notes/batch-invariant-split.md) - and the sum
+// kernel's launch (~2 us).
+constexpr double kPartialBytesPerCycle = 850;
+constexpr double kSplitKSumLaunchCycles = 3500;
+double split_k_partials_cycles(const GemmDesc& desc, int slices) {
+  const double bytes = 2.0 * 4.0 * static_cast<double>(slices) * static_cast<double>(desc.m * desc.n * desc.batch);
+  return bytes / kPartialBytesPerCycle + kSplitKSumLaunchCycles;
+}
+
+// Batch-invariant mode's sm90-gemm plans for a split weight in that model: the folded
+// slices, or split-K with its partials' round trip.
+double invariant_gemm_cycles(const LaunchPlan& p, const GemmDesc& desc, int sms) {
+  const double cycles = sm90_plan_cycles(p, desc, sms);
+  return folds_k_slices(p.variant) || p.k_splits <= 1 ? cycles : cycles + split_k_partials_cycles(desc, p.k_splits);
+}
+
+// A folded-slice configuration (folds_k_slices) on the whole problem, in that model.
+double folded_slices_cycles(Sm90Variant v, const GemmDesc& desc, int slices, int sms) {
+  const double waves = static_cast<double>(ceil_div(variant_wave_plan(v, desc.m, desc.n, desc.batch, sms).tiles, sms));
+  const TileShape t = tile_shape(v);
+  return (waves * (static_cast<double>(ceil_div(desc.k, 64)) + slices * kFoldedSliceDrainSteps) + kWaveFixedSteps) *
+         tile_k_step_cycles(t.block_m, t.block_n);
+}
+
+// The cheaper of the two: 128 x 96 singles make more tiles for a few hundred rows, the
+// 128 x 128 pairs do more work per shared-memory cycle once the tiles fill several waves.
+Sm90Variant cheaper_folded_variant(const GemmDesc& desc, int slices, int sms) {
+  return folded_slices_cycles(Sm90Variant::kSliced96, desc, slices, sms) <
+                 folded_slices_cycles(Sm90Variant::kSlicedPair128, desc, slices, sms)
+             ? Sm90Variant::kSliced96
+             : Sm90Variant::kSlicedPair128;
+}
+
+// Batch-invariant mode, a weight the mode splits in `slices` (batch_invariant_k_split), on
+// sm90-gemm: a folded-slice configuration, whose CTAs sum each tile's k-tiles [r k / s,
+// (r + 1) k / s) in turn, as sm90-decode's rank r does, and add the slices in order (the
+// cluster's rank order). No partials in memory, no second launch, so the split costs large
+// M nothing but a drain per slice. No row split: its tail would need the split too. A
+// forced configuration that sums K whole is refused.
+void plan_invariant_slices(LaunchPlan& p, const GemmDesc& desc, int sms, const PlanOverrides& ov, int slices) {
+  const bool forced = ov.sm90_variant >= 0 || ov.sm90_fit_only;
+  const Sm90Variant v = ov.sm90_variant >= 0 ? static_cast<Sm90Variant>(ov.sm90_variant)
+                                             : cheaper_folded_variant(desc, slices, sms);
+  if (p.repack.a || p.repack.b || ov.sm90_fit_only || !folds_k_slices(v)) {
+    p.family = KernelFamily::kNone;
+    say(p.family_reason, "batch-invariant: this weight's K split of %d runs on sm90-decode's cluster or sm90-gemm's "
+        "folded slices%s", slices, forced ? ", not the forced configuration" : "");
+    return;
+  }
+  describe_variant(p, v);
+  const WavePlan w = variant_wave_plan(v, desc.m, desc.n, desc.batch, sms);
+  say(p.tile_reason, "%s%s: %lld tiles, %.2f waves, %.0fk SM cycles in the shared-memory model", variant_name(v),
+      forced ? " forced" : ", the cheaper folded-slice tile", static_cast<long long>(w.tiles), w.waves,
+      folded_slices_cycles(v, desc, slices, sms) / 1000);
+  p.main_rows = desc.m;
+  p.k_splits = slices;
+  p.slice_k = 0;
+  p.workspace_bytes = 0;
+  say(p.split_reason, "batch-invariant: the weight's %d K slices, summed in turn in each CTA and added in slice order",
+      slices);
+  say(p.row_split_reason, "none: a decode tail would need the weight's split too");
+}
+
 // sm90-gemm's plan: repack, variant, row split, workspace.
 void plan_sm90(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides& ov,
                const CallFacts& facts) {
   const int sms = device.sm_count;
   p.family = KernelFamily::kSm90Gemm;
   p.repack = repack_needs(desc, facts);
+  const int invariant = batch_invariant_k_split(desc, device, facts);
+  if (invariant > 1) {
+    // The folded slices, or split-K's slices in memory where the model costs them less
+    // (few tiles over a long K: the slices multiply the CTAs) - the same cuts, added in the
+    // same order.
+    plan_invariant_slices(p, desc, sms, ov, invariant);
+    if (p.family == KernelFamily::kNone || ov.sm90_variant >= 0) return;
+    LaunchPlan in_memory = p;
+    if (plan_split_k(in_memory, desc, sm90_problem(desc), ov, facts, sms, false, invariant) &&
+        invariant_gemm_cycles(in_memory, desc, sms) < invariant_gemm_cycles(p, desc, sms)) {
+      p = in_memory;
+    }
+    return;
+  }
   const size_t repack_bytes = p.repack.a_bytes + p.repack.b_bytes;
   const size_t sk_bytes = stream_k_workspace_bytes(sms);
   Sm90Problem problem = sm90_problem(desc);
@@ -418,17 +504,7 @@ void plan_sm90(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, co
   }
   p.workspace_bytes = repack_bytes + (p.variant == Sm90Variant::kTallStreamK ? sk_bytes : 0);
   p.k_splits = 1;
-  const int invariant = batch_invariant_k_split(desc, device, facts);
-  if (plan_split_k(p, desc, problem, ov, facts, sms, forced_variant, invariant)) return;
-  if (invariant > 1) {
-    // Whole tiles would sum K in another order than this weight's split at other M (only
-    // a forced sm90-gemm gets here: the planner sends such problems to sm90-decode).
-    p.family = KernelFamily::kNone;
-    say(p.family_reason, "batch-invariant: this weight's K split of %d needs sm90-gemm's split-K, which cannot run "
-        "(one matrix, %zu workspace bytes, 16-byte aligned)", invariant,
-        split_k_workspace_bytes(SplitKPlan{invariant, desc.k / invariant}, desc.m, desc.n));
-    return;
-  }
+  if (plan_split_k(p, desc, problem, ov, facts, sms, forced_variant, 1)) return;
   if (p.variant == Sm90Variant::kTallStreamK) {
     say(p.split_reason, "stream-K: the last waves' K iterations spread over %d SMs, fixed up in a fixed order", sms);
   } else {
@@ -692,6 +768,8 @@ const char* variant_name(Sm90Variant v) {
     case Sm90Variant::kWidePairN: return "wide-pair-n";
     case Sm90Variant::kFitNarrow64: return "fit-narrow-64";
     case Sm90Variant::kFitNarrow96: return "fit-narrow-96";
+    case Sm90Variant::kSliced96: return "sliced-96";
+    case Sm90Variant::kSlicedPair128: return "sliced-pair-128";
   }
   return "?";
 }
@@ -835,12 +913,10 @@ int batch_invariant_k_split(const GemmDesc& desc, const DeviceInfo& device, cons
 constexpr double kTokenTilesMinSaving = 0.08;
 // A split's cluster reduction and its longer epilogue, in K steps of the 64 x 128 tile.
 constexpr double kTokenTilesSplitSteps = 6;
-// Each wave of decode CTAs fills its ring and finishes its tile before the next wave
-// starts (~2 us, ~6 K steps); sm90-gemm's persistent CTAs pay that once.
-constexpr double kWaveFixedSteps = 6;
 
 // sm90-gemm's planned main launch in that model: SM cycles of its waves.
 double sm90_plan_cycles(const LaunchPlan& p, const GemmDesc& desc, int sms) {
+  if (folds_k_slices(p.variant)) return folded_slices_cycles(p.variant, desc, p.k_splits, sms);
   const int64_t k = p.k_splits > 1 ? p.slice_k : desc.k;
   const int64_t tiles = variant_wave_plan(p.variant, desc.m, desc.n, desc.batch, sms).tiles * p.k_splits;
   // Stream-K deals its tiles' K steps out evenly: its waves are fractional.
@@ -893,6 +969,18 @@ bool prefers_rows64_token_tiles(double other, double min_saving, const char* oth
   return true;
 }
 
+// Batch-invariant mode beyond 128 tokens, a split weight: whether sm90-decode's cluster of
+// `slices` (256-token tiles) costs less in the model than sm90-gemm's plan (its folded
+// slices, or split-K's in memory).
+bool invariant_cluster_beats_slices(const GemmDesc& desc, const DeviceInfo& device, const CallFacts& facts,
+                                    int slices) {
+  const double cluster =
+      decode_plan_cycles(plan_decode_launch(KernelFamily::kDecodeTma, desc, device, slices), kWideDecodeStepFactor);
+  LaunchPlan gemm;
+  plan_sm90(gemm, desc, device, PlanOverrides{}, facts);
+  return gemm.family == KernelFamily::kNone || cluster < invariant_gemm_cycles(gemm, desc, device.sm_count);
+}
+
 LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides* overrides, const CallFacts* facts) {
   const PlanOverrides ov = overrides != nullptr ? *overrides : PlanOverrides{};
   CallFacts judged;
@@ -933,9 +1021,9 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
   // Batch-invariant problems take the fastest plan that cuts K where the weight's split
   // says (batch_invariant_k_split). Unsplit: decode up to 64 tokens, where it streams the weight
   // once, and sm90-gemm's whole tiles (no stream-K) beyond. Split: sm90-decode's cluster
-  // up to 128 tokens; beyond, where the decode kernel's compute-bound tiles run a k-tile
-  // ~1.4x slower than sm90-gemm's (decode_plan.h), sm90-gemm's split-K where the
-  // workspace holds the partials, else sm90-decode.
+  // up to 128 tokens; beyond, the cheaper in the shared-memory model of that cluster (its
+  // 256-token tiles, kWideDecodeStepFactor) and sm90-gemm's folded slices
+  // (plan_invariant_slices).
   const int invariant = batch_invariant_k_split(desc, device, *facts);
   bool decode = prefers_decode(desc.m, desc.n, desc.batch, device.sm_count) ||
                 prefers_wide_decode(desc.m, desc.n, desc.k, desc.batch, device.sm_count);
@@ -947,7 +1035,7 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
     const bool rows64 = desc.m >= kInvariantRows64MinTokens && desc.m <= kDecodeMaxTokens &&
                         facts->accepts[index(KernelFamily::kDecodeR64)] && invariant_rows64_resident(desc, device) &&
                         !sm90_fills_its_waves(desc.m, desc.n, desc.batch, device.sm_count);
-    decode = invariant > 1 ? desc.m <= kDecodeMaxTokens || !invariant_split_k_fits(desc, invariant, *facts)
+    decode = invariant > 1 ? desc.m <= kDecodeMaxTokens || invariant_cluster_beats_slices(desc, device, *facts, invariant)
                            : desc.m <= kDecodeAlwaysTokens || rows64;
   }
   if (!decode && plan_swapped_decode(p, desc, device, ov, *facts)) return p;
@@ -973,7 +1061,7 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
   }
   if (ok(KernelFamily::kSm90Gemm)) {
     if (decode) say(p.family_reason, "sm90-gemm: no decode kernel reads these operands in place (it repacks them)");
-    else if (desc.batch_invariant && invariant > 1) say(p.family_reason, "sm90-gemm: batch-invariant beyond %d tokens, split-K in the weight's %d slices", static_cast<int>(kDecodeMaxTokens), invariant);
+    else if (desc.batch_invariant && invariant > 1) say(p.family_reason, "sm90-gemm: batch-invariant beyond %d tokens, in the weight's %d K slices", static_cast<int>(kDecodeMaxTokens), invariant);
     else if (desc.batch_invariant) say(p.family_reason, "sm90-gemm: batch-invariant beyond %d tokens, whole tiles (no stream-K)", static_cast<int>(kDecodeAlwaysTokens));
     else if (desc.m > kDecodeMaxTokens) say(p.family_reason, "sm90-gemm: more than %d tokens", static_cast<int>(kDecodeMaxTokens));
     else say(p.family_reason, "sm90-gemm: %lld tokens, its tiles fill >= %.0f%% of their waves and decode's make > 1 wave",

@@ -98,28 +98,32 @@ TEST(DecodeSplit, NarrowTokenTilesLetEightyTilesStreamUnsplit) {
 }
 
 // Batch invariance: the split is a function of the weight (N, K) and the batch count
-// alone (batch_invariant_split), in whole 64-wide k-tiles of at least 8192 of K, and the
-// most whose 128-token tiles fit one wave of one CTA per SM.
+// alone (batch_invariant_split), in slices of at least 8 64-wide k-tiles (uneven where K
+// does not divide: sm90-decode's ranks and the folded slices cut at r k / s), and the most
+// whose 128-token tiles fit one wave of one CTA per SM.
 TEST(DecodeSplit, BatchInvariantSplitIsTheWeightsOwn) {
   const auto resident = [](int splits) { return one_per_sm(splits); };
   EXPECT_EQ(batch_invariant_split(512, 131072, 1, 132, resident), 8);   // 4 tiles: the widest cluster
-  EXPECT_EQ(batch_invariant_split(1536, 40960, 1, 132, resident), 5);   // 8192 of K per slice at most
-  EXPECT_EQ(batch_invariant_split(2048, 16384, 1, 132, resident), 2);   // 16 tiles, the most that split
+  EXPECT_EQ(batch_invariant_split(1536, 40960, 1, 132, resident), 8);   // 12 tiles x 8 = 96 CTAs
+  EXPECT_EQ(batch_invariant_split(2048, 16384, 1, 132, resident), 8);   // 16 tiles, the most that split
   EXPECT_EQ(batch_invariant_split(2176, 65536, 1, 132, resident), 1);   // 17 tiles
   EXPECT_EQ(batch_invariant_split(5120, 25600, 1, 132, resident), 1);   // 40 tiles
-  EXPECT_EQ(batch_invariant_split(1024, 8192, 1, 132, resident), 1);    // slices would be too short
-  EXPECT_EQ(batch_invariant_split(1024, 65544, 1, 132, resident), 1);   // K not a multiple of 64
+  EXPECT_EQ(batch_invariant_split(576, 7168, 1, 132, resident), 8);     // 112 k-tiles: 14 per slice
+  EXPECT_EQ(batch_invariant_split(8, 4096, 1, 132, resident), 8);       // a router: 8 k-tiles per slice
+  EXPECT_EQ(batch_invariant_split(1600, 6400, 1, 132, resident), 8);    // 100 k-tiles: slices of 12 and 13
+  EXPECT_EQ(batch_invariant_split(1024, 1024, 1, 132, resident), 2);    // 16 k-tiles: two slices of 8
+  EXPECT_EQ(batch_invariant_split(1024, 960, 1, 132, resident), 1);     // 15 k-tiles: too short to cut
+  EXPECT_EQ(batch_invariant_split(1024, 65544, 1, 132, resident), 8);   // a partial last k-tile
   EXPECT_EQ(batch_invariant_split(512, 131072, 5, 132, resident), 1);   // 20 tiles over the batches
   EXPECT_EQ(batch_invariant_split(512, 131072, 1, 78, resident), 8);    // a smaller GPU: 4 x 8 CTAs still fit
-  for (int64_t n : {128, 576, 1024, 3072, 4096, 7168, 8192, 28672}) {
-    for (int64_t k : {2048, 8192, 14336, 16384, 18432, 40960, 65536, 131072}) {
+  for (int64_t n : {8, 128, 576, 1024, 3072, 4096, 7168, 8192, 28672}) {
+    for (int64_t k : {512, 1000, 2048, 2880, 8192, 14336, 16384, 18432, 40960, 65536, 131072}) {
       const int s = batch_invariant_split(n, k, 1, 132, resident);
       SCOPED_TRACE(std::to_string(n) + " x " + std::to_string(k));
       ASSERT_GE(s, 1);
       ASSERT_LE(s, kDecodeMaxSplit);
       if (s == 1) continue;
-      EXPECT_EQ(k % (64 * s), 0);
-      EXPECT_GE(k / s, kBatchInvariantMinSliceK);
+      EXPECT_GE((k + 63) / 64 / s, kBatchInvariantMinSliceKTiles);
       EXPECT_LE((n + 127) / 128 * s, one_per_sm(s));
       EXPECT_LE((n + 127) / 128 * kDecodeMaxSplit, 132);
     }

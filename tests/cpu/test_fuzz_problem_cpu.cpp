@@ -250,7 +250,8 @@ TEST(FuzzProblem, Fp8ProblemsAreWhatTheFp8KernelTakes) {
 }
 
 // Batch-invariant problems on weights the mode splits: valid, taken by the dispatcher,
-// and planned with a K split on the H200 (sm90-decode's cluster or sm90-gemm's split-K).
+// and planned with a K split on the H200 (sm90-decode's cluster, or sm90-gemm's folded
+// slices or split-K; the long K makes the cluster's CTAs the cheaper plan for most).
 TEST(FuzzProblem, InvariantSplitProblemsSplitK) {
   const verify::FuzzLimits limits = verify::default_fuzz_limits();
   int split = 0, decode = 0, gemm = 0;
@@ -277,5 +278,5 @@ TEST(FuzzProblem, InvariantSplitProblemsSplitK) {
   }
   EXPECT_GT(split, kProblems * 9 / 10);
   EXPECT_GT(decode, kProblems / 5);
-  EXPECT_GT(gemm, kProblems / 5);
+  EXPECT_GT(gemm, kProblems / 20);
 }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <tuple>
 
 #include "cpu/dispatch_pins.h"
 #include "plan/planner.h"
@@ -527,8 +528,8 @@ TEST(PlannerOverrides, PowersOfTwoOnlyWithoutFittedWidths) {
 // weight's split (batch_invariant_split, fixed by N, K and the batch count) is 1: sm90-gemm's
 // whole tiles (any variant, no stream-K) and the TMA-fed decode kernels unsplit (the
 // load-path kernels split K across warpgroups). Where it is s > 1: sm90-decode's cluster of
-// s, or sm90-gemm's split-K in s slices of K / s - both cut K at the same k-tiles and add
-// the parts in the same order.
+// s, sm90-gemm's folded-slice configurations with s slices, or its split-K in s equal
+// slices of K / s - all cut K at the same k-tiles and add the parts in the same order.
 
 bool keeps_one_k_order(const LaunchPlan& p, const GemmDesc& d, const DeviceInfo& device) {
   const int s = weight_split(d, device);
@@ -537,7 +538,8 @@ bool keeps_one_k_order(const LaunchPlan& p, const GemmDesc& d, const DeviceInfo&
   };
   if (p.family == KernelFamily::kSm90Gemm) {
     if (p.schedule == GemmSchedule::kStreamK) return false;
-    if (s > 1) return p.k_splits == s && p.slice_k * s == d.k && !p.row_split();
+    if (s > 1) return p.k_splits == s && (folds_k_slices(p.variant) || p.slice_k * s == d.k) && !p.row_split();
+    if (folds_k_slices(p.variant)) return false;  // never chosen for a weight the mode does not split
     return p.k_splits == 1 && (!p.row_split() || tma_decode(p.tail_family, p.tail, 1));
   }
   return tma_decode(p.family, p.decode, s) && p.k_splits == s;
@@ -546,8 +548,8 @@ bool keeps_one_k_order(const LaunchPlan& p, const GemmDesc& d, const DeviceInfo&
 TEST(PlannerBatchInvariant, EveryPlanSumsKInOneOrder) {
   for (const DeviceInfo& device : {DeviceInfo::h200(), DeviceInfo::fallback(132), DeviceInfo::fallback(78)}) {
     for (int64_t m : {1, 7, 8, 9, 16, 17, 64, 65, 128, 129, 255, 256, 257, 1000, 1025, 4096, 4097}) {
-      for (int64_t n : {512, 1024, 4096, 8192, 10240, 28672}) {
-        for (int64_t k : {4096, 8192, 16384, 65536, 65544}) {
+      for (int64_t n : {8, 512, 576, 1024, 1600, 4096, 8192, 10240, 28672}) {
+        for (int64_t k : {960, 1024, 4096, 6400, 7168, 8192, 16384, 65536, 65544}) {
           GemmDesc d = linear(m, n, k);
           d.batch_invariant = true;
           for (size_t workspace : {~size_t{0}, size_t{0}}) {
@@ -558,7 +560,7 @@ TEST(PlannerBatchInvariant, EveryPlanSumsKInOneOrder) {
                 << m << " x " << n << " x " << k << " (workspace " << workspace << "): " << family_name(p.family)
                 << ", " << p.split_reason;
             // Only sm90-gemm's split-K takes a workspace in this mode.
-            if (p.k_splits == 1 || p.family != KernelFamily::kSm90Gemm) {
+            if (p.family != KernelFamily::kSm90Gemm || p.k_splits == 1 || folds_k_slices(p.variant)) {
               EXPECT_EQ(p.workspace_bytes, 0u);
             }
           }
@@ -590,46 +592,99 @@ TEST(PlannerBatchInvariant, TheFastestUnsplitPlanForEachM) {
 }
 
 // A weight whose 128-row tiles leave most SMs idle splits K the same way at every M:
-// sm90-decode's cluster up to 128 tokens, sm90-gemm's split-K beyond (the workspace holds
-// the partials), sm90-decode again where it does not.
+// sm90-decode's cluster up to 128 tokens; beyond, that cluster, sm90-gemm's folded slices
+// or (with a workspace) its split-K, whichever the shared-memory model costs least.
 TEST(PlannerBatchInvariant, ANarrowLongWeightSplitsTheSameWayAtEveryM) {
   const DeviceInfo h200 = DeviceInfo::h200();
   GemmDesc d = linear(1, 1536, 40960);
   d.batch_invariant = true;
-  ASSERT_EQ(weight_split(d, h200), 5);  // 12 tiles; slices of 8192
+  ASSERT_EQ(weight_split(d, h200), 8);  // 12 tiles x 8 = 96 CTAs
   for (int64_t m : {1, 16, 64, 65, 128}) {
     d.m = m;
     const LaunchPlan p = plan(d, h200);
     EXPECT_EQ(p.family, KernelFamily::kDecodeTma) << "m = " << m;
-    EXPECT_EQ(p.k_splits, 5) << "m = " << m;
+    EXPECT_EQ(p.k_splits, 8) << "m = " << m;
   }
-  for (int64_t m : {129, 300, 4096}) {
+  for (int64_t m : {129, 300, 1000, 4096, 16384}) {
     d.m = m;
-    LaunchPlan p = plan(d, h200);
-    EXPECT_EQ(p.family, KernelFamily::kSm90Gemm) << "m = " << m;
-    EXPECT_EQ(p.k_splits, 5) << "m = " << m;
-    EXPECT_EQ(p.slice_k, 8192) << "m = " << m;
-    EXPECT_EQ(p.workspace_bytes, size_t(5) * m * 1536 * 4) << "m = " << m;
-    CallFacts none;
-    none.workspace_bytes = 0;
-    p = plan(d, h200, nullptr, &none);
-    EXPECT_EQ(p.family, KernelFamily::kDecodeTma) << "m = " << m;
-    EXPECT_EQ(p.k_splits, 5) << "m = " << m;
+    for (size_t workspace : {~size_t{0}, size_t{0}}) {
+      CallFacts facts;
+      facts.workspace_bytes = workspace;
+      const LaunchPlan p = plan(d, h200, nullptr, &facts);
+      SCOPED_TRACE("m = " + std::to_string(m) + ": " + p.family_reason);
+      EXPECT_EQ(p.k_splits, 8);
+      if (p.family == KernelFamily::kSm90Gemm && !folds_k_slices(p.variant)) {
+        EXPECT_GT(workspace, 0u);
+        EXPECT_EQ(p.slice_k, 40960 / 8);
+      } else {
+        EXPECT_EQ(p.workspace_bytes, 0u);
+        if (p.family != KernelFamily::kSm90Gemm) {
+          EXPECT_EQ(p.family, KernelFamily::kDecodeTma);
+        }
+      }
+    }
   }
-  // sm90-gemm forced without room for the partials would sum K whole: refused.
-  d.m = 300;
+  // Many tiles: the folded slices; the 128 x 128 pairs once the tiles fill several waves.
+  d = linear(16384, 1536, 4096);
+  d.batch_invariant = true;
+  ASSERT_EQ(weight_split(d, h200), 8);
+  LaunchPlan p = plan(d, h200);
+  EXPECT_EQ(p.family, KernelFamily::kSm90Gemm) << p.family_reason;
+  EXPECT_EQ(p.variant, Sm90Variant::kSlicedPair128);
+  // A few hundred rows on a short K: the 96-wide singles' extra tiles fill the wave.
+  GemmDesc expert = linear(777, 1536, 2048);
+  expert.batch_invariant = true;
+  ASSERT_EQ(weight_split(expert, h200), 4);  // 32 k-tiles
+  p = plan(expert, h200);
+  EXPECT_EQ(p.family, KernelFamily::kSm90Gemm) << p.family_reason;
+  EXPECT_EQ(p.variant, Sm90Variant::kSliced96);
+  // A forced sm90-gemm configuration that sums K whole is refused; a folded one runs.
+  d = linear(300, 1536, 40960);
+  d.batch_invariant = true;
   PlanOverrides gemm;
   gemm.family = KernelFamily::kSm90Gemm;
+  EXPECT_EQ(plan(d, h200, &gemm).family, KernelFamily::kSm90Gemm);
+  EXPECT_EQ(plan(d, h200, &gemm).k_splits, 8);
   CallFacts none;
   none.workspace_bytes = 0;
-  EXPECT_EQ(plan(d, h200, &gemm, &none).family, KernelFamily::kNone);
-  EXPECT_EQ(plan(d, h200, &gemm).family, KernelFamily::kSm90Gemm);
-  // Wider weights keep whole K at every M (their split would cost large M more than it
-  // saves small M).
+  EXPECT_TRUE(folds_k_slices(plan(d, h200, &gemm, &none).variant));  // no room for split-K's partials
+  gemm.sm90_variant = static_cast<int>(Sm90Variant::kWidePair);
+  EXPECT_EQ(plan(d, h200, &gemm).family, KernelFamily::kNone);
+  gemm.sm90_variant = static_cast<int>(Sm90Variant::kSliced96);
+  EXPECT_EQ(plan(d, h200, &gemm).variant, Sm90Variant::kSliced96);
+  // Wider weights keep whole K at every M (their large-M tiles cannot fold slices).
   GemmDesc wide = linear(100, 5120, 25600);
   wide.batch_invariant = true;
   EXPECT_EQ(weight_split(wide, h200), 1);
   EXPECT_EQ(plan(wide, h200).k_splits, 1);
+  // Normal mode never picks a folded configuration; forced, it sums K whole.
+  for (int64_t m : {300, 4096}) {
+    const LaunchPlan normal = plan(linear(m, 1536, 40960), h200);
+    EXPECT_FALSE(normal.family == KernelFamily::kSm90Gemm && folds_k_slices(normal.variant));
+  }
+  PlanOverrides folded;
+  folded.family = KernelFamily::kSm90Gemm;
+  folded.sm90_variant = static_cast<int>(Sm90Variant::kSlicedPair128);
+  p = plan(linear(300, 1536, 40960), h200, &folded);
+  EXPECT_EQ(p.variant, Sm90Variant::kSlicedPair128);
+  EXPECT_EQ(p.k_splits, 1);
+}
+
+// Few tokens on the weights the mode now splits with short slices: a router, an MLA
+// down-projection, a weight whose K does not divide into the slices evenly. Each runs
+// sm90-decode's cluster as normal mode's split would, not one CTA per 128 weight rows.
+TEST(PlannerBatchInvariant, ShortSlicesSplitFewTokenWeights) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  const std::tuple<int64_t, int64_t, int64_t> shapes[] = {{32, 8, 4096}, {48, 576, 7168}, {1, 1600, 6400}};
+  for (auto [m, n, k] : shapes) {
+    GemmDesc d = linear(m, n, k);
+    d.batch_invariant = true;
+    const LaunchPlan p = plan(d, h200);
+    SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k));
+    EXPECT_EQ(p.family, KernelFamily::kDecodeTma) << p.family_reason;
+    EXPECT_EQ(p.k_splits, 8);
+    EXPECT_EQ(p.k_splits, weight_split(d, h200));
+  }
 }
 
 // 96-128 tokens, unsplit: where sm90-gemm's whole tiles would leave most of their wave
@@ -647,7 +702,7 @@ TEST(PlannerBatchInvariant, SixtyFourRowTilesForEverySixtyFourTokens) {
   d = linear(128, 28672, 8192);  // sm90-gemm's tiles fill their waves
   d.batch_invariant = true;
   EXPECT_EQ(plan(d, h200).family, KernelFamily::kSm90Gemm);
-  d = linear(129, 1024, 4096);  // beyond 128 tokens: 128-token tiles, unsplit
+  d = linear(129, 3072, 4096);  // beyond 128 tokens: 128-token tiles, unsplit (24 tiles: no split)
   d.batch_invariant = true;
   EXPECT_EQ(plan(d, h200).decode.config, DecodeConfigId::kR64x128);
   EXPECT_EQ(plan(d, h200).k_splits, 1);

@@ -268,10 +268,8 @@ TEST_F(Tuning, PlansTheKernelsWouldRefuseAreRefusedAtLoad) {
   invariant.batch_invariant = true;
   GemmDesc invariant_big = invariant;
   invariant_big.m = 256;
-  invariant_big.n = 1024;
-  invariant_big.k = 65536;
-  invariant_big.a.ld = invariant_big.b.ld = 65536;
-  invariant_big.c.ld = invariant_big.d.ld = 1024;
+  invariant_big.n = 18432;  // an unsplit weight, where normal mode would run stream-K
+  invariant_big.c.ld = invariant_big.d.ld = 18432;
   GemmDesc col_a = linear_desc(8, 4096, 4096, DataType::kBF16, DataType::kBF16);
   col_a.a.order = Order::kColMajor;
   col_a.a.ld = 8;

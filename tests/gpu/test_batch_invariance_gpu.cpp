@@ -2,7 +2,8 @@
 // or on which plan runs it. Every plan the mode may pick sums each output's K in one order
 // (docs/planner.md): where the weight's split (batch_invariant_k_split) is 1, sm90-gemm's
 // whole tiles in any configuration and the TMA-fed decode kernels unsplit; where it is
-// s > 1, sm90-decode's cluster of s and sm90-gemm's split-K in s slices. These tests run
+// s > 1, sm90-decode's cluster of s, sm90-gemm's folded-slice configurations (each CTA
+// summing the s slices in turn) and its split-K in s slices. These tests run
 // the first rows of one set of operands at many M, and each such plan forced through the
 // planner's overrides, and compare the rows bitwise with those of the largest call.
 #include <cuda_runtime_api.h>
@@ -42,10 +43,13 @@ std::vector<InvarianceCase> cases() {
   std::vector<InvarianceCase> out;
   // Square, a wide weight, and ragged N and K (N not a multiple of any tile width; K not a
   // multiple of the 64-wide K step): unsplit. An odd K, whose operands are repacked (a decode
-  // kernel on the copies at few tokens, sm90-gemm on them beyond). Narrow weights with a long
-  // K, which the mode splits in 8 and in 2 (ragged N).
+  // kernel on the copies at few tokens, sm90-gemm on them beyond). Narrow weights the mode
+  // splits in 8: a long K (and a ragged N), an MLA down-projection (14 k-tiles per slice), a
+  // router (8 per slice), and a K whose slices are uneven (100 k-tiles: 12 and 13). Each runs
+  // sm90-decode's cluster at few tokens and sm90-gemm's folded slices or split-K beyond.
   const std::pair<int64_t, int64_t> shapes[] = {{4096, 4096}, {10240, 2048}, {3000, 4104}, {1000, 520},
-                                                {1021, 4093}, {1024, 65536}, {600, 16384}};
+                                                {1021, 4093}, {1024, 65536}, {600, 16384}, {576, 7168},
+                                                {128, 4096},  {1600, 6400}};
   for (auto [n, k] : shapes) {
     for (DataType dt : {DataType::kBF16, DataType::kF16}) {
       for (bool epilogue : {false, true}) {
@@ -154,8 +158,9 @@ TEST_P(BatchInvariance, RowsDoNotDependOnM) {
 }
 
 // Every plan the mode may pick, forced: each sm90-gemm configuration but stream-K (whole
-// tiles, or the slices of the weight's split), with and without a row split, and the
-// TMA-fed decode kernels (the 64-row one only unsplit: the planner refuses it otherwise).
+// tiles, the folded slices, or split-K's slices of the weight's split; the planner refuses
+// the others for a split weight), with and without a row split, and the TMA-fed decode
+// kernels (the 64-row one only unsplit).
 TEST_P(BatchInvariance, EveryPlanTheModeMayPickAgrees) {
   REQUIRE_SM90();
   const InvarianceCase& c = GetParam();

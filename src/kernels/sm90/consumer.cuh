@@ -113,6 +113,43 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
   release_stage<Config>(barriers, previous_stage);
 }
 
+// Batch-invariant mode's K split inside one CTA (KernelSpec::fold_k_slices): each of
+// `slices` slices of the tile's k-tiles is summed by the plain mainloop from zero, and the
+// slices' sums are added in slice order into a running total - the same fp32 operations,
+// in the same order, as sm90-decode's cluster of `slices` CTAs, whose rank r sums the same
+// k-tiles and whose reduction adds the ranks' partials in rank order (split_k_reduce.cuh).
+// So a row's bits do not depend on which of the two kernels ran it, and the split costs no
+// memory: beyond the decode kernels' range every tile still runs its whole K in one CTA.
+// Each slice ends with the wgmma pipeline drained (run_consumer_mainloop waits for its
+// last group); the producer keeps the ring full meanwhile.
+template <class Config, sm90::Input kInput>
+__device__ __forceinline__ void run_sliced_mainloop(float (&acc)[Config::kSlabs][Config::kBlockN / 2], int consumer,
+                                                    int k_tiles, int slices, StageRing<Config::kStages>& ring,
+                                                    uint8_t (*tiles_a)[Config::kStageBytesA],
+                                                    uint8_t (*tiles_b)[Config::kStageBytesB],
+                                                    StageBarriers<Config::kStages>& barriers) {
+  static_assert(Config::kFoldKSlices && Config::kSlabs == 1, "one slab: the total doubles its registers");
+  constexpr int kAcc = Config::kBlockN / 2;
+  float total[kAcc];
+  int begin = 0;
+  for (int slice = 0; slice < slices; ++slice) {
+    const int end = static_cast<int>(int64_t{slice + 1} * k_tiles / slices);
+    run_consumer_mainloop<Config, kInput>(acc, consumer, end - begin, ring, tiles_a, tiles_b, barriers);
+    begin = end;
+    if (slice == 0) {
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) total[i] = acc[0][i];
+    } else if (slice + 1 < slices) {
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) total[i] += acc[0][i];
+    } else {
+      // The last slice's sum is added where the epilogue reads it.
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) acc[0][i] = total[i] + acc[0][i];
+    }
+  }
+}
+
 // The mainloop with DeepSeek-V3 block scales (ScaleMode::kBlock128): every stage is one
 // 128-wide K block, which wgmma sums into `part` from zero; once it has retired, the
 // warpgroup adds part * sa(row, kb) * sb(n block, kb) to the fp32 total in acc. The tensor

@@ -329,23 +329,21 @@ ANVIL_HOST_DEVICE constexpr int most_k_steps(int parts, int steps) { return (ste
 // Batch-invariant mode's K split (GemmDesc::batch_invariant; planner.cpp): fixed by the
 // weight (N, K) and the batch count, never by M, so that a row's K is cut at the same
 // places and its slices added in the same order whatever M is. Every kernel the mode runs
-// with a split cuts K there: sm90-decode's cluster (rank r sums the 64-wide k-tiles
-// [r k/s, (r + 1) k/s), the partials added in rank order) and, beyond 128 tokens,
-// sm90-gemm's split-K (slice r of K / s, the partials added in slice order).
+// with a split cuts K there, in 64-wide k-tiles: sm90-decode's cluster (rank r sums the
+// k-tiles [r k / s, (r + 1) k / s), the partials added in rank order) and, beyond 128
+// tokens, sm90-gemm's folded-slice configurations (each CTA sums the same slices in turn
+// and adds them in slice order, in registers: KernelSpec::fold_k_slices).
 //
 // Only weights of so few 128-row tiles that even the widest cluster split fits one wave
 // (tiles x 8 <= SMs: at most 2048 features on 132 SMs) split: unsplit, they keep at most an
 // eighth of the SMs busy at 1-128 tokens (64 x 512 x 131072 ran 0.12x cuBLAS, 256 x 1024 x
-// 131072 0.15x). Wider weights lose less unsplit than sm90-gemm's split-K costs them at
-// large M, where each slice's fp32 partials go through memory: with 2-3 slices, 383-12289
-// tokens on 3584-8192 x 16384-36864 weights ran 11-31% slower than whole tiles (H200,
-// docs/notes/batch-invariant-split.md). The split is the most whose 128-token tiles fit
-// one wave (one CTA per SM), as normal mode plans 96-128 tokens
-// (choose_single_wave_split), in slices of whole k-tiles (K a multiple of 64 x splits:
-// sm90-gemm's slices must end where the decode kernel's ranks do) and of at least
-// kBatchInvariantMinSliceK, so that the partials' round trip stays small beside the
-// slices' math.
-inline constexpr int64_t kBatchInvariantMinSliceK = 8192;
+// 131072 0.15x). Wider weights keep 17 or more SMs busy unsplit, and their large-M tiles
+// (128 x 256, whose accumulators leave no room for a second set) cannot fold slices. The
+// split is the most whose 128-token tiles fit one wave (one CTA per SM), as normal mode
+// plans 96-128 tokens (choose_single_wave_split), in slices of at least
+// kBatchInvariantMinSliceKTiles k-tiles: the folded configurations drain their wgmma
+// pipeline once per slice (docs/notes/batch-invariant-split.md).
+inline constexpr int64_t kBatchInvariantMinSliceKTiles = 8;
 inline constexpr int kBatchInvariantKTile = 64;
 
 // resident_128_token_ctas(s): sm90-decode's 128-token CTAs that fit at once in clusters
@@ -354,9 +352,10 @@ template <class ResidentCtas>
 int batch_invariant_split(int64_t n, int64_t k, int64_t batch, int sm_count, ResidentCtas resident_128_token_ctas) {
   const int64_t feature_tiles = (n + 127) / 128 * batch;
   if (feature_tiles * kDecodeMaxSplit > sm_count) return 1;
+  const int64_t k_tiles = (k + kBatchInvariantKTile - 1) / kBatchInvariantKTile;
   int splits = 1;
   for (int s = 2; s <= kDecodeMaxSplit; ++s) {
-    if (k % (int64_t{kBatchInvariantKTile} * s) != 0 || k / s < kBatchInvariantMinSliceK) continue;
+    if (k_tiles < s * kBatchInvariantMinSliceKTiles) continue;
     if (feature_tiles * s <= resident_128_token_ctas(s)) splits = s;
   }
   return splits;

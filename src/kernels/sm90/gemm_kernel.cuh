@@ -158,6 +158,9 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
           run_block_scaled_mainloop<Config, kInput>(acc, consumer, params.k_tiles, params.scales, tile,
                                                     block_scale_line(params, tile), int64_t{tile.m_tile} * Config::kBlockM,
                                                     ring, shared.a, shared.b, shared.scales.a, shared.barriers);
+        } else if constexpr (Config::kFoldKSlices) {
+          run_sliced_mainloop<Config, kInput>(acc, consumer, params.k_tiles, params.k_slices, ring, shared.a, shared.b,
+                                              shared.barriers);
         } else if constexpr (Config::kElementBytes == 1) {
           const bool no_rows =
               int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer) >= params.scales.rows;

@@ -87,8 +87,10 @@ Status run_config(const char* name, const GemmDesc& desc, const GemmArgs& args, 
   return sm90_launch<Config>(name, kPolicy, desc, args, diag);
 }
 
+// k_slices: the folded-slice configurations' K slices per tile (folds_k_slices).
 Status launch_variant(Sm90Variant variant, const char* name, const GemmDesc& desc, const GemmArgs& args,
-                      Diagnostic* diag) {
+                      Diagnostic* diag, int k_slices = 1) {
+  if (folds_k_slices(variant)) return launch_sliced(variant, name, desc, args, k_slices, diag);
   switch (variant) {
     case Sm90Variant::kWidePair: return run_config<WidePair>(name, desc, args, diag);
     case Sm90Variant::kPingPongPair: return run_config<PingPongPair>(name, desc, args, diag);
@@ -154,14 +156,14 @@ Status launch_sm90_plan(const LaunchPlan& plan, const GemmDesc& desc, const Gemm
     if (s != Status::kSuccess) return s;
     packed_args.b = dst;
   }
-  if (plan.k_splits > 1) {
+  if (plan.k_splits > 1 && !folds_k_slices(plan.variant)) {
     // Split-K (the planner takes it only for operands read in place): the slices into the
     // workspace's fp32 partials, then their sum through the epilogue.
     return launch_split_k(desc, args, plan, [&](const GemmDesc& slices, const GemmArgs& slice_args) {
       return launch_variant(plan.variant, kName, slices, slice_args, diag);
     }, diag);
   }
-  if (!plan.row_split()) return launch_variant(plan.variant, kName, repack.packed, packed_args, diag);
+  if (!plan.row_split()) return launch_variant(plan.variant, kName, repack.packed, packed_args, diag, plan.k_splits);
   if (plan.main_rows > 0) {
     GemmDesc head = repack.packed;
     head.m = plan.main_rows;

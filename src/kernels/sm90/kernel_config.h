@@ -48,6 +48,11 @@ struct KernelSpec {
   // where it was measured to pay: the other configurations keep the unconditional loads,
   // whose code it would change.
   bool skip_dead_boxes = false;
+  // Batch-invariant mode's K split inside each CTA: the consumers sum each of
+  // Sm90Params::k_slices slices of K from zero and add the slices' sums in slice order, as
+  // sm90-decode's cluster adds its ranks' (consumer.cuh, run_sliced_mainloop). The running
+  // total doubles the accumulator registers: one slab of at most 128 columns per consumer.
+  bool fold_k_slices = false;
 };
 
 template <KernelSpec kSpec>
@@ -61,6 +66,7 @@ struct KernelConfig {
   static constexpr bool kBlockScales = kSpec.block_scales;
   static constexpr bool kMixedFp8 = kSpec.mixed_fp8;
   static constexpr bool kSkipDeadBoxes = kSpec.skip_dead_boxes;
+  static constexpr bool kFoldKSlices = kSpec.fold_k_slices;
   static constexpr int kBlockN = kSpec.block_n;
   static constexpr int kConsumers = kSpec.consumers;
   static constexpr int kSlabs = kSpec.slabs_per_consumer;
@@ -124,6 +130,8 @@ struct KernelConfig {
                                   !kPingPong && !kStreamK),
                 "block scales: 8-bit inputs, 128- or 192-wide cooperative tiles of one slab per consumer (a tile "
                 "spans at most two 128-wide weight scale blocks)");
+  static_assert(!kFoldKSlices || (kElementBytes == 2 && kSlabs == 1 && kBlockN <= 128 && !kPingPong && !kStreamK),
+                "folded K slices: 16-bit inputs, cooperative whole tiles, and room for a second accumulator");
   static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumers <= 65536, "register file");
 };
 

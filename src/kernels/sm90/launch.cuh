@@ -21,6 +21,9 @@ struct LaunchPolicy {
   // The batch index is a split-K slice of one problem (split_k.h): block scales are then
   // read from the slice's first K block on (Fp8Scales::k_blocks_per_batch).
   bool batch_is_k_slice = false;
+  // KernelSpec::fold_k_slices configurations: the slices each CTA cuts its tiles' K into
+  // (batch-invariant mode's split of the weight; 1: whole K).
+  int k_slices = 1;
 };
 
 // What every sm90-gemm configuration runs with: persistent, bands of 8 cluster rows.
@@ -50,6 +53,8 @@ Status build_sm90_params(LaunchPolicy policy, const GemmDesc& desc, const GemmAr
   Sm90Params params{};
   params.epilogue = make_epilogue_params(desc, args);
   params.k_tiles = static_cast<int>((desc.k + Config::kBlockK - 1) / Config::kBlockK);
+  // A slice of no k-tiles would free a stage it never took: at most one slice per k-tile.
+  params.k_slices = Config::kFoldKSlices ? std::clamp(policy.k_slices, 1, params.k_tiles) : 1;
   params.batched = desc.batch > 1;
   const int tiles_m = static_cast<int>((desc.m + Config::kBlockM - 1) / Config::kBlockM);
   const int tiles_n = static_cast<int>((desc.n + Config::kBlockN - 1) / Config::kBlockN);
@@ -195,13 +200,15 @@ Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, 
   };
   thread_local PlanName plan_name;
   if (plan_name.name != name || plan_name.policy.persistent != policy.persistent ||
-      plan_name.policy.band != policy.band || plan_name.policy.batch_is_k_slice != policy.batch_is_k_slice) {
-    std::snprintf(plan_name.text, sizeof(plan_name.text), "%s/%dx%dx%d/c%dx%d/s%d/p%d/%s%s%s", name, Config::kBlockM,
+      plan_name.policy.band != policy.band || plan_name.policy.batch_is_k_slice != policy.batch_is_k_slice ||
+      plan_name.policy.k_slices != policy.k_slices) {
+    std::snprintf(plan_name.text, sizeof(plan_name.text), "%s/%dx%dx%d/c%dx%d/s%d/p%d/%s%s%s%s%.0d", name, Config::kBlockM,
                   Config::kBlockN, Config::kStages, Config::kClusterM, Config::kClusterN,
                   int(Config::kTmaStore) * Config::kStoreRounds, int(policy.persistent) * policy.band,
                   Config::kStreamK ? "sk" : Config::kPingPong ? "pp" : "coop",
                   Config::kBlockScales ? "/fp8-block" : Config::kElementBytes == 1 ? "/fp8" : "",
-                  policy.batch_is_k_slice ? "/k-slices" : "");
+                  policy.batch_is_k_slice ? "/k-slices" : "", Config::kFoldKSlices ? "/folded-k" : "",
+                  Config::kFoldKSlices ? policy.k_slices : 0);
     plan_name.name = name;
     plan_name.policy = policy;
   }

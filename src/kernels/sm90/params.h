@@ -63,6 +63,9 @@ struct Sm90Params {
   StreamKWorkspace stream_k_workspace;
   // 8-bit configurations only (Config::kElementBytes == 1).
   Fp8Scales scales;
+  // KernelSpec::fold_k_slices: slice r of k_slices sums the k-tiles [r k_tiles / k_slices,
+  // (r + 1) k_tiles / k_slices), sm90-decode's cut (decode_kernel.cuh, split_k_range).
+  int k_slices;
   // A fourth map, by configuration (no configuration has both):
   union {
     // KernelSpec::skip_dead_boxes: A in short boxes, for a slice of A whose rows before M

@@ -34,8 +34,19 @@ enum class Sm90Variant : int {
   // kNarrowFitMinRowTiles).
   kFitNarrow64 = 12,
   kFitNarrow96 = 13,
+  // Batch-invariant mode's split weights beyond the decode kernels' range: the 128x96
+  // single and the 128x128 pair, each CTA summing the weight's K slices in turn and adding
+  // them in slice order (KernelSpec::fold_k_slices; planner.cpp, plan_invariant_slices).
+  // Never chosen outside the mode.
+  kSliced96 = 14,
+  kSlicedPair128 = 15,
 };
-inline constexpr int kSm90Variants = static_cast<int>(Sm90Variant::kFitNarrow96) + 1;
+inline constexpr int kSm90Variants = static_cast<int>(Sm90Variant::kSlicedPair128) + 1;
+
+// Variants whose CTAs cut each tile's K into the weight's slices (Sm90Params::k_slices).
+constexpr bool folds_k_slices(Sm90Variant v) {
+  return v == Sm90Variant::kSliced96 || v == Sm90Variant::kSlicedPair128;
+}
 
 constexpr bool is_fit_width(Sm90Variant v) {
   return (static_cast<int>(v) >= static_cast<int>(Sm90Variant::kFitPair160) &&
@@ -51,6 +62,7 @@ constexpr TileShape tile_shape(Sm90Variant v) {
   switch (v) {
     case Sm90Variant::kTallStreamK: return TileShape{256, 128};
     case Sm90Variant::kNarrow:
+    case Sm90Variant::kSlicedPair128:
     case Sm90Variant::kPingPongPair: return TileShape{128, 128};
     case Sm90Variant::kFitPair160:
     case Sm90Variant::kFitSingle160: return TileShape{128, 160};
@@ -59,7 +71,8 @@ constexpr TileShape tile_shape(Sm90Variant v) {
     case Sm90Variant::kFitPair224:
     case Sm90Variant::kFitSingle224: return TileShape{128, 224};
     case Sm90Variant::kFitNarrow64: return TileShape{128, 64};
-    case Sm90Variant::kFitNarrow96: return TileShape{128, 96};
+    case Sm90Variant::kFitNarrow96:
+    case Sm90Variant::kSliced96: return TileShape{128, 96};
     default: return TileShape{128, 256};
   }
 }
@@ -67,7 +80,7 @@ constexpr TileShape tile_shape(Sm90Variant v) {
 // Variants whose CTAs run in 2-CTA clusters along M (a partial cluster still holds two SMs).
 constexpr bool runs_in_pairs(Sm90Variant v) {
   return v == Sm90Variant::kWidePair || v == Sm90Variant::kPingPongPair || v == Sm90Variant::kFitPair160 ||
-         v == Sm90Variant::kFitPair192 || v == Sm90Variant::kFitPair224;
+         v == Sm90Variant::kFitPair192 || v == Sm90Variant::kFitPair224 || v == Sm90Variant::kSlicedPair128;
 }
 
 struct ClusterShape {
@@ -161,7 +174,8 @@ constexpr double relative_speed(Sm90Variant v) {
     case Sm90Variant::kWide: return kWideRelativeSpeed;
     case Sm90Variant::kTallStreamK: return kTallRelativeSpeed;
     case Sm90Variant::kFitNarrow64: return kFitNarrow64RelativeSpeed;
-    case Sm90Variant::kFitNarrow96: return kFitNarrow96RelativeSpeed;
+    case Sm90Variant::kFitNarrow96:
+    case Sm90Variant::kSliced96: return kFitNarrow96RelativeSpeed;
     case Sm90Variant::kFitSingle160:
     case Sm90Variant::kFitSingle192:
     case Sm90Variant::kFitSingle224: return kFitSingleRelativeSpeed;

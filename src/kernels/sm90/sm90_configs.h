@@ -112,6 +112,31 @@ using NarrowFitConfig = KernelConfig<KernelSpec{.block_n = kBlockN,
 using FitNarrow64 = NarrowFitConfig<64, 8>;
 using FitNarrow96 = NarrowFitConfig<96, 7>;
 
+// Batch-invariant mode's split weights beyond the decode kernels' range (planner.cpp): the
+// narrow 128 x 96 single and the 128 x 128 pair, their consumers summing the weight's K
+// slices one after another and adding them in slice order in registers
+// (KernelSpec::fold_k_slices). The total doubles the accumulators: 48 or 64 floats per
+// thread. ptxas holds every thread of the kernel to 168 registers (__launch_bounds__ of 384
+// threads, one CTA per SM; setmaxnreg moves more to the consumers only at run time), and
+// 128 x 160 and 128 x 192 tiles' two sets spilled.
+using Sliced96 = KernelConfig<KernelSpec{.block_n = 96,
+                                         .consumers = 2,
+                                         .slabs_per_consumer = 1,
+                                         .stages = 7,
+                                         .cluster_ctas = 1,
+                                         .tma_store = true,
+                                         .store_rounds = 1,
+                                         .skip_dead_boxes = true,
+                                         .fold_k_slices = true}>;
+using SlicedPair128 = KernelConfig<KernelSpec{.block_n = 128,
+                                              .consumers = 2,
+                                              .slabs_per_consumer = 1,
+                                              .stages = 6,
+                                              .cluster_ctas = 2,
+                                              .tma_store = true,
+                                              .store_rounds = 2,
+                                              .fold_k_slices = true}>;
+
 // sm90-fp8's configurations, one per Fp8Variant (fp8_plan.h): sm90-gemm's tiles with 8-bit
 // inputs, whose stages hold 128 values of K per row.
 using Fp8WidePair = KernelConfig<KernelSpec{.block_n = 256,
@@ -180,6 +205,8 @@ constexpr auto with_variant_config(Sm90Variant variant, F&& f) {
     case Sm90Variant::kFitSingle224: return f(FitSingle224{});
     case Sm90Variant::kFitNarrow64: return f(FitNarrow64{});
     case Sm90Variant::kFitNarrow96: return f(FitNarrow96{});
+    case Sm90Variant::kSliced96: return f(Sliced96{});
+    case Sm90Variant::kSlicedPair128: return f(SlicedPair128{});
   }
   return f(WidePair{});
 }
