@@ -46,6 +46,7 @@ constexpr DecodeShape kDecodeShapes[kDecodeConfigs] = {
     {8, 128, 128}, {16, 128, 128}, {32, 128, 128}, {64, 128, 128}, {128, 128, 128},  // sm90-fp8-decode
     {64, 128, 128}, {128, 128, 128},  // sm90-fp8-decode, block scales from 33 tokens
     {128, 64, 64},                    // sm90-decode-r64 beyond 128 tokens
+    {128, 64, 64},                    // the same, folding a batch-invariant weight's K slices
 };
 
 // The configuration each family launches for m tokens, and the one whose residency a
@@ -82,22 +83,27 @@ DecodeConfigId decode_config(KernelFamily family, int64_t m, bool fp8_block = fa
   }
 }
 
-DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const DeviceInfo& device, int forced_splits) {
+// folded_slices > 1: sm90-decode-r64's 128-token tiles folding a batch-invariant weight's
+// slices (kR64x128Folded) at any M, unsplit across CTAs.
+DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const DeviceInfo& device, int forced_splits,
+                              int folded_slices = 1) {
   // Batch invariance without the weight's split passed in (a row split's tail, which only
   // unsplit weights have): no K split, so every output sums its K in one order whatever M is.
   if (desc.batch_invariant && forced_splits == 0) forced_splits = 1;
   const bool fp8_block = desc.scales == ScaleMode::kBlock128;
-  const DecodeConfigId config = decode_config(family, desc.m, fp8_block);
+  const DecodeConfigId config = folded_slices > 1 ? DecodeConfigId::kR64x128Folded : decode_config(family, desc.m, fp8_block);
+  if (folded_slices > 1) forced_splits = 1;
   const DecodeShape shape = kDecodeShapes[static_cast<int>(config)];
   const auto resident = [&](int token_tile, int splits) {
     // A token tile maps to the family's configuration for that many tokens.
-    return device.resident(decode_config(family, token_tile, fp8_block), splits);
+    return folded_slices > 1 ? device.resident(config, splits)
+                             : device.resident(decode_config(family, token_tile, fp8_block), splits);
   };
   // Kernels that run one CTA per SM plan their split to fill one wave: the load-path ones,
   // and sm90-decode-r64's 32-, 64- and 128-token tiles (decode_plan.h, choose_single_wave_split).
   const bool single_wave = family == KernelFamily::kDecodeLdg || family == KernelFamily::kDecodeLdgR64 ||
                            config == DecodeConfigId::kR64x32 || config == DecodeConfigId::kR64x64 ||
-                           config == DecodeConfigId::kR64x128;
+                           config == DecodeConfigId::kR64x128 || config == DecodeConfigId::kR64x128Folded;
   const DecodeLaunchPlan p = plan_decode(desc, shape.token_tile, resident, single_wave,
                                          shape.tile_rows, shape.k_block, forced_splits);
   DecodePlan out;
@@ -112,6 +118,7 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
   out.splits = p.split.splits;
   out.ctas = p.split.ctas;
   out.waves = p.split.waves;
+  out.k_slices = folded_slices > 1 ? folded_slices : 1;
   return out;
 }
 
@@ -137,8 +144,10 @@ bool invariant_rows64_resident(const GemmDesc& desc, const DeviceInfo& device) {
 }
 
 // Which decode kernel takes a problem sent to decoding (the order of preference, each
-// family only where its rule holds and its checks pass).
-KernelFamily pick_decode_family(const GemmDesc& desc, const DeviceInfo& device, const CallFacts& facts, char* reason) {
+// family only where its rule holds and its checks pass). whole_k: the problem's K is summed
+// whole whatever the weight (repacked copies, a row split's tail).
+KernelFamily pick_decode_family(const GemmDesc& desc, const DeviceInfo& device, const CallFacts& facts, char* reason,
+                                bool whole_k = false) {
   const int sms = device.sm_count;
   const bool invariant = desc.batch_invariant;
   const auto ok = [&](KernelFamily f) { return facts.accepts[index(f)]; };
@@ -147,7 +156,7 @@ KernelFamily pick_decode_family(const GemmDesc& desc, const DeviceInfo& device, 
     // order as sm90-gemm (the load-path kernels split K across their warpgroups). A
     // narrow weight's split (batch_invariant_k_split) runs on the 128-row tiles, whose k-tiles
     // sm90-gemm's slices match.
-    const int splits = batch_invariant_k_split(desc, device, facts);
+    const int splits = whole_k ? 1 : batch_invariant_k_split(desc, device, facts);
     if (splits > 1) {
       say(reason, "batch-invariant: 128-row tiles, the weight's K split of %d (fixed by N and K)", splits);
       return KernelFamily::kDecodeTma;
@@ -328,12 +337,13 @@ GemmDesc on_copies(const GemmDesc& desc, const RepackNeeds& repack) {
   return d;
 }
 
-// The decode family for a problem on the copies (every operand read in place), or kNone.
+// The decode family for a problem on the copies (every operand read in place), or kNone. Its
+// K is summed whole: the copies' plan and a row split's tail are unsplit.
 KernelFamily decode_family_on_copies(const GemmDesc& copies, const DeviceInfo& device) {
   CallFacts facts;
   for (int f = 0; f < kKernelFamilies; ++f) facts.accepts[f] = decode_family_accepts(static_cast<KernelFamily>(f), copies);
   char reason[kReasonChars];
-  return pick_decode_family(copies, device, facts, reason);
+  return pick_decode_family(copies, device, facts, reason, true);
 }
 
 // Few tokens on operands no decode kernel reads in place (odd K, a transposed operand):
@@ -393,13 +403,15 @@ double folded_slices_cycles(Sm90Variant v, const GemmDesc& desc, int slices, int
          tile_k_step_cycles(t.block_m, t.block_n);
 }
 
-// The cheaper of the two: 128 x 96 singles make more tiles for a few hundred rows, the
-// 128 x 128 pairs do more work per shared-memory cycle once the tiles fill several waves.
+// The cheapest of the three: 128 x 96 singles make the most tiles for a few hundred rows,
+// the 128 x 192 pairs do the most work per shared-memory cycle once the tiles fill several
+// waves, the 128 x 128 pairs sit between; how full each one's last wave is decides the rest.
 Sm90Variant cheaper_folded_variant(const GemmDesc& desc, int slices, int sms) {
-  return folded_slices_cycles(Sm90Variant::kSliced96, desc, slices, sms) <
-                 folded_slices_cycles(Sm90Variant::kSlicedPair128, desc, slices, sms)
-             ? Sm90Variant::kSliced96
-             : Sm90Variant::kSlicedPair128;
+  Sm90Variant best = Sm90Variant::kSlicedPair192;
+  for (Sm90Variant v : {Sm90Variant::kSlicedPair128, Sm90Variant::kSliced96}) {
+    if (folded_slices_cycles(v, desc, slices, sms) < folded_slices_cycles(best, desc, slices, sms)) best = v;
+  }
+  return best;
 }
 
 // Batch-invariant mode, a weight the mode splits in `slices` (batch_invariant_k_split), on
@@ -606,23 +618,29 @@ void plan_decode_family(LaunchPlan& p, KernelFamily family, const GemmDesc& desc
   p.family = family;
   // Batch-invariant problems take the weight's split, which only sm90-decode's 128-row
   // tiles cut K for (a forced 64-row or load-path kernel would sum it whole).
+  // sm90-decode-r64 takes it in its 128-token tiles, each CTA folding the slices.
   const int invariant = batch_invariant_k_split(desc, device, facts);
-  if (invariant > 1 && family != KernelFamily::kDecodeTma) {
+  const bool folded = invariant > 1 && family == KernelFamily::kDecodeR64;
+  if (invariant > 1 && family != KernelFamily::kDecodeTma && !folded) {
     p.family = KernelFamily::kNone;
-    say(p.family_reason, "batch-invariant: this weight's K split of %d runs on sm90-decode or sm90-gemm, not %s",
-        invariant, family_name(family));
+    say(p.family_reason, "batch-invariant: this weight's K split of %d runs on sm90-decode, sm90-decode-r64 or "
+        "sm90-gemm, not %s", invariant, family_name(family));
     return;
   }
   p.decode = plan_decode_launch(family, desc, device,
-                                ov.decode_splits > 0 ? ov.decode_splits : desc.batch_invariant ? invariant : 0);
-  p.k_splits = p.decode.splits;
+                                ov.decode_splits > 0 ? ov.decode_splits : desc.batch_invariant ? invariant : 0,
+                                folded ? invariant : 1);
+  p.k_splits = folded ? invariant : p.decode.splits;
   p.main_rows = desc.m;
   p.tile = TileShape{p.decode.tile_rows, p.decode.token_tile};  // weight rows x tokens (swap-AB)
   p.cluster = ClusterShape{1, 1};
   p.workspace_bytes = 0;
   say(p.tile_reason, "%d weight rows x %d tokens per CTA, %d-wide K steps (%d feature x %d token tiles)",
       p.decode.tile_rows, p.decode.token_tile, p.decode.k_block, p.decode.feature_tiles, p.decode.token_tiles * p.decode.batch);
-  if (ov.decode_splits >= 1 && p.decode.splits == ov.decode_splits) {
+  if (folded) {
+    say(p.split_reason, "batch-invariant: the weight's %d K slices, summed in turn in each CTA (%lld CTAs, no "
+        "cluster)", invariant, static_cast<long long>(p.decode.ctas));
+  } else if (ov.decode_splits >= 1 && p.decode.splits == ov.decode_splits) {
     say(p.split_reason, "K split %d forced (%lld CTAs, %lld waves)", p.decode.splits, static_cast<long long>(p.decode.ctas),
         static_cast<long long>(p.decode.waves));
   } else if (desc.batch_invariant) {
@@ -770,6 +788,7 @@ const char* variant_name(Sm90Variant v) {
     case Sm90Variant::kFitNarrow96: return "fit-narrow-96";
     case Sm90Variant::kSliced96: return "sliced-96";
     case Sm90Variant::kSlicedPair128: return "sliced-pair-128";
+    case Sm90Variant::kSlicedPair192: return "sliced-pair-192";
   }
   return "?";
 }
@@ -969,16 +988,30 @@ bool prefers_rows64_token_tiles(double other, double min_saving, const char* oth
   return true;
 }
 
-// Batch-invariant mode beyond 128 tokens, a split weight: whether sm90-decode's cluster of
-// `slices` (256-token tiles) costs less in the model than sm90-gemm's plan (its folded
-// slices, or split-K's in memory).
-bool invariant_cluster_beats_slices(const GemmDesc& desc, const DeviceInfo& device, const CallFacts& facts,
-                                    int slices) {
-  const double cluster =
+// Batch-invariant mode beyond 128 tokens, a split weight in `slices`: the cheapest in the
+// shared-memory model of sm90-decode's cluster of `slices` (256-token tiles, at
+// kWideDecodeStepFactor), sm90-decode-r64's 128-token tiles folding the slices in each CTA
+// (narrow weights on many tokens: the tokens make the CTAs), and sm90-gemm's plan (its
+// folded slices, or split-K's in memory).
+enum class InvariantSplitPlan { kCluster, kRows64Folded, kGemm };
+InvariantSplitPlan cheapest_invariant_split_plan(const GemmDesc& desc, const DeviceInfo& device,
+                                                 const CallFacts& facts, int slices, double* cycles) {
+  InvariantSplitPlan best = InvariantSplitPlan::kCluster;
+  *cycles =
       decode_plan_cycles(plan_decode_launch(KernelFamily::kDecodeTma, desc, device, slices), kWideDecodeStepFactor);
+  if (facts.accepts[index(KernelFamily::kDecodeR64)] && desc.epilogue.activation != Activation::kSwiGLU) {
+    const DecodePlan d = plan_decode_launch(KernelFamily::kDecodeR64, desc, device, 1, slices);
+    const double rows64 = decode_plan_cycles(d) + static_cast<double>(d.waves) * slices * kFoldedSliceDrainSteps *
+                                                      tile_k_step_cycles(d.tile_rows, d.token_tile);
+    if (rows64 < *cycles) best = InvariantSplitPlan::kRows64Folded, *cycles = rows64;
+  }
   LaunchPlan gemm;
   plan_sm90(gemm, desc, device, PlanOverrides{}, facts);
-  return gemm.family == KernelFamily::kNone || cluster < invariant_gemm_cycles(gemm, desc, device.sm_count);
+  if (gemm.family != KernelFamily::kNone) {
+    const double cost = invariant_gemm_cycles(gemm, desc, device.sm_count);
+    if (cost < *cycles) best = InvariantSplitPlan::kGemm, *cycles = cost;
+  }
+  return best;
 }
 
 LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides* overrides, const CallFacts* facts) {
@@ -1035,8 +1068,19 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
     const bool rows64 = desc.m >= kInvariantRows64MinTokens && desc.m <= kDecodeMaxTokens &&
                         facts->accepts[index(KernelFamily::kDecodeR64)] && invariant_rows64_resident(desc, device) &&
                         !sm90_fills_its_waves(desc.m, desc.n, desc.batch, device.sm_count);
-    decode = invariant > 1 ? desc.m <= kDecodeMaxTokens || invariant_cluster_beats_slices(desc, device, *facts, invariant)
-                           : desc.m <= kDecodeAlwaysTokens || rows64;
+    InvariantSplitPlan split_plan = InvariantSplitPlan::kCluster;
+    double cycles = 0;
+    if (invariant > 1 && desc.m > kDecodeMaxTokens) {
+      split_plan = cheapest_invariant_split_plan(desc, device, *facts, invariant, &cycles);
+    }
+    if (split_plan == InvariantSplitPlan::kRows64Folded) {
+      say(p.family_reason, "batch-invariant, the weight's %d K slices: 64 x 128 swap-AB tiles folding them, %.0fk SM "
+          "cycles (the cheapest)", invariant, cycles / 1000);
+      plan_decode_family(p, KernelFamily::kDecodeR64, desc, device, ov, *facts);
+      p.kernel_name = family_name(p.family);
+      return p;
+    }
+    decode = invariant > 1 ? split_plan == InvariantSplitPlan::kCluster : desc.m <= kDecodeAlwaysTokens || rows64;
   }
   if (!decode && plan_swapped_decode(p, desc, device, ov, *facts)) return p;
   // The wide decode rule's 256-token tiles against the 64-row ones, where the wide tiles'

@@ -50,6 +50,7 @@ enum class DecodeConfigId : int {
   kFp8x8, kFp8x16, kFp8x32, kFp8x64, kFp8x128,                    // sm90-fp8-decode, by token tile
   kFp8Block64, kFp8Block128,  // sm90-fp8-decode with block scales, 33-128 tokens (one CTA per SM)
   kR64x128,                   // sm90-decode-r64 beyond 128 tokens: 64 weight rows x 128 tokens
+  kR64x128Folded,             // the same tiles summing a batch-invariant weight's K slices in turn
   kCount
 };
 inline constexpr int kDecodeConfigs = static_cast<int>(DecodeConfigId::kCount);
@@ -140,6 +141,7 @@ struct DecodePlan {
   int splits = 1;        // CTAs per cluster along K
   int64_t ctas = 0;
   int64_t waves = 0;
+  int k_slices = 1;      // kR64x128Folded: the weight's K slices, summed in turn in each CTA
 };
 
 // Which operands sm90-gemm first copies into K-major form in the workspace.

@@ -453,8 +453,12 @@ bool tuned_plan_usable(const LaunchPlan& p, const PlanOverrides& o, const GemmDe
     if (splits == 1 && (p.k_splits > 1 || (p.row_split() && p.tail.splits > 1))) {
       return no("batch-invariant: a K split changes the summation order");
     }
-    if (splits > 1 && (p.k_splits != splits || p.row_split() || (decode && p.family != KernelFamily::kDecodeTma) ||
-                       (sm90 && p.slice_k * splits != desc.k))) {
+    // The cuts: sm90-decode's cluster, sm90-decode-r64's or sm90-gemm's folded slices, or
+    // sm90-gemm's split-K in equal slices.
+    const bool decode_cuts = p.family == KernelFamily::kDecodeTma ||
+                             (p.family == KernelFamily::kDecodeR64 && p.decode.k_slices == splits);
+    if (splits > 1 && (p.k_splits != splits || p.row_split() || (decode && !decode_cuts) ||
+                       (sm90 && !folds_k_slices(p.variant) && p.slice_k * splits != desc.k))) {
       return no("batch-invariant: the weight's K is summed in %d slices, the plan's in %d", splits, p.k_splits);
     }
   }

@@ -528,8 +528,9 @@ TEST(PlannerOverrides, PowersOfTwoOnlyWithoutFittedWidths) {
 // weight's split (batch_invariant_split, fixed by N, K and the batch count) is 1: sm90-gemm's
 // whole tiles (any variant, no stream-K) and the TMA-fed decode kernels unsplit (the
 // load-path kernels split K across warpgroups). Where it is s > 1: sm90-decode's cluster of
-// s, sm90-gemm's folded-slice configurations with s slices, or its split-K in s equal
-// slices of K / s - all cut K at the same k-tiles and add the parts in the same order.
+// s, sm90-decode-r64's 128-token tiles or sm90-gemm's folded-slice configurations with s
+// slices in each CTA, or sm90-gemm's split-K in s equal slices of K / s - all cut K at the
+// same k-tiles and add the parts in the same order.
 
 bool keeps_one_k_order(const LaunchPlan& p, const GemmDesc& d, const DeviceInfo& device) {
   const int s = weight_split(d, device);
@@ -542,7 +543,10 @@ bool keeps_one_k_order(const LaunchPlan& p, const GemmDesc& d, const DeviceInfo&
     if (folds_k_slices(p.variant)) return false;  // never chosen for a weight the mode does not split
     return p.k_splits == 1 && (!p.row_split() || tma_decode(p.tail_family, p.tail, 1));
   }
-  return tma_decode(p.family, p.decode, s) && p.k_splits == s;
+  // sm90-decode-r64's 128-token tiles fold a split weight's slices in each CTA.
+  const bool folded = s > 1 && p.family == KernelFamily::kDecodeR64 && p.decode.config == DecodeConfigId::kR64x128Folded &&
+                      p.decode.splits == 1 && p.decode.k_slices == s;
+  return (folded || tma_decode(p.family, p.decode, s)) && p.k_splits == s;
 }
 
 TEST(PlannerBatchInvariant, EveryPlanSumsKInOneOrder) {
@@ -592,8 +596,9 @@ TEST(PlannerBatchInvariant, TheFastestUnsplitPlanForEachM) {
 }
 
 // A weight whose 128-row tiles leave most SMs idle splits K the same way at every M:
-// sm90-decode's cluster up to 128 tokens; beyond, that cluster, sm90-gemm's folded slices
-// or (with a workspace) its split-K, whichever the shared-memory model costs least.
+// sm90-decode's cluster up to 128 tokens; beyond, that cluster, sm90-decode-r64's or
+// sm90-gemm's folded slices, or (with a workspace) sm90-gemm's split-K, whichever the
+// shared-memory model costs least.
 TEST(PlannerBatchInvariant, ANarrowLongWeightSplitsTheSameWayAtEveryM) {
   const DeviceInfo h200 = DeviceInfo::h200();
   GemmDesc d = linear(1, 1536, 40960);
@@ -618,19 +623,22 @@ TEST(PlannerBatchInvariant, ANarrowLongWeightSplitsTheSameWayAtEveryM) {
         EXPECT_EQ(p.slice_k, 40960 / 8);
       } else {
         EXPECT_EQ(p.workspace_bytes, 0u);
-        if (p.family != KernelFamily::kSm90Gemm) {
+        if (p.family == KernelFamily::kDecodeR64) {
+          EXPECT_EQ(p.decode.config, DecodeConfigId::kR64x128Folded);
+          EXPECT_EQ(p.decode.k_slices, 8);
+        } else if (p.family != KernelFamily::kSm90Gemm) {
           EXPECT_EQ(p.family, KernelFamily::kDecodeTma);
         }
       }
     }
   }
-  // Many tiles: the folded slices; the 128 x 128 pairs once the tiles fill several waves.
+  // Many tiles: the folded slices; the 192-wide pairs once the tiles fill several waves.
   d = linear(16384, 1536, 4096);
   d.batch_invariant = true;
   ASSERT_EQ(weight_split(d, h200), 8);
   LaunchPlan p = plan(d, h200);
   EXPECT_EQ(p.family, KernelFamily::kSm90Gemm) << p.family_reason;
-  EXPECT_EQ(p.variant, Sm90Variant::kSlicedPair128);
+  EXPECT_EQ(p.variant, Sm90Variant::kSlicedPair192);
   // A few hundred rows on a short K: the 96-wide singles' extra tiles fill the wave.
   GemmDesc expert = linear(777, 1536, 2048);
   expert.batch_invariant = true;

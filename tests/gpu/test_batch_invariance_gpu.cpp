@@ -45,11 +45,12 @@ std::vector<InvarianceCase> cases() {
   // multiple of the 64-wide K step): unsplit. An odd K, whose operands are repacked (a decode
   // kernel on the copies at few tokens, sm90-gemm on them beyond). Narrow weights the mode
   // splits in 8: a long K (and a ragged N), an MLA down-projection (14 k-tiles per slice), a
-  // router (8 per slice), and a K whose slices are uneven (100 k-tiles: 12 and 13). Each runs
+  // router (8 per slice), a K whose slices are uneven (100 k-tiles: 12 and 13) and one whose
+  // last k-tile is partial (65 k-tiles: 4104 = 64 x 64 + 8). Each runs
   // sm90-decode's cluster at few tokens and sm90-gemm's folded slices or split-K beyond.
   const std::pair<int64_t, int64_t> shapes[] = {{4096, 4096}, {10240, 2048}, {3000, 4104}, {1000, 520},
                                                 {1021, 4093}, {1024, 65536}, {600, 16384}, {576, 7168},
-                                                {128, 4096},  {1600, 6400}};
+                                                {128, 4096},  {1600, 6400}, {1000, 4104}};
   for (auto [n, k] : shapes) {
     for (DataType dt : {DataType::kBF16, DataType::kF16}) {
       for (bool epilogue : {false, true}) {
@@ -127,10 +128,14 @@ void expect_same_rows(const std::vector<unsigned char>& rows, const Reference& r
   ADD_FAILURE() << what << ": rows differ from the " << kMaxRows << "-row call's, first at byte " << first;
 }
 
-// The K split every plan of the mode must use for this problem's weight.
+// The K split every plan of the mode must use for this problem's weight, with the kernels'
+// own judgement of the operands (an odd K is not sm90-decode's, so its weight is unsplit).
 int weight_split(const GemmDesc& desc) {
-  return anvil::detail::batch_invariant_k_split(desc, anvil::detail::current_device_info(),
-                                                anvil::detail::CallFacts{});
+  anvil::detail::CallFacts facts;
+  for (int f = 0; f < anvil::detail::kKernelFamilies; ++f) {
+    facts.accepts[f] = anvil::detail::decode_family_accepts(static_cast<KernelFamily>(f), desc);
+  }
+  return anvil::detail::batch_invariant_k_split(desc, anvil::detail::current_device_info(), facts);
 }
 
 std::string plan_text(const LaunchPlan& p) {

@@ -216,6 +216,9 @@ std::vector<Candidate> enumerate(const GemmDesc& desc, const Options& opt) {
   tried.push_back(PlanOverrides{});  // the planner's own choice
   auto sm90 = [&] {
     for (int v = 0; v < anvil::detail::kSm90Variants; ++v) {
+      // The folded-slice configurations sum K whole outside batch-invariant mode: the same
+      // work as fit-narrow-96 or a pair, with a second accumulator.
+      if (!desc.batch_invariant && anvil::detail::folds_k_slices(static_cast<anvil::detail::Sm90Variant>(v))) continue;
       PlanOverrides o;
       o.family = KernelFamily::kSm90Gemm;
       o.sm90_variant = v;

@@ -130,24 +130,23 @@ __device__ __forceinline__ void run_sliced_mainloop(float (&acc)[Config::kSlabs]
                                                     StageBarriers<Config::kStages>& barriers) {
   static_assert(Config::kFoldKSlices && Config::kSlabs == 1, "one slab: the total doubles its registers");
   constexpr int kAcc = Config::kBlockN / 2;
+  const auto slice_end = [&](int slice) { return static_cast<int>(int64_t{slice} * k_tiles / slices); };
+  run_consumer_mainloop<Config, kInput>(acc, consumer, slice_end(1), ring, tiles_a, tiles_b, barriers);
+  if (slices == 1) return;
   float total[kAcc];
-  int begin = 0;
-  for (int slice = 0; slice < slices; ++slice) {
-    const int end = static_cast<int>(int64_t{slice + 1} * k_tiles / slices);
-    run_consumer_mainloop<Config, kInput>(acc, consumer, end - begin, ring, tiles_a, tiles_b, barriers);
-    begin = end;
-    if (slice == 0) {
 #pragma unroll
-      for (int i = 0; i < kAcc; ++i) total[i] = acc[0][i];
-    } else if (slice + 1 < slices) {
+  for (int i = 0; i < kAcc; ++i) total[i] = acc[0][i];
+  for (int slice = 1; slice + 1 < slices; ++slice) {
+    run_consumer_mainloop<Config, kInput>(acc, consumer, slice_end(slice + 1) - slice_end(slice), ring, tiles_a,
+                                          tiles_b, barriers);
 #pragma unroll
-      for (int i = 0; i < kAcc; ++i) total[i] += acc[0][i];
-    } else {
-      // The last slice's sum is added where the epilogue reads it.
-#pragma unroll
-      for (int i = 0; i < kAcc; ++i) acc[0][i] = total[i] + acc[0][i];
-    }
+    for (int i = 0; i < kAcc; ++i) total[i] += acc[0][i];
   }
+  // The last slice's sum is added where the epilogue reads it: the total dies here.
+  run_consumer_mainloop<Config, kInput>(acc, consumer, k_tiles - slice_end(slices - 1), ring, tiles_a, tiles_b,
+                                        barriers);
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) acc[0][i] = total[i] + acc[0][i];
 }
 
 // The mainloop with DeepSeek-V3 block scales (ScaleMode::kBlock128): every stage is one

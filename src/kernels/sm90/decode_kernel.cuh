@@ -49,12 +49,16 @@ namespace anvil::detail {
 // consumer mainloop then takes k32 steps of 32 bytes (consumer.cuh, input_bytes).
 // kBlockScales_: e4m3 with DeepSeek-V3 block scales (sm90-fp8-decode): each stage's K block
 // is summed on its own and added, scaled, to the fp32 total (run_decode_block_scaled_mainloop).
+// kFoldKSlices_: batch-invariant mode's split weights without a cluster split: the CTA sums
+// DecodeParams::k_slices slices of K in turn and adds them in order (consumer.cuh,
+// run_sliced_mainloop), the cluster's rank-order sum inside one CTA.
 template <int kTokenTile_, int kRows = 128, int kKBlocks_ = 1,
           bool kTwoPerSm_ = decode_bandwidth_bound(kTokenTile_) && kKBlocks_ == 1, int kElementBytes_ = 2,
-          bool kBlockScales_ = false>
+          bool kBlockScales_ = false, bool kFoldKSlices_ = false>
 struct DecodeConfig {
   static constexpr int kTokenTile = kTokenTile_;
   static constexpr bool kBlockScales = kBlockScales_;
+  static constexpr bool kFoldKSlices = kFoldKSlices_;
   static constexpr int kKBlocks = kKBlocks_;
   static constexpr int kElementBytes = kElementBytes_;
   static constexpr int kBoxK = 128 / kElementBytes;  // values of K in one box
@@ -90,6 +94,8 @@ struct DecodeConfig {
   static_assert(kStages >= 2, "a ring needs two stages to overlap load and math");
   static_assert(!kBlockScales || (kElementBytes == 1 && kKBlocks == 1 && kRows == 128),
                 "block scales: 8-bit inputs, one 128-wide K block per stage, 128 weight rows (one W scale block)");
+  static_assert(!kFoldKSlices || (kElementBytes == 2 && kKBlocks == 1 && !kBlockScales && kTokenTile <= 128),
+                "folded slices: 16-bit inputs cut in 64-wide k-tiles, and room for a second accumulator");
 };
 
 // Block-scaled configurations: each stage's box of X's scales for the token tile
@@ -127,6 +133,8 @@ struct DecodeParams {
   CUtensorMap map_x_scales;
   ScaleLine x_scale_line;
   const float* w_block_scales;
+  // Folded configurations only (DecodeConfig::kFoldKSlices): the weight's K slices.
+  int k_slices;
 };
 
 // This CTA's contiguous share of the k-tiles: split r of s gets [r k / s, (r + 1) k / s),
@@ -310,6 +318,9 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
       run_decode_block_scaled_mainloop<Config, kInput>(
           acc, consumer, range, p.w_block_scales + origin.feature0 / Config::kBlockM * p.k_tiles, origin.token0,
           p.x_scale_line, shared.scales.x, ring, shared.a, shared.b, shared.barriers);
+    } else if constexpr (Config::kFoldKSlices) {
+      run_sliced_mainloop<Config, kInput>(acc, consumer, range.end - range.begin, p.k_slices, ring, shared.a,
+                                          shared.b, shared.barriers);
     } else {
       run_consumer_mainloop<Config, kInput>(acc, consumer, range.end - range.begin, ring, shared.a, shared.b,
                                             shared.barriers);

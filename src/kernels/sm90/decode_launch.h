@@ -68,6 +68,7 @@ inline DecodeLaunchPlan decode_grid(const DecodePlan& plan) {
   grid.split.splits = plan.splits;
   grid.split.ctas = plan.ctas;
   grid.split.waves = plan.waves;
+  grid.k_slices = plan.k_slices;
   return grid;
 }
 
@@ -79,9 +80,10 @@ template <class Launch, class Kernel, class Build>
 Status cached_decode_launch(const char* name, const char* config_key, Kernel kernel, int threads, int smem_bytes,
                             const DecodePlan& plan, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag,
                             Build build) {
-  // The split is part of the key: a forced split must not read another split's parameters.
+  // The split (and a folded configuration's slices) is part of the key: a forced split must
+  // not read another split's parameters.
   char plan_name[PlanKey::kMaxKernelName];
-  std::snprintf(plan_name, sizeof(plan_name), "%s/s%d", config_key, plan.splits);
+  std::snprintf(plan_name, sizeof(plan_name), "%s/s%d/f%d", config_key, plan.splits, plan.k_slices);
   Launch launch;
   const Status s = find_or_build_plan(plan_name, desc, args, &launch, diag, [&](Launch* out) {
     const Status built = build(out);

@@ -364,6 +364,7 @@ int batch_invariant_split(int64_t n, int64_t k, int64_t batch, int sm_count, Res
 // The grid of one decode launch, in the units both decode kernels share: 128 weight rows
 // per feature tile, 64-wide k-tiles.
 struct DecodeLaunchPlan {
+  int k_slices = 1;  // folded configurations: the weight's K slices, summed in turn in each CTA
   int token_tile = 8;
   int batch = 1;
   int token_tiles = 1;

@@ -6,6 +6,8 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "host/plan_cache.h"
 #include "host/registry.h"
 #include "kernels/sm90/decode_kernel.cuh"
@@ -52,6 +54,8 @@ Status build_decode_launch(const GemmDesc& desc, const GemmArgs& args, const Dec
   params.k_tiles = plan.k_tiles;
   params.token_tiles = plan.token_tiles;
   params.batched = desc.batch > 1;
+  // A slice of no k-tiles would free a stage it never took: at most one slice per k-tile.
+  params.k_slices = Config::kFoldKSlices ? std::clamp(plan.k_slices, 1, plan.k_tiles) : 1;
   if constexpr (Config::kElementBytes == 1) {
     params.scales.a = args.scale_a;
     params.scales.b = args.scale_b;

@@ -15,7 +15,7 @@ Status launch_fit_width(Sm90Variant variant, const char* name, const GemmDesc& d
                         Diagnostic* diag);
 
 // Launches the folded-slice configuration `variant` (Sm90Variant::kSliced96,
-// kSlicedPair128), its CTAs cutting every tile's K into `k_slices` slices
+// kSlicedPair128, kSlicedPair192), its CTAs cutting every tile's K into `k_slices` slices
 // (gemm_sm90_sliced.cu).
 Status launch_sliced(Sm90Variant variant, const char* name, const GemmDesc& desc, const GemmArgs& args, int k_slices,
                      Diagnostic* diag);

@@ -44,6 +44,9 @@ using Rows64 = DecodeConfig<kTokenTile, 64, 4>;
 using Rows64TwoPerSm = DecodeConfig<16, 64, 2, true>;
 // Beyond 128 tokens: 64 weight rows x 128 tokens, one 64-wide K box per stage (8 stages).
 using Rows64Tall = DecodeConfig<128, 64, 1>;
+// The same for batch-invariant mode's split weights: each CTA sums the weight's K slices in
+// turn (run_sliced_mainloop), as sm90-decode's cluster would across CTAs.
+using Rows64TallFolded = DecodeConfig<128, 64, 1, false, 2, false, true>;
 
 Status check_rows64(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
   return check_decode(kRows64Name, desc, args, false, 64, 64, diag);
@@ -65,6 +68,7 @@ void fill_decode_tma_residency(DeviceInfo* device) {
     set(DecodeConfigId::kR64x32, decode_tma_resident_ctas<Rows64<32>>(kRows64Name, s));
     set(DecodeConfigId::kR64x64, decode_tma_resident_ctas<Rows64<64>>(kRows64Name, s));
     set(DecodeConfigId::kR64x128, decode_tma_resident_ctas<Rows64Tall>(kRows64Name, s));
+    set(DecodeConfigId::kR64x128Folded, decode_tma_resident_ctas<Rows64TallFolded>(kRows64Name, s));
   }
 }
 
@@ -88,6 +92,9 @@ Status launch_decode_tma_plan(const DecodePlan& plan, const GemmDesc& desc, cons
       return launch_decode_config<Rows64<64>>(kRows64Name, "sm90-decode-r64/t64", plan, desc, args, diag);
     case DecodeConfigId::kR64x128:
       return launch_decode_config<Rows64Tall>(kRows64Name, "sm90-decode-r64/t128", plan, desc, args, diag);
+    case DecodeConfigId::kR64x128Folded:
+      return launch_decode_config<Rows64TallFolded>(kRows64Name, "sm90-decode-r64/t128-folded", plan, desc, args,
+                                                    diag);
     default: return fail(diag, Status::kInternalError, "%s: not a TMA decode configuration", kName);
   }
 }

@@ -51,7 +51,7 @@ struct KernelSpec {
   // Batch-invariant mode's K split inside each CTA: the consumers sum each of
   // Sm90Params::k_slices slices of K from zero and add the slices' sums in slice order, as
   // sm90-decode's cluster adds its ranks' (consumer.cuh, run_sliced_mainloop). The running
-  // total doubles the accumulator registers: one slab of at most 128 columns per consumer.
+  // total doubles the accumulator registers: one slab of at most 192 columns per consumer.
   bool fold_k_slices = false;
 };
 
@@ -130,7 +130,7 @@ struct KernelConfig {
                                   !kPingPong && !kStreamK),
                 "block scales: 8-bit inputs, 128- or 192-wide cooperative tiles of one slab per consumer (a tile "
                 "spans at most two 128-wide weight scale blocks)");
-  static_assert(!kFoldKSlices || (kElementBytes == 2 && kSlabs == 1 && kBlockN <= 128 && !kPingPong && !kStreamK),
+  static_assert(!kFoldKSlices || (kElementBytes == 2 && kSlabs == 1 && kBlockN <= 192 && !kPingPong && !kStreamK),
                 "folded K slices: 16-bit inputs, cooperative whole tiles, and room for a second accumulator");
   static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumers <= 65536, "register file");
 };

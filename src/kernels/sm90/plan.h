@@ -35,17 +35,18 @@ enum class Sm90Variant : int {
   kFitNarrow64 = 12,
   kFitNarrow96 = 13,
   // Batch-invariant mode's split weights beyond the decode kernels' range: the 128x96
-  // single and the 128x128 pair, each CTA summing the weight's K slices in turn and adding
+  // single and the 128x128 and 128x192 pairs, each CTA summing the weight's K slices in turn and adding
   // them in slice order (KernelSpec::fold_k_slices; planner.cpp, plan_invariant_slices).
   // Never chosen outside the mode.
   kSliced96 = 14,
   kSlicedPair128 = 15,
+  kSlicedPair192 = 16,
 };
-inline constexpr int kSm90Variants = static_cast<int>(Sm90Variant::kSlicedPair128) + 1;
+inline constexpr int kSm90Variants = static_cast<int>(Sm90Variant::kSlicedPair192) + 1;
 
 // Variants whose CTAs cut each tile's K into the weight's slices (Sm90Params::k_slices).
 constexpr bool folds_k_slices(Sm90Variant v) {
-  return v == Sm90Variant::kSliced96 || v == Sm90Variant::kSlicedPair128;
+  return v == Sm90Variant::kSliced96 || v == Sm90Variant::kSlicedPair128 || v == Sm90Variant::kSlicedPair192;
 }
 
 constexpr bool is_fit_width(Sm90Variant v) {
@@ -67,6 +68,7 @@ constexpr TileShape tile_shape(Sm90Variant v) {
     case Sm90Variant::kFitPair160:
     case Sm90Variant::kFitSingle160: return TileShape{128, 160};
     case Sm90Variant::kFitPair192:
+    case Sm90Variant::kSlicedPair192:
     case Sm90Variant::kFitSingle192: return TileShape{128, 192};
     case Sm90Variant::kFitPair224:
     case Sm90Variant::kFitSingle224: return TileShape{128, 224};
@@ -80,7 +82,8 @@ constexpr TileShape tile_shape(Sm90Variant v) {
 // Variants whose CTAs run in 2-CTA clusters along M (a partial cluster still holds two SMs).
 constexpr bool runs_in_pairs(Sm90Variant v) {
   return v == Sm90Variant::kWidePair || v == Sm90Variant::kPingPongPair || v == Sm90Variant::kFitPair160 ||
-         v == Sm90Variant::kFitPair192 || v == Sm90Variant::kFitPair224 || v == Sm90Variant::kSlicedPair128;
+         v == Sm90Variant::kFitPair192 || v == Sm90Variant::kFitPair224 || v == Sm90Variant::kSlicedPair128 ||
+         v == Sm90Variant::kSlicedPair192;
 }
 
 struct ClusterShape {

@@ -113,12 +113,10 @@ using FitNarrow64 = NarrowFitConfig<64, 8>;
 using FitNarrow96 = NarrowFitConfig<96, 7>;
 
 // Batch-invariant mode's split weights beyond the decode kernels' range (planner.cpp): the
-// narrow 128 x 96 single and the 128 x 128 pair, their consumers summing the weight's K
-// slices one after another and adding them in slice order in registers
-// (KernelSpec::fold_k_slices). The total doubles the accumulators: 48 or 64 floats per
-// thread. ptxas holds every thread of the kernel to 168 registers (__launch_bounds__ of 384
-// threads, one CTA per SM; setmaxnreg moves more to the consumers only at run time), and
-// 128 x 160 and 128 x 192 tiles' two sets spilled.
+// narrow 128 x 96 single and the 128 x 128 and 128 x 192 pairs, their consumers summing the
+// weight's K slices one after another and adding them in slice order in registers
+// (KernelSpec::fold_k_slices). The total doubles the accumulators: 48, 64 or 96 floats per
+// thread, which at most 128 x 192 per two warpgroups leaves room for.
 using Sliced96 = KernelConfig<KernelSpec{.block_n = 96,
                                          .consumers = 2,
                                          .slabs_per_consumer = 1,
@@ -128,6 +126,14 @@ using Sliced96 = KernelConfig<KernelSpec{.block_n = 96,
                                          .store_rounds = 1,
                                          .skip_dead_boxes = true,
                                          .fold_k_slices = true}>;
+using SlicedPair192 = KernelConfig<KernelSpec{.block_n = 192,
+                                              .consumers = 2,
+                                              .slabs_per_consumer = 1,
+                                              .stages = 5,
+                                              .cluster_ctas = 2,
+                                              .tma_store = true,
+                                              .store_rounds = 3,
+                                              .fold_k_slices = true}>;
 using SlicedPair128 = KernelConfig<KernelSpec{.block_n = 128,
                                               .consumers = 2,
                                               .slabs_per_consumer = 1,
@@ -207,6 +213,7 @@ constexpr auto with_variant_config(Sm90Variant variant, F&& f) {
     case Sm90Variant::kFitNarrow96: return f(FitNarrow96{});
     case Sm90Variant::kSliced96: return f(Sliced96{});
     case Sm90Variant::kSlicedPair128: return f(SlicedPair128{});
+    case Sm90Variant::kSlicedPair192: return f(SlicedPair192{});
   }
   return f(WidePair{});
 }
