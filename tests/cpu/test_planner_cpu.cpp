@@ -660,6 +660,19 @@ TEST(PlannerBatchInvariant, ANarrowLongWeightSplitsTheSameWayAtEveryM) {
   EXPECT_EQ(plan(d, h200, &gemm).family, KernelFamily::kNone);
   gemm.sm90_variant = static_cast<int>(Sm90Variant::kSliced96);
   EXPECT_EQ(plan(d, h200, &gemm).variant, Sm90Variant::kSliced96);
+  // A forced sm90-decode-r64 folds the slices in its 128-token tiles, at any M.
+  PlanOverrides rows64;
+  rows64.family = KernelFamily::kDecodeR64;
+  for (int64_t m : {1, 300}) {
+    d.m = m;
+    const LaunchPlan r = plan(d, h200, &rows64);
+    EXPECT_EQ(r.family, KernelFamily::kDecodeR64) << r.family_reason;
+    EXPECT_EQ(r.decode.config, DecodeConfigId::kR64x128Folded);
+    EXPECT_EQ(r.decode.splits, 1);
+    EXPECT_EQ(r.decode.k_slices, 8);
+    EXPECT_EQ(r.k_splits, 8);
+  }
+  d.m = 300;
   // Wider weights keep whole K at every M (their large-M tiles cannot fold slices).
   GemmDesc wide = linear(100, 5120, 25600);
   wide.batch_invariant = true;

@@ -2,8 +2,9 @@
 // or on which plan runs it. Every plan the mode may pick sums each output's K in one order
 // (docs/planner.md): where the weight's split (batch_invariant_k_split) is 1, sm90-gemm's
 // whole tiles in any configuration and the TMA-fed decode kernels unsplit; where it is
-// s > 1, sm90-decode's cluster of s, sm90-gemm's folded-slice configurations (each CTA
-// summing the s slices in turn) and its split-K in s slices. These tests run
+// s > 1, sm90-decode's cluster of s, sm90-decode-r64's and sm90-gemm's folded-slice
+// configurations (each CTA summing the s slices in turn) and sm90-gemm's split-K in s
+// slices. These tests run
 // the first rows of one set of operands at many M, and each such plan forced through the
 // planner's overrides, and compare the rows bitwise with those of the largest call.
 #include <cuda_runtime_api.h>
@@ -165,7 +166,7 @@ TEST_P(BatchInvariance, RowsDoNotDependOnM) {
 // Every plan the mode may pick, forced: each sm90-gemm configuration but stream-K (whole
 // tiles, the folded slices, or split-K's slices of the weight's split; the planner refuses
 // the others for a split weight), with and without a row split, and the TMA-fed decode
-// kernels (the 64-row one only unsplit).
+// kernels (the 64-row one folding a split weight's slices in its 128-token tiles).
 TEST_P(BatchInvariance, EveryPlanTheModeMayPickAgrees) {
   REQUIRE_SM90();
   const InvarianceCase& c = GetParam();
