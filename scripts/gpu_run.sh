@@ -125,12 +125,13 @@ if want sanitize; then
   # repack, odd-ld D in ping-pong tiles; over every kernel it would outlast racecheck's
   # limit). The row split forced on small problems (ForcedRowSplit: sm90-gemm on 256 rows +
   # a decode kernel on the rest; the sweep's own split cases, 2049 rows, take racecheck
-  # 150 s each). Racecheck, the slowest tool, needs
+  # 150 s each). The folded-slice configurations on a small split weight (FoldedSlices).
+  # Racecheck, the slowest tool, needs
   # more than 150 s for these cases since the fitted widths. Load-path decode cases whose K
   # steps do not divide evenly over the warpgroups (the barrier padding in
   # decode_ldg_kernel.cuh), on each of sm90-decode-ldg-r64's token tiles (8, 16, 32). Each
   # tool's summary line lands in sanitize.txt.
-  filter='AllKernels/KernelSweep.*lin_256x512x256:AllKernels/KernelSweep.*lin_129x257x65:AllKernels/KernelSweep.*swiglu_300x768x1000:AllKernels/KernelSweep.*batch3_256x512x256:AllKernels/KernelSweep.*/auto__odd_ld_batch2_333x1001x777:AllKernels/KernelSweep.*/auto__*300x520x1000*:Decode/DecodeSweep.*/ldgr64_fp16_to_fp32_130x256x520:Decode/DecodeSweep.*/ldgr64_odd_k_padded_40x256x515:Decode/DecodeSweep.*/ldgr64_fp16_24x512x1000:Decode/DecodeSweep.*/ldgr64_odd_k_padded_9x384x1001:Decode/DecodeSweep.*/ldg_split_uneven_1x128x640:Small/ForcedRowSplit.*:Grouped/GroupedSweep.*/contig_mixed_narrow_bf16:Grouped/GroupedSweep.*/masked_mixed_fp16:Grouped/GroupedSweep.*/contig_swiglu_wide:Grouped/GroupedSweep.*/contig_odd_width_plain:GroupedBounds.*'
+  filter='AllKernels/KernelSweep.*lin_256x512x256:AllKernels/KernelSweep.*lin_129x257x65:AllKernels/KernelSweep.*swiglu_300x768x1000:AllKernels/KernelSweep.*batch3_256x512x256:AllKernels/KernelSweep.*/auto__odd_ld_batch2_333x1001x777:AllKernels/KernelSweep.*/auto__*300x520x1000*:Decode/DecodeSweep.*/ldgr64_fp16_to_fp32_130x256x520:Decode/DecodeSweep.*/ldgr64_odd_k_padded_40x256x515:Decode/DecodeSweep.*/ldgr64_fp16_24x512x1000:Decode/DecodeSweep.*/ldgr64_odd_k_padded_9x384x1001:Decode/DecodeSweep.*/ldg_split_uneven_1x128x640:Small/ForcedRowSplit.*:FoldedSlices.*:Grouped/GroupedSweep.*/contig_mixed_narrow_bf16:Grouped/GroupedSweep.*/masked_mixed_fp16:Grouped/GroupedSweep.*/contig_swiglu_wide:Grouped/GroupedSweep.*/contig_odd_width_plain:GroupedBounds.*'
   for tool in memcheck racecheck synccheck initcheck; do
     limit=150
     [ "$tool" = racecheck ] && limit=330

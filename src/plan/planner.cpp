@@ -406,7 +406,9 @@ double folded_slices_cycles(Sm90Variant v, const GemmDesc& desc, int slices, int
 // The cheapest of the three: 128 x 96 singles make the most tiles for a few hundred rows,
 // the 128 x 192 pairs do the most work per shared-memory cycle once the tiles fill several
 // waves, the 128 x 128 pairs sit between; how full each one's last wave is decides the rest.
+// SwiGLU's gate/up column pairs need 128-column tiles: the 128 x 128 pairs alone.
 Sm90Variant cheaper_folded_variant(const GemmDesc& desc, int slices, int sms) {
+  if (desc.epilogue.activation == Activation::kSwiGLU) return Sm90Variant::kSlicedPair128;
   Sm90Variant best = Sm90Variant::kSlicedPair192;
   for (Sm90Variant v : {Sm90Variant::kSlicedPair128, Sm90Variant::kSliced96}) {
     if (folded_slices_cycles(v, desc, slices, sms) < folded_slices_cycles(best, desc, slices, sms)) best = v;
@@ -424,7 +426,8 @@ void plan_invariant_slices(LaunchPlan& p, const GemmDesc& desc, int sms, const P
   const bool forced = ov.sm90_variant >= 0 || ov.sm90_fit_only;
   const Sm90Variant v = ov.sm90_variant >= 0 ? static_cast<Sm90Variant>(ov.sm90_variant)
                                              : cheaper_folded_variant(desc, slices, sms);
-  if (p.repack.a || p.repack.b || ov.sm90_fit_only || !folds_k_slices(v)) {
+  const bool swiglu_misfit = desc.epilogue.activation == Activation::kSwiGLU && tile_shape(v).block_n % 128 != 0;
+  if (p.repack.a || p.repack.b || ov.sm90_fit_only || !folds_k_slices(v) || swiglu_misfit) {
     p.family = KernelFamily::kNone;
     say(p.family_reason, "batch-invariant: this weight's K split of %d runs on sm90-decode's cluster or sm90-gemm's "
         "folded slices%s", slices, forced ? ", not the forced configuration" : "");

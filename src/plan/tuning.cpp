@@ -434,7 +434,7 @@ bool tuned_plan_usable(const LaunchPlan& p, const PlanOverrides& o, const GemmDe
   if (p.workspace_bytes > facts.workspace_bytes) return no("it needs %zu workspace bytes, the call has %zu", p.workspace_bytes, facts.workspace_bytes);
   const bool sm90 = p.family == KernelFamily::kSm90Gemm;
   if (sm90 && p.variant == Sm90Variant::kTallStreamK && !facts.workspace_aligned16) return no("stream-K needs a 16-byte aligned workspace");
-  if (sm90 && is_fit_width(p.variant) && desc.epilogue.activation == Activation::kSwiGLU) {
+  if (sm90 && tile_shape(p.variant).block_n % 128 != 0 && desc.epilogue.activation == Activation::kSwiGLU) {
     return no("fitted widths cannot hold SwiGLU's 128-column gate/up pairs");
   }
   const bool decode = p.family != KernelFamily::kSm90Gemm && p.family != KernelFamily::kFallback;

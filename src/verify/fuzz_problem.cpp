@@ -261,10 +261,13 @@ FuzzProblem make_invariant_split_fuzz_problem(uint64_t seed, int64_t index, cons
   const bool swiglu = d.epilogue.activation == Activation::kSwiGLU;
   d.batch = 1;
   d.batch_invariant = true;
-  d.m = rng.log_uniform(600);
+  // Half long K on up to 600 rows; half a K of 1024-16384 (any multiple of 8: uneven
+  // slices, a partial last k-tile) on up to 4096 rows, where the folded slices run.
+  const bool long_k = rng.percent(50);
+  d.m = rng.log_uniform(long_k ? 600 : 4096);
   d.n = draw_extent(rng, 2048);
   if (swiglu) d.n = std::max<int64_t>(128, d.n / 128 * 128);
-  d.k = 128 * rng.between(128, 1024);
+  d.k = long_k ? 128 * rng.between(128, 1024) : 8 * rng.between(128, 2048);
   // Keep to the cap: shorter K first (never under 16384), then fewer rows.
   while (fuzz_macs(d) > limits.max_large_macs && d.k >= 2 * 16384) d.k = d.k / 256 * 128;
   while (fuzz_macs(d) > limits.max_large_macs && d.m > 1) d.m = (d.m + 1) / 2;

@@ -56,8 +56,9 @@ FuzzProblem make_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits& li
 FuzzProblem make_fp8_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits& limits);
 
 // The same draw made a batch-invariant problem on a weight the mode splits
-// (docs/planner.md#batch-invariance): one matrix, N <= 2048, K of 16384-131072 in whole
-// 128-wide steps, 1-600 rows, K-major operands with 16-byte aligned bases and leading
+// (docs/planner.md#batch-invariance): one matrix, N <= 2048, and either K of 16384-131072
+// in whole 128-wide steps on 1-600 rows or K of 1024-16384 in steps of 8 on 1-4096 rows;
+// K-major operands with 16-byte aligned bases and leading
 // dimensions (so that sm90-decode reads them in place). Its extents exceed the limits'
 // max_extent; the MAC cap holds. The epilogue, D, C, alpha/beta and dtypes are the 16-bit
 // draw's.

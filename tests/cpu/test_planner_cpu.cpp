@@ -691,6 +691,35 @@ TEST(PlannerBatchInvariant, ANarrowLongWeightSplitsTheSameWayAtEveryM) {
   EXPECT_EQ(p.k_splits, 1);
 }
 
+// SwiGLU's gate/up pairs need 128-column tiles: a split weight with SwiGLU takes the
+// 128 x 128 folded pairs (or sm90-decode's cluster, 128-row tiles), never the 96- or
+// 192-wide folded tiles or sm90-decode-r64.
+TEST(PlannerBatchInvariant, SwiGLUFoldsOnlyInWholeGatePairs) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  for (int64_t m : {1, 300, 1000, 4096, 16384}) {
+    for (int64_t k : {2048, 4096, 16384}) {
+      GemmDesc d = linear(m, 2048, k);
+      d.batch_invariant = true;
+      d.epilogue.activation = Activation::kSwiGLU;
+      d.d.ld = d.c.ld = 1024;
+      ASSERT_GT(weight_split(d, h200), 1);
+      const LaunchPlan p = plan(d, h200);
+      SCOPED_TRACE(std::to_string(m) + " x 2048 x " + std::to_string(k) + ": " + p.family_reason);
+      EXPECT_TRUE(p.family == KernelFamily::kSm90Gemm || p.family == KernelFamily::kDecodeTma);
+      if (p.family == KernelFamily::kSm90Gemm) EXPECT_EQ(tile_shape(p.variant).block_n % 128, 0);
+      EXPECT_TRUE(keeps_one_k_order(p, d, h200));
+    }
+  }
+  GemmDesc d = linear(4096, 2048, 4096);
+  d.batch_invariant = true;
+  d.epilogue.activation = Activation::kSwiGLU;
+  d.d.ld = d.c.ld = 1024;
+  PlanOverrides forced;
+  forced.family = KernelFamily::kSm90Gemm;
+  forced.sm90_variant = static_cast<int>(Sm90Variant::kSlicedPair192);
+  EXPECT_EQ(plan(d, h200, &forced).family, KernelFamily::kNone);
+}
+
 // Few tokens on the weights the mode now splits with short slices: a router, an MLA
 // down-projection, a weight whose K does not divide into the slices evenly. Each runs
 // sm90-decode's cluster as normal mode's split would, not one CTA per 128 weight rows.

@@ -215,6 +215,56 @@ TEST_P(BatchInvariance, EveryPlanTheModeMayPickAgrees) {
 INSTANTIATE_TEST_SUITE_P(Shapes, BatchInvariance, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<InvarianceCase>& info) { return info.param.name; });
 
+// The folded-slice configurations forced on a small split weight (uneven slices, a partial
+// last k-tile: 300 x 576 x 1480, 24 k-tiles in 3 slices), at sizes compute-sanitizer's
+// tools can run (scripts/gpu_run.sh's sanitize phase): each bitwise against sm90-decode's
+// cluster of the same split, whose rows match the reference.
+TEST(FoldedSlices, SmallSplitWeightMatchesTheCluster) {
+  REQUIRE_SM90();
+  GemmDesc desc = anvil::linear_desc(300, 576, 1480, DataType::kBF16, DataType::kBF16);
+  desc.batch_invariant = true;
+  desc.epilogue.bias = anvil::BiasMode::kPerColumn;
+  desc.epilogue.bias_dtype = DataType::kBF16;
+  desc.epilogue.activation = anvil::Activation::kGeluTanh;
+  ASSERT_EQ(weight_split(desc), 3);
+  anvil_test::Operands op;
+  ASSERT_NO_FATAL_FAILURE(anvil_test::make_operands(op, desc, 4242));
+  CHECK_CUDA(verify::reference_gemm(desc, op.args, op.ref.as_float(), nullptr));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  // The cluster's rows, checked against the reference.
+  PlanOverrides cluster;
+  cluster.family = KernelFamily::kDecodeTma;
+  LaunchPlan ran;
+  Diagnostic diag;
+  CHECK_CUDA(verify::poison(op.d.get(), desc.d.dtype, desc.m * desc.n, nullptr));
+  ASSERT_EQ(anvil::detail::gemm(desc, op.args, &cluster, &diag, &ran), Status::kSuccess) << diag.message;
+  CHECK_CUDA(cudaDeviceSynchronize());
+  ASSERT_EQ(ran.decode.splits, 3) << plan_text(ran);
+  const auto cmp = verify::compare(desc, op.d.get(), op.ref.as_float(), verify::tolerance_for(desc), nullptr);
+  ASSERT_GE(cmp.count, 0) << "the comparison itself failed (CUDA error)";
+  ASSERT_TRUE(cmp.passed) << plan_text(ran) << ": " << anvil_test::describe(cmp);
+  std::vector<unsigned char> expected;
+  ASSERT_NO_FATAL_FAILURE(anvil_test::download(op.d, expected));
+  std::vector<PlanOverrides> folded;
+  for (Sm90Variant v : {Sm90Variant::kSliced96, Sm90Variant::kSlicedPair128, Sm90Variant::kSlicedPair192}) {
+    PlanOverrides o;
+    o.family = KernelFamily::kSm90Gemm;
+    o.sm90_variant = static_cast<int>(v);
+    folded.push_back(o);
+  }
+  PlanOverrides rows64;
+  rows64.family = KernelFamily::kDecodeR64;
+  folded.push_back(rows64);
+  for (const PlanOverrides& o : folded) {
+    std::vector<unsigned char> rows;
+    ASSERT_NO_FATAL_FAILURE(run_rows(op, desc, &o, rows, &ran));
+    const std::string what = plan_text(ran);
+    ASSERT_EQ(ran.k_splits, 3) << what;
+    ASSERT_EQ(rows.size(), expected.size());
+    EXPECT_EQ(std::memcmp(rows.data(), expected.data(), rows.size()), 0) << what << " differs from the cluster's rows";
+  }
+}
+
 // The row split forced on small problems (PlanOverrides::row_split), in normal mode and
 // against the reference: sm90-gemm on the first 256 rows, a decode kernel on the rest. Small
 // enough for compute-sanitizer's tools (scripts/gpu_run.sh's sanitize phase).
