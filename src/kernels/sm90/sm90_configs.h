@@ -76,8 +76,8 @@ static_assert(TallStreamK::kConsumers == 2 && TallStreamK::kBlockM * TallStreamK
 // singles: one CTA, its own B.
 // Singles run where a pair would hold an empty row of tiles, so their last row of tiles is
 // often a few rows deep (257, 777, 1537 rows): their producer leaves out A's rows past M, as
-// the narrow widths' does.
-template <int kBlockN, int kStages, int kClusterM>
+// the narrow widths' does. kFoldKSlices: the folded-slice configurations below.
+template <int kBlockN, int kStages, int kClusterM, bool kFoldKSlices = false>
 using FitConfig = KernelConfig<KernelSpec{.block_n = kBlockN,
                                           .consumers = 2,
                                           .slabs_per_consumer = 1,
@@ -85,7 +85,8 @@ using FitConfig = KernelConfig<KernelSpec{.block_n = kBlockN,
                                           .cluster_ctas = kClusterM,
                                           .tma_store = true,
                                           .store_rounds = kBlockN / 64,
-                                          .skip_dead_boxes = kClusterM == 1}>;
+                                          .skip_dead_boxes = kClusterM == 1,
+                                          .fold_k_slices = kFoldKSlices}>;
 using FitPair160 = FitConfig<160, 5, 2>;
 using FitPair192 = FitConfig<192, 5, 2>;
 using FitPair224 = FitConfig<224, 4, 2>;
@@ -117,31 +118,10 @@ using FitNarrow96 = NarrowFitConfig<96, 7>;
 // weight's K slices one after another and adding them in slice order in registers
 // (KernelSpec::fold_k_slices). The total doubles the accumulators: 48, 64 or 96 floats per
 // thread, which at most 128 x 192 per two warpgroups leaves room for.
-using Sliced96 = KernelConfig<KernelSpec{.block_n = 96,
-                                         .consumers = 2,
-                                         .slabs_per_consumer = 1,
-                                         .stages = 7,
-                                         .cluster_ctas = 1,
-                                         .tma_store = true,
-                                         .store_rounds = 1,
-                                         .skip_dead_boxes = true,
-                                         .fold_k_slices = true}>;
-using SlicedPair192 = KernelConfig<KernelSpec{.block_n = 192,
-                                              .consumers = 2,
-                                              .slabs_per_consumer = 1,
-                                              .stages = 5,
-                                              .cluster_ctas = 2,
-                                              .tma_store = true,
-                                              .store_rounds = 3,
-                                              .fold_k_slices = true}>;
-using SlicedPair128 = KernelConfig<KernelSpec{.block_n = 128,
-                                              .consumers = 2,
-                                              .slabs_per_consumer = 1,
-                                              .stages = 6,
-                                              .cluster_ctas = 2,
-                                              .tma_store = true,
-                                              .store_rounds = 2,
-                                              .fold_k_slices = true}>;
+// The fitted widths' layout (singles leave A's rows past M out of their loads).
+using Sliced96 = FitConfig<96, 7, 1, true>;
+using SlicedPair128 = FitConfig<128, 6, 2, true>;
+using SlicedPair192 = FitConfig<192, 5, 2, true>;
 
 // sm90-fp8's configurations, one per Fp8Variant (fp8_plan.h): sm90-gemm's tiles with 8-bit
 // inputs, whose stages hold 128 values of K per row.
