@@ -435,8 +435,8 @@ void plan_invariant_slices(LaunchPlan& p, const GemmDesc& desc, int sms, const P
   }
   describe_variant(p, v);
   const WavePlan w = variant_wave_plan(v, desc.m, desc.n, desc.batch, sms);
-  say(p.tile_reason, "%s%s: %lld tiles, %.2f waves, %.0fk SM cycles in the shared-memory model", variant_name(v),
-      forced ? " forced" : ", the cheaper folded-slice tile", static_cast<long long>(w.tiles), w.waves,
+  say(p.tile_reason, "%s%s: %lld tiles, %.2f waves, %.0fk SM cycles (shared-memory model)", variant_name(v),
+      forced ? " forced" : ", the cheapest folded tile", static_cast<long long>(w.tiles), w.waves,
       folded_slices_cycles(v, desc, slices, sms) / 1000);
   p.main_rows = desc.m;
   p.k_splits = slices;

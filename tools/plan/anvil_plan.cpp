@@ -300,8 +300,11 @@ void print_gemm_candidates(const GemmDesc& d, const DeviceInfo& dev, const Launc
                                   Sm90Variant::kWide,         Sm90Variant::kNarrow,       Sm90Variant::kFitPair160,
                                   Sm90Variant::kFitPair192,   Sm90Variant::kFitPair224,   Sm90Variant::kFitSingle160,
                                   Sm90Variant::kFitSingle192, Sm90Variant::kFitSingle224, Sm90Variant::kFitNarrow96,
-                                  Sm90Variant::kFitNarrow64,   Sm90Variant::kTallStreamK};
+                                  Sm90Variant::kFitNarrow64,  Sm90Variant::kTallStreamK,  Sm90Variant::kSliced96,
+                                  Sm90Variant::kSlicedPair128, Sm90Variant::kSlicedPair192};
   for (Sm90Variant v : kAll) {
+    // The folded-slice configurations only for a weight batch-invariant mode splits.
+    if (folds_k_slices(v) && !(d.batch_invariant && chosen.k_splits > 1)) continue;
     const Resources r = variant_resources(v);
     const Budget b = budget_of(r, dev);
     const int stages_fit = b.stages_fit, per_sm = b.per_sm;
