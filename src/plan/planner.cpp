@@ -91,7 +91,8 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
   // unsplit weights have): no K split, so every output sums its K in one order whatever M is.
   if (desc.batch_invariant && forced_splits == 0) forced_splits = 1;
   const bool fp8_block = desc.scales == ScaleMode::kBlock128;
-  const DecodeConfigId config = folded_slices > 1 ? DecodeConfigId::kR64x128Folded : decode_config(family, desc.m, fp8_block);
+  const DecodeConfigId config =
+      folded_slices > 1 ? DecodeConfigId::kR64x128Folded : decode_config(family, desc.m, fp8_block);
   if (folded_slices > 1) forced_splits = 1;
   const DecodeShape shape = kDecodeShapes[static_cast<int>(config)];
   const auto resident = [&](int token_tile, int splits) {
@@ -287,7 +288,9 @@ bool plan_split_k(LaunchPlan& p, const GemmDesc& desc, const Sm90Problem& whole,
                   const CallFacts& facts, int sms, bool forced_variant, int invariant) {
   if (ov.split_k_slices == 1 || desc.batch != 1 || p.repack.a || p.repack.b) return false;
   if (forced_variant && folds_k_slices(p.variant)) return false;
-  if (desc.batch_invariant && (invariant <= 1 || desc.k % (int64_t{kBatchInvariantKTile} * invariant) != 0)) return false;
+  if (desc.batch_invariant && (invariant <= 1 || desc.k % (int64_t{kBatchInvariantKTile} * invariant) != 0)) {
+    return false;
+  }
   // Where both apply, split-K beats stream-K: every slice's tiles start together on the same
   // K range, and the partials are summed across the GPU, not by each tile's last CTA
   // (docs/notes/split-k.md).

@@ -696,6 +696,7 @@ TEST(PlannerBatchInvariant, ANarrowLongWeightSplitsTheSameWayAtEveryM) {
 // 192-wide folded tiles or sm90-decode-r64.
 TEST(PlannerBatchInvariant, SwiGLUFoldsOnlyInWholeGatePairs) {
   const DeviceInfo h200 = DeviceInfo::h200();
+  int gemm_plans = 0;
   for (int64_t m : {1, 300, 1000, 4096, 16384}) {
     for (int64_t k : {2048, 4096, 16384}) {
       GemmDesc d = linear(m, 2048, k);
@@ -706,10 +707,14 @@ TEST(PlannerBatchInvariant, SwiGLUFoldsOnlyInWholeGatePairs) {
       const LaunchPlan p = plan(d, h200);
       SCOPED_TRACE(std::to_string(m) + " x 2048 x " + std::to_string(k) + ": " + p.family_reason);
       EXPECT_TRUE(p.family == KernelFamily::kSm90Gemm || p.family == KernelFamily::kDecodeTma);
-      if (p.family == KernelFamily::kSm90Gemm) EXPECT_EQ(tile_shape(p.variant).block_n % 128, 0);
+      if (p.family == KernelFamily::kSm90Gemm) {
+        EXPECT_EQ(tile_shape(p.variant).block_n % 128, 0);
+        ++gemm_plans;
+      }
       EXPECT_TRUE(keeps_one_k_order(p, d, h200));
     }
   }
+  EXPECT_GT(gemm_plans, 0);  // the rule above was exercised
   GemmDesc d = linear(4096, 2048, 4096);
   d.batch_invariant = true;
   d.epilogue.activation = Activation::kSwiGLU;

@@ -202,13 +202,15 @@ Status sm90_launch(const char* name, LaunchPolicy policy, const GemmDesc& desc, 
   if (plan_name.name != name || plan_name.policy.persistent != policy.persistent ||
       plan_name.policy.band != policy.band || plan_name.policy.batch_is_k_slice != policy.batch_is_k_slice ||
       plan_name.policy.k_slices != policy.k_slices) {
-    std::snprintf(plan_name.text, sizeof(plan_name.text), "%s/%dx%dx%d/c%dx%d/s%d/p%d/%s%s%s%s%.0d", name, Config::kBlockM,
+    // A folded-slice configuration's slice count: its parameters depend on it.
+    char folded[24] = "";
+    if constexpr (Config::kFoldKSlices) std::snprintf(folded, sizeof(folded), "/folded-k%d", policy.k_slices);
+    std::snprintf(plan_name.text, sizeof(plan_name.text), "%s/%dx%dx%d/c%dx%d/s%d/p%d/%s%s%s%s", name, Config::kBlockM,
                   Config::kBlockN, Config::kStages, Config::kClusterM, Config::kClusterN,
                   int(Config::kTmaStore) * Config::kStoreRounds, int(policy.persistent) * policy.band,
                   Config::kStreamK ? "sk" : Config::kPingPong ? "pp" : "coop",
                   Config::kBlockScales ? "/fp8-block" : Config::kElementBytes == 1 ? "/fp8" : "",
-                  policy.batch_is_k_slice ? "/k-slices" : "", Config::kFoldKSlices ? "/folded-k" : "",
-                  Config::kFoldKSlices ? policy.k_slices : 0);
+                  policy.batch_is_k_slice ? "/k-slices" : "", folded);
     plan_name.name = name;
     plan_name.policy = policy;
   }

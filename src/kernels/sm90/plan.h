@@ -35,9 +35,9 @@ enum class Sm90Variant : int {
   kFitNarrow64 = 12,
   kFitNarrow96 = 13,
   // Batch-invariant mode's split weights beyond the decode kernels' range: the 128x96
-  // single and the 128x128 and 128x192 pairs, each CTA summing the weight's K slices in turn and adding
-  // them in slice order (KernelSpec::fold_k_slices; planner.cpp, plan_invariant_slices).
-  // Never chosen outside the mode.
+  // single and the 128x128 and 128x192 pairs, each CTA summing the weight's K slices in
+  // turn and adding them in slice order (KernelSpec::fold_k_slices; planner.cpp,
+  // plan_invariant_slices). Never chosen outside the mode.
   kSliced96 = 14,
   kSlicedPair128 = 15,
   kSlicedPair192 = 16,
