@@ -36,10 +36,10 @@ struct WgmmaSS<{n}, Input::k{ty.upper()}> {{
 # no transpose immediates for 8-bit types (the PTX ISA allows them for f16/bf16 only),
 # so the wrappers take none; 32 fp8 values of K are 32 bytes, the bf16 k16 step's width.
 # sm90-fp8's tiles are 64, 128 or 256 wide; e4m3 x e4m3 also has the narrow widths of
-# sm90-fp8-decode's token tiles (swap-AB: the tokens are wgmma's N) and the 192-wide
-# block-scaled tile.
+# sm90-fp8-decode's token tiles (swap-AB: the tokens are wgmma's N) and the fitted widths
+# (160, 192 and 224; 192 also the block-scaled tile).
 FP8_WIDTHS = [64, 128, 256]
-E4M3_ONLY_WIDTHS = [8, 16, 32, 192]
+E4M3_ONLY_WIDTHS = [8, 16, 32, 160, 192, 224]
 FP8_PAIRS = {"E4M3": ("e4m3", "e4m3"), "E5M2xE4M3": ("e5m2", "e4m3"), "E4M3xE5M2": ("e4m3", "e5m2")}
 
 def fp8_wrapper(n: int, name: str, ta: str, tb: str) -> str:

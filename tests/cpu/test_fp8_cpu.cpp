@@ -282,7 +282,8 @@ TEST(Fp8Planner, BlockScalesTakeWideTilesWhereTheyCostLess) {
 // only. On a wide weight those CTAs add waves (36864 columns: 576 narrow tiles in pairs
 // along M, 5 waves; 288 along N, 3), so the pairs run along N, multicasting A; with an even
 // row count they stay along M. Where both fit one wave (7168 columns) they cost the same
-// and the pairs along M are kept.
+// and the pairs along M are kept. Where the fitted widths run (not with block scales),
+// 231 single CTAs of 128 x 160 take two waves there and cost less still.
 TEST(Fp8Planner, OddTileRowsPairAlongN) {
   const DeviceInfo device = DeviceInfo::h200();
   const PlanOverrides forced = sm90_fp8_forced();
@@ -290,9 +291,13 @@ TEST(Fp8Planner, OddTileRowsPairAlongN) {
     EXPECT_FALSE(fp8_pairs_along_n(plan(fp8_linear(64, 7168, 2048, scales), device, &forced).fp8_variant));
     for (int64_t m : {1, 16, 64, 128}) {
       const LaunchPlan p = plan(fp8_linear(m, 36864, 2048, scales), device, &forced);
-      EXPECT_TRUE(fp8_pairs_along_n(p.fp8_variant)) << m << ": " << fp8_variant_name(p.fp8_variant);
-      EXPECT_EQ(p.cluster.m, 1);
-      EXPECT_EQ(p.cluster.n, 2);
+      EXPECT_EQ(p.cluster.m, 1) << m << ": " << fp8_variant_name(p.fp8_variant);
+      if (scales == ScaleMode::kBlock128) {
+        EXPECT_TRUE(fp8_pairs_along_n(p.fp8_variant)) << m << ": " << fp8_variant_name(p.fp8_variant);
+        EXPECT_EQ(p.cluster.n, 2);
+      } else {
+        EXPECT_EQ(p.fp8_variant, Fp8Variant::kFitSingle160) << m;
+      }
     }
     const LaunchPlan even = plan(fp8_linear(256, 36864, 2048, scales), device);
     EXPECT_FALSE(fp8_pairs_along_n(even.fp8_variant)) << fp8_variant_name(even.fp8_variant);
@@ -307,6 +312,52 @@ TEST(Fp8Planner, OddTileRowsPairAlongN) {
   mixed.b.dtype = DataType::kE5M2;
   EXPECT_EQ(plan(mixed, device).family, KernelFamily::kSm90Fp8);
   EXPECT_EQ(plan(mixed, device).fp8_variant, Fp8Variant::kNarrowPair);
+}
+
+// The fitted widths (160, 192, 224) where the 128- and 256-wide tiles leave the last wave
+// partly idle: DeepSeek-V3's kv_a at 4096 rows (576 columns: 96 tiles of 128 x 256 fill
+// 73% of one wave, 128 of 128 x 160 fill 97%), 256 x 10240 (80 wide tiles; 128 of 160),
+// 256 x 28672 (224 wide tiles in 1.7 waves; 256 of 224 in 1.94); as single CTAs where a
+// pair holds an empty row of tiles (128 x 24576: 128 tiles of 192). Never with block
+// scales, the e5m2 pairs or SwiGLU, not even forced; where they run a forced one is kept.
+TEST(Fp8Planner, FittedWidthsFillTheLastWave) {
+  const DeviceInfo device = DeviceInfo::h200();
+  const PlanOverrides forced_family = sm90_fp8_forced();
+  for (ScaleMode scales : {ScaleMode::kNone, ScaleMode::kTensor, ScaleMode::kRowColumn}) {
+    const LaunchPlan kv_a = plan(fp8_linear(4096, 576, 7168, scales), device);
+    EXPECT_EQ(kv_a.fp8_variant, Fp8Variant::kFitPair160);
+    EXPECT_EQ(kv_a.tile.block_n, 160);
+    EXPECT_EQ(kv_a.stages, 5);
+    EXPECT_EQ(kv_a.cluster.m, 2);
+    EXPECT_EQ(plan(fp8_linear(256, 10240, 8192, scales), device).fp8_variant, Fp8Variant::kFitPair160);
+    const LaunchPlan up = plan(fp8_linear(256, 28672, 8192, scales), device);
+    EXPECT_EQ(up.fp8_variant, Fp8Variant::kFitPair224);
+    EXPECT_EQ(up.stages, 4);
+    const LaunchPlan q_b = plan(fp8_linear(128, 24576, 1536, scales), device, &forced_family);
+    EXPECT_EQ(q_b.fp8_variant, Fp8Variant::kFitSingle192);
+    EXPECT_EQ(q_b.cluster.m, 1);
+    EXPECT_EQ(q_b.cluster.n, 1);
+    // Where 256-wide tiles fill their waves the fitted widths cost more.
+    EXPECT_EQ(plan(fp8_linear(4096, 4096, 4096, scales), device).fp8_variant, Fp8Variant::kWidePair);
+  }
+  for (int i = 0; i < kFp8Variants; ++i) {
+    const Fp8Variant v = static_cast<Fp8Variant>(i);
+    if (!fp8_fit_variant(v)) continue;
+    SCOPED_TRACE(fp8_variant_name(v));
+    EXPECT_TRUE(fp8_variant_runs(v, DataType::kE4M3, DataType::kE4M3, ScaleMode::kTensor));
+    EXPECT_FALSE(fp8_variant_runs(v, DataType::kE4M3, DataType::kE4M3, ScaleMode::kBlock128));
+    EXPECT_FALSE(fp8_variant_runs(v, DataType::kE5M2, DataType::kE4M3, ScaleMode::kTensor));
+    EXPECT_FALSE(fp8_variant_runs(v, DataType::kE4M3, DataType::kE4M3, ScaleMode::kTensor, true));
+    EXPECT_EQ(fp8_cluster_shape(v).m, fp8_fit_single(v) ? 1 : 2);
+    PlanOverrides o = forced_family;
+    o.fp8_variant = i;
+    EXPECT_EQ(plan(fp8_linear(300, 700, 640), device, &o).fp8_variant, v);
+    GemmDesc swiglu = fp8_linear(4096, 576, 7168);
+    swiglu.epilogue.activation = Activation::kSwiGLU;
+    swiglu.d.ld = 288;
+    EXPECT_EQ(plan(swiglu, device, &o).tile.block_n % 128, 0);
+    EXPECT_EQ(plan(fp8_linear(4096, 576, 7168, ScaleMode::kBlock128), device, &o).tile.block_n % 64, 0);
+  }
 }
 
 TEST(Fp8Planner, ForcedVariantIsHonoured) {

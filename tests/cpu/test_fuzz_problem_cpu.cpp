@@ -190,6 +190,7 @@ TEST(FuzzProblem, ReachesEveryCornerItPromises) {
 TEST(FuzzProblem, Fp8ProblemsAreWhatTheFp8KernelTakes) {
   const verify::FuzzLimits limits = verify::default_fuzz_limits();
   int modes[4] = {0, 0, 0, 0}, split[4] = {0, 0, 0, 0}, decode[4] = {0, 0, 0, 0}, mixed = 0, shifted = 0;
+  int fitted_pairs = 0, fitted_singles = 0;
   for (int64_t i = 0; i < kProblems; ++i) {
     const verify::FuzzProblem p = verify::make_fp8_fuzz_problem(kSeed, i, limits);
     const GemmDesc& d = p.desc;
@@ -221,6 +222,9 @@ TEST(FuzzProblem, Fp8ProblemsAreWhatTheFp8KernelTakes) {
                 plan.family == anvil::detail::KernelFamily::kSm90Fp8Decode)
         << plan.family_reason;
     if (plan.family == anvil::detail::KernelFamily::kSm90Fp8Decode) ++decode[static_cast<int>(d.scales)];
+    if (plan.family == anvil::detail::KernelFamily::kSm90Fp8 && anvil::detail::fp8_fit_variant(plan.fp8_variant)) {
+      ++(anvil::detail::fp8_fit_single(plan.fp8_variant) ? fitted_singles : fitted_pairs);
+    }
     if (plan.family == anvil::detail::KernelFamily::kSm90Fp8 && plan.k_splits > 1) {
       ++split[static_cast<int>(d.scales)];
       EXPECT_EQ(plan.k_splits * plan.slice_k, d.k);
@@ -247,6 +251,9 @@ TEST(FuzzProblem, Fp8ProblemsAreWhatTheFp8KernelTakes) {
         << "scale mode " << m << ": too few problems on sm90-fp8-decode";
   }
   EXPECT_GT(mixed, 0);
+  // The fitted widths, in pairs and single CTAs, where the planner takes them.
+  EXPECT_GE(fitted_pairs, 10);
+  EXPECT_GT(fitted_singles, 0);
 }
 
 // Batch-invariant problems on weights the mode splits: valid, taken by the dispatcher,

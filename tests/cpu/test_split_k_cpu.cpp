@@ -84,13 +84,15 @@ TEST(Fp8SplitKRule, FewTilesAndLongKSplitInWholeKBlocks) {
 
 // Single tokens and 64-row batches on weights of 56-64 tiles (llama70b's attn_out and
 // mlp_down, DeepSeek-V3's o): the whole tiles fill less than half the SMs, and two slices
-// fill them.
+// fill them - or, where the fitted widths run (not with block scales), four slices of
+// 32 single 128 x 224 tiles fill 128 of the 132 SMs as well (DeepSeek-V3's o at 64 rows).
 TEST(Fp8SplitKRule, HalfEmptyWaveOfALargeWeightSplitsInTwo) {
   for (ScaleMode scales : {ScaleMode::kTensor, ScaleMode::kBlock128}) {
     EXPECT_EQ(fp8_split(1, 8192, 8192, scales).slices, 2);
     EXPECT_EQ(fp8_split(1, 8192, 28672, scales).slices, 2);
-    EXPECT_EQ(fp8_split(64, 7168, 16384, scales).slices, 2);
   }
+  EXPECT_EQ(fp8_split(64, 7168, 16384, ScaleMode::kBlock128).slices, 2);
+  EXPECT_EQ(fp8_split(64, 7168, 16384, ScaleMode::kTensor).slices, 4);
 }
 
 TEST(Fp8SplitKRule, WellFilledShortOrUnalignedProblemsStayWhole) {

@@ -172,6 +172,39 @@ TEST(Fp8Variants, EveryConfiguration) {
   }
 }
 
+// The fitted widths (160, 192, 224 columns; pairs and single CTAs), forced, at their edges:
+// a last column tile of 60 or 200 columns (a partial 64-column store box, a partial
+// register-stored tail), a last row tile of 9 rows (the singles leave the dead boxes out),
+// the fused epilogues after the scales, beta * C with C == D, an fp32 D and a padded D.
+TEST(Fp8FitWidths, EdgesEpiloguesAndSlices) {
+  REQUIRE_SM90();
+  for (int i = 0; i < anvil::detail::kFp8Variants; ++i) {
+    const Fp8Variant v = static_cast<Fp8Variant>(i);
+    if (!anvil::detail::fp8_fit_variant(v)) continue;
+    const uint64_t seed = 7000 + 100 * uint64_t(i);
+    for (ScaleMode scales : {ScaleMode::kNone, ScaleMode::kTensor, ScaleMode::kRowColumn}) {
+      ASSERT_NO_FATAL_FAILURE(run_and_check(fp8_desc(265, 700, 384, scales), seed, i));
+      ASSERT_NO_FATAL_FAILURE(run_and_check(fp8_desc(137, 1096, 256, scales, DataType::kF16), seed + 1, i));
+    }
+    GemmDesc fused = fp8_desc(300, 520, 512, ScaleMode::kRowColumn);
+    fused.alpha = 0.5f;
+    fused.epilogue.bias = BiasMode::kPerColumn;
+    fused.epilogue.activation = Activation::kGeluTanh;
+    ASSERT_NO_FATAL_FAILURE(run_and_check(fused, seed + 2, i));
+    GemmDesc residual = fp8_desc(200, 672, 256, ScaleMode::kTensor, DataType::kF16);
+    residual.epilogue.bias = BiasMode::kPerRow;
+    residual.epilogue.bias_dtype = DataType::kBF16;
+    residual.epilogue.activation = Activation::kSiLU;
+    residual.beta = 0.75f;
+    residual.c = residual.d;
+    ASSERT_NO_FATAL_FAILURE(run_and_check(residual, seed + 3, i, /*c_is_d=*/true));
+    ASSERT_NO_FATAL_FAILURE(run_and_check(fp8_desc(129, 480, 640, ScaleMode::kTensor, DataType::kF32), seed + 4, i));
+    GemmDesc padded = fp8_desc(77, 330, 256, ScaleMode::kTensor);
+    padded.d.ld = 344;
+    ASSERT_NO_FATAL_FAILURE(run_and_check(padded, seed + 5, i));
+  }
+}
+
 // The mixed e5m2 pairs (gradients): e5m2 x e4m3 and e4m3 x e5m2.
 TEST(Fp8Mixed, E5M2Pairs) {
   REQUIRE_SM90();
@@ -372,7 +405,7 @@ struct SplitRequest {
 // for), checks the slices it ran and D; the bytes of D come back in *d_bytes when asked.
 void run_split_and_check(const GemmDesc& desc, uint64_t seed, SplitRequest request, bool c_is_d = false,
                          std::vector<unsigned char>* d_bytes = nullptr, size_t workspace_bytes = SIZE_MAX,
-                         int expect_slices = -1) {
+                         int expect_slices = -1, int variant = -1) {
   SCOPED_TRACE(anvil_test::describe(desc) + (c_is_d ? ", C = D" : "") + ", split request " +
                std::to_string(int(request.kind)) + "/" + std::to_string(request.slices));
   anvil_test::Operands op;
@@ -380,6 +413,7 @@ void run_split_and_check(const GemmDesc& desc, uint64_t seed, SplitRequest reque
   PlanOverrides overrides;
   overrides.family = KernelFamily::kSm90Fp8;  // its split-K, not sm90-fp8-decode's cluster split
   overrides.split_k_slices = request.kind == SplitRequest::kNever ? 1 : request.kind == SplitRequest::kForced ? request.slices : 0;
+  overrides.fp8_variant = variant;
   const size_t planned = anvil::detail::workspace_size(desc, nullptr, &overrides);
   const size_t bytes = workspace_bytes == SIZE_MAX ? planned : workspace_bytes;
   anvil_test::DeviceBuffer workspace;
@@ -398,6 +432,9 @@ void run_split_and_check(const GemmDesc& desc, uint64_t seed, SplitRequest reque
   const Status s = anvil::detail::gemm(desc, op.args, &overrides, &diag, &ran);
   ASSERT_EQ(s, Status::kSuccess) << diag.message;
   ASSERT_EQ(ran.family, KernelFamily::kSm90Fp8);
+  if (variant >= 0) {
+    ASSERT_EQ(static_cast<int>(ran.fp8_variant), variant) << "the forced variant did not run";
+  }
   if (expect_slices >= 0) {
     ASSERT_EQ(ran.k_splits, expect_slices) << ran.split_reason;
   } else if (request.kind == SplitRequest::kAuto) {
@@ -474,6 +511,19 @@ TEST(Fp8SplitK, FusedEpilogueAppliedOnceAfterTheSum) {
 
 // Forced slice counts, from 2 to the most K allows, on shapes off the tile grid; and the
 // same problems forced unsplit.
+// The slices on each fitted width (forced: 4 slices of 4 K blocks), with row/column scales
+// and a per-column bias applied once after the sum.
+TEST(Fp8SplitK, FittedTilesForTheSlices) {
+  REQUIRE_SM90();
+  for (int i = 0; i < anvil::detail::kFp8Variants; ++i) {
+    if (!anvil::detail::fp8_fit_variant(static_cast<Fp8Variant>(i))) continue;
+    GemmDesc d = fp8_desc(130, 352, 2048, ScaleMode::kRowColumn);
+    d.epilogue.bias = BiasMode::kPerColumn;
+    ASSERT_NO_FATAL_FAILURE(run_split_and_check(d, 9300 + uint64_t(i), SplitRequest{SplitRequest::kForced, 4}, false,
+                                                nullptr, SIZE_MAX, 4, i));
+  }
+}
+
 TEST(Fp8SplitK, ForcedSlicesAndForcedWholeTiles) {
   REQUIRE_SM90();
   for (ScaleMode scales : kEveryScaleMode) {

@@ -38,8 +38,19 @@ enum class Fp8Variant : int {
   // registers a thread. A tile spans two weight scale blocks (consumer.cuh). Not with
   // SwiGLU, whose gate/up pairs are 128 columns wide.
   kBlockWidePair = 6,
+  // sm90-gemm's fitted widths (plan.h) with 8-bit inputs: 128 x 160, 192 or 224 tiles in
+  // the same pairs along M, or in single CTAs where a pair would hold an empty row of
+  // tiles, for weights whose width leaves the 128- and 256-wide tiles' last wave partly
+  // idle (576 columns: 3 tiles of 192 or 4 of 160 against 2.25 of 256). e4m3 x e4m3,
+  // tensor, row/column or no scales; not with SwiGLU.
+  kFitPair224 = 7,
+  kFitPair192 = 8,
+  kFitPair160 = 9,
+  kFitSingle224 = 10,
+  kFitSingle192 = 11,
+  kFitSingle160 = 12,
 };
-inline constexpr int kFp8Variants = 7;
+inline constexpr int kFp8Variants = 13;
 
 constexpr bool fp8_pairs_along_n(Fp8Variant v) {
   return v == Fp8Variant::kWidePairN || v == Fp8Variant::kNarrowPairN || v == Fp8Variant::kBlockPairN;
@@ -48,13 +59,32 @@ constexpr bool fp8_block_variant(Fp8Variant v) {
   return v == Fp8Variant::kBlockPair || v == Fp8Variant::kBlockPairN || v == Fp8Variant::kBlockWidePair;
 }
 constexpr bool fp8_wide_variant(Fp8Variant v) { return v == Fp8Variant::kWidePair || v == Fp8Variant::kWidePairN; }
+constexpr bool fp8_fit_variant(Fp8Variant v) { return static_cast<int>(v) >= static_cast<int>(Fp8Variant::kFitPair224); }
+constexpr bool fp8_fit_single(Fp8Variant v) { return static_cast<int>(v) >= static_cast<int>(Fp8Variant::kFitSingle224); }
+constexpr int fp8_fit_width(Fp8Variant v) {
+  switch (v) {
+    case Fp8Variant::kFitPair160:
+    case Fp8Variant::kFitSingle160: return 160;
+    case Fp8Variant::kFitPair192:
+    case Fp8Variant::kFitSingle192: return 192;
+    default: return 224;
+  }
+}
 constexpr TileShape fp8_tile_shape(Fp8Variant v) {
-  return fp8_wide_variant(v) ? TileShape{128, 256} : v == Fp8Variant::kBlockWidePair ? TileShape{128, 192} : TileShape{128, 128};
+  return fp8_fit_variant(v)                   ? TileShape{128, fp8_fit_width(v)}
+         : fp8_wide_variant(v)                ? TileShape{128, 256}
+         : v == Fp8Variant::kBlockWidePair    ? TileShape{128, 192}
+                                              : TileShape{128, 128};
 }
 constexpr ClusterShape fp8_cluster_shape(Fp8Variant v) {
-  return fp8_pairs_along_n(v) ? ClusterShape{1, 2} : ClusterShape{2, 1};
+  return fp8_pairs_along_n(v) ? ClusterShape{1, 2} : fp8_fit_single(v) ? ClusterShape{1, 1} : ClusterShape{2, 1};
 }
-constexpr int fp8_stages(Fp8Variant v) { return fp8_wide_variant(v) ? 4 : v == Fp8Variant::kBlockWidePair ? 5 : 6; }
+// The fitted widths' rings are the 16-bit ones' (sm90_configs.h, FitConfig): a stage of
+// 128 x 128 bytes of A and width x 128 of B is the same size.
+constexpr int fp8_stages(Fp8Variant v) {
+  if (fp8_fit_variant(v)) return fp8_fit_width(v) == 224 ? 4 : 5;
+  return fp8_wide_variant(v) ? 4 : v == Fp8Variant::kBlockWidePair ? 5 : 6;
+}
 constexpr const char* fp8_variant_name(Fp8Variant v) {
   switch (v) {
     case Fp8Variant::kWidePair: return "fp8-wide-pair";
@@ -64,12 +94,18 @@ constexpr const char* fp8_variant_name(Fp8Variant v) {
     case Fp8Variant::kNarrowPairN: return "fp8-narrow-pair-n";
     case Fp8Variant::kBlockPairN: return "fp8-block-pair-n";
     case Fp8Variant::kBlockWidePair: return "fp8-block-wide-pair";
+    case Fp8Variant::kFitPair224: return "fp8-fit-pair-224";
+    case Fp8Variant::kFitPair192: return "fp8-fit-pair-192";
+    case Fp8Variant::kFitPair160: return "fp8-fit-pair-160";
+    case Fp8Variant::kFitSingle224: return "fp8-fit-single-224";
+    case Fp8Variant::kFitSingle192: return "fp8-fit-single-192";
+    case Fp8Variant::kFitSingle160: return "fp8-fit-single-160";
   }
   return "fp8-wide-pair";
 }
 // Which variants run which problems: block scales only on the block pairs, the e5m2 pairs
 // only on kNarrowPair (the only configuration that instantiates them), SwiGLU only on
-// tiles of whole 128-column gate/up pairs.
+// tiles of whole 128-column gate/up pairs (so never on the fitted widths).
 constexpr bool fp8_variant_runs(Fp8Variant v, DataType a, DataType b, ScaleMode scales, bool swiglu = false) {
   if (swiglu && fp8_tile_shape(v).block_n % 128 != 0) return false;
   const bool mixed = a != DataType::kE4M3 || b != DataType::kE4M3;
@@ -97,6 +133,9 @@ inline constexpr double kFp8PairNRelativeSpeed = 0.98;
 inline constexpr double kFp8BlockNarrowRelativeSpeed = 0.90;
 
 inline double fp8_relative_speed(Fp8Variant v) {
+  // The fitted widths take the 16-bit allowances (plan.h): a stage of either holds the
+  // same bytes for the same tensor time.
+  if (fp8_fit_variant(v)) return fp8_fit_single(v) ? kFitSingleRelativeSpeed : kFitRelativeSpeed;
   const double width = fp8_wide_variant(v) || v == Fp8Variant::kBlockWidePair ? 1.0
                        : fp8_block_variant(v)                                  ? kFp8BlockNarrowRelativeSpeed
                                                                                : kFp8NarrowRelativeSpeed;
@@ -114,7 +153,10 @@ inline double fp8_variant_cost(Fp8Variant v, int64_t m, int64_t n, int64_t batch
 }
 
 // The variant for a problem: the cheapest of those that run it (fp8_variant_runs), ties to
-// the earlier in the order wide pair, narrow pair, block pair, then their pairs along N.
+// the earlier in the order wide pair, narrow pair, block pair, their pairs along N, the
+// block-scaled 192-wide pair, then the fitted widths (pairs before singles, wider first).
+// As in sm90-gemm, a fitted width is taken only where it is strictly cheaper, its
+// allowance included.
 inline Fp8Variant choose_fp8_variant(int64_t m, int64_t n, int64_t batch, int sm_count, DataType a, DataType b,
                                      ScaleMode scales, bool swiglu = false) {
   Fp8Variant best = Fp8Variant::kNarrowPair;

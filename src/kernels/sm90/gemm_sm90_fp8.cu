@@ -7,6 +7,7 @@
 
 #include "common/dtype.h"
 #include "host/registry.h"
+#include "kernels/sm90/fit_widths.h"
 #include "kernels/sm90/launch.cuh"
 #include "kernels/sm90/sm90_configs.h"
 #include "plan/launch.h"
@@ -51,12 +52,16 @@ Status launch_fp8_plan(const LaunchPlan& plan, const GemmDesc& desc, const GemmA
     LaunchPolicy slices_policy = kSm90GemmPolicy;
     slices_policy.batch_is_k_slice = true;
     return launch_split_k(desc, args, plan, [&](const GemmDesc& slices, const GemmArgs& slice_args) {
-      return with_fp8_variant_config(plan.fp8_variant, [&](auto config) {
+      if (fp8_fit_variant(plan.fp8_variant)) {
+        return launch_fp8_fit_width(plan.fp8_variant, kName, true, slices, slice_args, diag);
+      }
+      return with_fp8_tile_config(plan.fp8_variant, [&](auto config) {
         return sm90_launch<decltype(config)>(kName, slices_policy, slices, slice_args, diag);
       });
     }, diag);
   }
-  return with_fp8_variant_config(plan.fp8_variant, [&](auto config) {
+  if (fp8_fit_variant(plan.fp8_variant)) return launch_fp8_fit_width(plan.fp8_variant, kName, false, desc, args, diag);
+  return with_fp8_tile_config(plan.fp8_variant, [&](auto config) {
     using Config = decltype(config);
     return sm90_launch<Config>(kName, kSm90GemmPolicy, desc, args, diag);
   });

@@ -173,6 +173,19 @@ using Fp8WidePairN = KernelConfig<pairs_along_n(Fp8WidePair::kKernelSpec)>;
 using Fp8NarrowPairN = KernelConfig<pairs_along_n(Fp8NarrowPair::kKernelSpec)>;
 using Fp8BlockPairN = KernelConfig<pairs_along_n(Fp8BlockPair::kKernelSpec)>;
 
+// The fitted widths with 8-bit inputs: the 16-bit configurations' tiles, rings, stores
+// and, in single CTAs, their producer leaving out A's rows past M; e4m3 x e4m3 only.
+constexpr KernelSpec with_8bit_inputs(KernelSpec spec) {
+  spec.element_bytes = 1;
+  return spec;
+}
+using Fp8FitPair160 = KernelConfig<with_8bit_inputs(FitPair160::kKernelSpec)>;
+using Fp8FitPair192 = KernelConfig<with_8bit_inputs(FitPair192::kKernelSpec)>;
+using Fp8FitPair224 = KernelConfig<with_8bit_inputs(FitPair224::kKernelSpec)>;
+using Fp8FitSingle160 = KernelConfig<with_8bit_inputs(FitSingle160::kKernelSpec)>;
+using Fp8FitSingle192 = KernelConfig<with_8bit_inputs(FitSingle192::kKernelSpec)>;
+using Fp8FitSingle224 = KernelConfig<with_8bit_inputs(FitSingle224::kKernelSpec)>;
+
 // Calls f with a value of the configuration type that runs `variant`.
 template <class F>
 constexpr auto with_variant_config(Sm90Variant variant, F&& f) {
@@ -198,18 +211,36 @@ constexpr auto with_variant_config(Sm90Variant variant, F&& f) {
   return f(WidePair{});
 }
 
+// Calls f with a value of the configuration type that runs `variant`: for the 128-, 192-
+// and 256-wide tiles (gemm_sm90_fp8.cu instantiates these) ...
 template <class F>
-constexpr auto with_fp8_variant_config(Fp8Variant variant, F&& f) {
+constexpr auto with_fp8_tile_config(Fp8Variant variant, F&& f) {
   switch (variant) {
-    case Fp8Variant::kWidePair: return f(Fp8WidePair{});
     case Fp8Variant::kNarrowPair: return f(Fp8NarrowPair{});
     case Fp8Variant::kBlockPair: return f(Fp8BlockPair{});
     case Fp8Variant::kWidePairN: return f(Fp8WidePairN{});
     case Fp8Variant::kNarrowPairN: return f(Fp8NarrowPairN{});
     case Fp8Variant::kBlockPairN: return f(Fp8BlockPairN{});
     case Fp8Variant::kBlockWidePair: return f(Fp8BlockWidePair{});
+    default: return f(Fp8WidePair{});
   }
-  return f(Fp8WidePair{});
+}
+// ... for the fitted widths (gemm_sm90_fp8_fit.cu) ...
+template <class F>
+constexpr auto with_fp8_fit_config(Fp8Variant variant, F&& f) {
+  switch (variant) {
+    case Fp8Variant::kFitPair192: return f(Fp8FitPair192{});
+    case Fp8Variant::kFitPair160: return f(Fp8FitPair160{});
+    case Fp8Variant::kFitSingle224: return f(Fp8FitSingle224{});
+    case Fp8Variant::kFitSingle192: return f(Fp8FitSingle192{});
+    case Fp8Variant::kFitSingle160: return f(Fp8FitSingle160{});
+    default: return f(Fp8FitPair224{});
+  }
+}
+// ... and for any of them.
+template <class F>
+constexpr auto with_fp8_variant_config(Fp8Variant variant, F&& f) {
+  return fp8_fit_variant(variant) ? with_fp8_fit_config(variant, f) : with_fp8_tile_config(variant, f);
 }
 
 // The planner's host-side description of each FP8 configuration (fp8_plan.h: tile,
