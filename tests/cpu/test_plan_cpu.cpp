@@ -194,6 +194,26 @@ TEST(ChooseVariant, FittedWidthsWhereTheyPayFewerWavesTimesWidth) {
   EXPECT_EQ(choose_sm90_variant(1024, 5120, 1, kH200Sms), Sm90Variant::kFitPair160);
 }
 
+// A pair along M over an odd number of row tiles holds a CTA whose rows all lie past M;
+// in one or two waves that pair finishes last, counted as 0.15 of a tile more
+// (kDeadPairRowTiles): 777 rows (7 row tiles) take single CTAs where the pairs would
+// otherwise win by their allowance - 777 x 3072 (one wave of 112 single 128 x 192 tiles
+// against 128 paired ones), 777 x 7168 (two waves either way) - while over more waves
+// (4097 rows, 5 waves) and with an even row count the pairs stay.
+TEST(ChooseVariant, FittedPairsWithADeadRowInFewWavesRunSingle) {
+  EXPECT_EQ(cheaper_fit_variant(777, 3072, 1, kH200Sms), Sm90Variant::kFitSingle192);
+  EXPECT_EQ(cheaper_fit_variant(777, 7168, 1, kH200Sms), Sm90Variant::kFitSingle224);
+  EXPECT_GT(fit_variant_cost(Sm90Variant::kFitPair192, 777, 3072, 1, kH200Sms),
+            variant_cost(Sm90Variant::kFitPair192, 777, 3072, 1, kH200Sms));
+  EXPECT_EQ(fit_variant_cost(Sm90Variant::kFitPair192, 768, 3072, 1, kH200Sms),
+            variant_cost(Sm90Variant::kFitPair192, 768, 3072, 1, kH200Sms));
+  EXPECT_EQ(fit_variant_cost(Sm90Variant::kFitPair224, 4097, 4097, 1, kH200Sms),
+            variant_cost(Sm90Variant::kFitPair224, 4097, 4097, 1, kH200Sms));
+  EXPECT_EQ(fit_variant_cost(Sm90Variant::kFitSingle192, 777, 3072, 1, kH200Sms),
+            variant_cost(Sm90Variant::kFitSingle192, 777, 3072, 1, kH200Sms));
+  EXPECT_EQ(choose_sm90_variant(768, 4096, 1, kH200Sms), Sm90Variant::kFitPair192);
+}
+
 TEST(ChooseVariant, FittedWidthsRunSingleWhereAPairWouldIdle) {
   // 384 x 6144: 3 rows of tiles. Pairs hold 4 rows (a quarter of their CTAs idle); single
   // CTAs make 3 x 39 = 117 tiles of 128 x 160, one wave.

@@ -39,6 +39,14 @@ __device__ __forceinline__ uint64_t make_kmajor_sw128_desc(const void* smem_ptr)
   return make_smem_desc(smem_ptr, 16, 1024, SmemSwizzle::k128B);
 }
 
+// `desc` moved on by `units` 16-byte units: the start address field (bits 0-13) of a
+// shared-memory address (under 256 KiB) never carries into the next field, so only the
+// low word changes - one 32-bit add, where a 64-bit add would carry into the high word.
+__device__ __forceinline__ uint64_t advance_desc(uint64_t desc, uint32_t units) {
+  const uint32_t lo = static_cast<uint32_t>(desc) + units;
+  return (desc & 0xFFFFFFFF00000000ull) | lo;
+}
+
 // Specialised in wgmma_ops.inc for bf16/fp16 and N in {8,16,32,64,96,128,160,192,224,256}
 // (k16), and in wgmma_fp8_ops.inc for the 8-bit pairs and N in {64,128,256} (k32), e4m3 x e4m3
 // also N in {8,16,32} (sm90-fp8-decode's token tiles) and the fitted widths 160, 192 and 224

@@ -79,12 +79,19 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
       return;
     }
   }
+  // Every descriptor is stage 0's plus a byte offset in its 16-byte address field (bits
+  // 0-13), which shared memory (under 256 KiB) never carries out of: built once here, so
+  // that a K step issues little besides its wgmma instructions. Rebuilding each one from
+  // its address (mask, shift, OR, per descriptor) kept a narrow tile's consumer warps
+  // issuing while the tensor cores waited for their next group.
+  const uint64_t desc_a0 = sm90::make_kmajor_sw128_desc(tiles_a[0] + consumer_row_offset<Config>(consumer) * 128);
+  const uint64_t desc_b0 = sm90::make_kmajor_sw128_desc(tiles_b[0]);
   int previous_stage = -1;
   for (int kt = 0; kt < k_tiles; ++kt) {
     sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
     sm90::wgmma_fence();
-    const uint8_t* a = tiles_a[ring.stage] + consumer_row_offset<Config>(consumer) * 128;
-    const uint8_t* b = tiles_b[ring.stage];
+    const uint64_t desc_a = sm90::advance_desc(desc_a0, ring.stage * (Config::kStageBytesA / 16));
+    const uint64_t desc_b = sm90::advance_desc(desc_b0, ring.stage * (Config::kStageBytesB / 16));
     // A stage wider than one swizzle row along K holds one 128-byte-swizzled box per row
     // width (64 bf16 or 128 fp8 values), box after box: kBlockM (A) or kBlockN (B) rows each.
     constexpr int kBoxBytesA = Config::kBlockM * 128, kBoxBytesB = Config::kBlockN * 128;
@@ -95,9 +102,8 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
       for (int slab = 0; slab < Config::kSlabs; ++slab) {
         // 64 rows x 128 bytes per slab; a K step (k16 of 16-bit or k32 of 8-bit values) is
         // 32 bytes along each swizzled row.
-        Mma::template mma<0, 0>(
-            acc[slab], sm90::make_kmajor_sw128_desc(a + box * kBoxBytesA + slab * 64 * 128 + step * 32),
-            sm90::make_kmajor_sw128_desc(b + box * kBoxBytesB + step * 32), kt > 0 || kk > 0);
+        Mma::template mma<0, 0>(acc[slab], sm90::advance_desc(desc_a, (box * kBoxBytesA + slab * 64 * 128 + step * 32) / 16),
+                                sm90::advance_desc(desc_b, (box * kBoxBytesB + step * 32) / 16), kt > 0 || kk > 0);
       }
     }
     sm90::wgmma_commit_group();

@@ -263,16 +263,38 @@ inline double whole_tile_waves_cost(Sm90Variant whole, int64_t m, int64_t n, int
   return estimated_cost(variant_wave_plan(whole, m, n, batch, sm_count), tile_shape(whole), 1.0, sm_count);
 }
 
-// The cheapest fitted width. Ties go to pairs (B multicast: half its L2 reads), then to
-// the wider tile (fewer tiles, less per-tile overhead).
+// A pair along M over an odd number of 128-row tiles holds a CTA whose rows all lie past
+// M: its A boxes are TMA's zero fill, which is slower than loading live rows, and its
+// partner frees each stage at that pace, so the pair's tile takes longer than the others
+// and ends its CTAs' last wave late. Counted as this fraction of one tile more where the
+// pairs make at most kDeadPairRowMaxWaves waves. Measured on 777-row problems (7 row
+// tiles in 4 pairs, one and two waves): the same fitted tiles in pairs along N, which
+// have no such row, ran 1.11-1.19x faster (docs/notes/fit-widths-along-n.md); over more
+// waves the row is a smaller share of the time, and not measured.
+inline constexpr double kDeadPairRowTiles = 0.15;
+inline constexpr int64_t kDeadPairRowMaxWaves = 2;
+
+inline double fit_variant_cost(Sm90Variant v, int64_t m, int64_t n, int64_t batch, int sm_count) {
+  const double cost = variant_cost(v, m, n, batch, sm_count);
+  if (!runs_in_pairs(v) || ceil_div(m, 128) % 2 == 0 ||
+      ceil_div(variant_wave_plan(v, m, n, batch, sm_count).tiles, sm_count) > kDeadPairRowMaxWaves) {
+    return cost;
+  }
+  const TileShape tile = tile_shape(v);
+  return cost + kDeadPairRowTiles * tile.block_m * tile.block_n / relative_speed(v);
+}
+
+// The cheapest fitted width, a pair's dead row counted (above). Ties go to pairs (B
+// multicast: half its L2 reads), then to the wider tile (fewer tiles, less per-tile
+// overhead).
 inline Sm90Variant cheaper_fit_variant(int64_t m, int64_t n, int64_t batch, int sm_count) {
   constexpr Sm90Variant kByPreference[] = {Sm90Variant::kFitPair224,   Sm90Variant::kFitPair192,
                                            Sm90Variant::kFitPair160,   Sm90Variant::kFitSingle224,
                                            Sm90Variant::kFitSingle192, Sm90Variant::kFitSingle160};
   Sm90Variant best = kByPreference[0];
-  double best_cost = variant_cost(best, m, n, batch, sm_count);
+  double best_cost = fit_variant_cost(best, m, n, batch, sm_count);
   for (Sm90Variant v : kByPreference) {
-    const double cost = variant_cost(v, m, n, batch, sm_count);
+    const double cost = fit_variant_cost(v, m, n, batch, sm_count);
     if (cost < best_cost) best = v, best_cost = cost;
   }
   return best;
