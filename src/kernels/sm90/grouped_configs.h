@@ -34,20 +34,15 @@ using GroupedShort = KernelConfig<KernelSpec{.block_n = 128,
                                              .cluster_ctas = 1,
                                              .tma_store = false}>;
 
-// The same three with e4m3 operands (element_bytes = 1): a stage row is still 128 bytes,
-// now 128 values of K, so the stages, shared memory and tile order are the 16-bit ones'.
-constexpr KernelSpec grouped_fp8(KernelSpec spec) {
-  spec.element_bytes = 1;
-  return spec;
-}
-using GroupedWideFp8 = KernelConfig<grouped_fp8(GroupedWide::kKernelSpec)>;
-using GroupedNarrowFp8 = KernelConfig<grouped_fp8(GroupedNarrow::kKernelSpec)>;
-using GroupedShortFp8 = KernelConfig<grouped_fp8(GroupedShort::kKernelSpec)>;
+// The same three with e4m3 operands (kernel_config.h, with_8bit_inputs).
+using GroupedWideFp8 = KernelConfig<with_8bit_inputs(GroupedWide::kKernelSpec)>;
+using GroupedNarrowFp8 = KernelConfig<with_8bit_inputs(GroupedNarrow::kKernelSpec)>;
+using GroupedShortFp8 = KernelConfig<with_8bit_inputs(GroupedShort::kKernelSpec)>;
 
 // DeepSeek-V3 block scales (a B scale covers 128 columns, and the K-block partial sums
 // double the accumulators): the 128-wide tiles only, the 128x256 one's experts on 128x128.
 constexpr KernelSpec grouped_fp8_block(KernelSpec spec) {
-  spec = grouped_fp8(spec);
+  spec = with_8bit_inputs(spec);
   spec.block_scales = true;
   return spec;
 }

@@ -55,6 +55,13 @@ struct KernelSpec {
   bool fold_k_slices = false;
 };
 
+// The same configuration with 8-bit inputs: a stage row is still 128 bytes, now 128
+// values of K, so the stages, shared memory and tile order are the 16-bit ones'.
+constexpr KernelSpec with_8bit_inputs(KernelSpec spec) {
+  spec.element_bytes = 1;
+  return spec;
+}
+
 template <KernelSpec kSpec>
 struct KernelConfig {
   static constexpr KernelSpec kKernelSpec = kSpec;

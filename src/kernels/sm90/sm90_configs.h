@@ -175,10 +175,6 @@ using Fp8BlockPairN = KernelConfig<pairs_along_n(Fp8BlockPair::kKernelSpec)>;
 
 // The fitted widths with 8-bit inputs: the 16-bit configurations' tiles, rings, stores
 // and, in single CTAs, their producer leaving out A's rows past M; e4m3 x e4m3 only.
-constexpr KernelSpec with_8bit_inputs(KernelSpec spec) {
-  spec.element_bytes = 1;
-  return spec;
-}
 using Fp8FitPair160 = KernelConfig<with_8bit_inputs(FitPair160::kKernelSpec)>;
 using Fp8FitPair192 = KernelConfig<with_8bit_inputs(FitPair192::kKernelSpec)>;
 using Fp8FitPair224 = KernelConfig<with_8bit_inputs(FitPair224::kKernelSpec)>;
