@@ -206,16 +206,19 @@ __device__ __forceinline__ void run_decode_block_scaled_mainloop(float (&acc)[1]
   const uint32_t x0 = sm90::smem_addr(&x_scales[0][(t % 4) * 2]);
   int lead = static_cast<int>(x_line.element(range.begin, token0) & 3);
   const int lead_step = static_cast<int>(x_line.rows & 3);
-  const uint8_t* a0 = tiles_a[0] + consumer * 64 * 128;
+  // Stage s's descriptors: stage 0's advanced by s stages (consumer.cuh, run_consumer_mainloop).
+  const uint64_t desc_a0 = sm90::make_kmajor_sw128_desc(tiles_a[0] + consumer * 64 * 128);
+  const uint64_t desc_b0 = sm90::make_kmajor_sw128_desc(tiles_b[0]);
   for (int kt = range.begin; kt < range.end; ++kt) {
     const float w = __ldg(w_scales + kt);
     sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
     sm90::wgmma_fence();
+    const uint64_t desc_a = sm90::advance_desc(desc_a0, ring.stage * (Config::kStageBytesA / 16));
+    const uint64_t desc_b = sm90::advance_desc(desc_b0, ring.stage * (Config::kStageBytesB / 16));
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-      // A K step of 32 8-bit values is 32 bytes along each swizzled row.
-      Mma::template mma<0, 0>(part, sm90::make_kmajor_sw128_desc(a0 + ring.stage * Config::kStageBytesA + kk * 32),
-                              sm90::make_kmajor_sw128_desc(tiles_b[ring.stage] + kk * 32), kk > 0);
+      // A K step of 32 8-bit values is 32 bytes along each swizzled row: 2 in the field.
+      Mma::template mma<0, 0>(part, sm90::advance_desc(desc_a, 2 * kk), sm90::advance_desc(desc_b, 2 * kk), kk > 0);
     }
     sm90::wgmma_commit_group();
     // X's scales of this thread's columns, read while the group runs.

@@ -189,6 +189,10 @@ __device__ __forceinline__ void run_ldg_mainloop(float (&acc)[Config::kTokenTile
     if (step_begin + s < step_end) copy_stage<Config>(ring[s], src, step_begin + s, thread);
     sm90::cp_async_commit_group();
   }
+  // Slot s's descriptors: slot 0's advanced by s stages (consumer.cuh, run_consumer_mainloop).
+  constexpr uint32_t kStageUnits = sizeof(typename LdgDecodeShared<Config>::Stage) / 16;
+  const uint64_t weight_desc0 = sm90::make_kmajor_sw128_desc(ring[0].weight);
+  const uint64_t tokens_desc0 = sm90::make_kmajor_sw128_desc(ring[0].tokens);
   int slot = 0;
   for (int step = step_begin; step < step_end; ++step) {
     sm90::cp_async_wait_group<Config::kStages - 2>();
@@ -201,13 +205,15 @@ __device__ __forceinline__ void run_ldg_mainloop(float (&acc)[Config::kTokenTile
     sm90::cp_async_commit_group();
 
     sm90::wgmma_fence();
+    const uint64_t weight_desc = sm90::advance_desc(weight_desc0, slot * kStageUnits);
+    const uint64_t tokens_desc = sm90::advance_desc(tokens_desc0, slot * kStageUnits);
 #pragma unroll
     for (int block = 0; block < Config::kKBlocks; ++block) {
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {  // a k16 step is 32 bytes along each swizzled row
-        Mma::template mma<0, 0>(
-            acc, sm90::make_kmajor_sw128_desc(ring[slot].weight + block * Config::kWeightBlockBytes + kk * 32),
-            sm90::make_kmajor_sw128_desc(ring[slot].tokens + block * Config::kTokenBlockBytes + kk * 32), true);
+        Mma::template mma<0, 0>(acc, sm90::advance_desc(weight_desc, (block * Config::kWeightBlockBytes + kk * 32) / 16),
+                                sm90::advance_desc(tokens_desc, (block * Config::kTokenBlockBytes + kk * 32) / 16),
+                                true);
       }
     }
     sm90::wgmma_commit_group();
