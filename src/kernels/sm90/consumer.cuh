@@ -102,8 +102,10 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
       for (int slab = 0; slab < Config::kSlabs; ++slab) {
         // 64 rows x 128 bytes per slab; a K step (k16 of 16-bit or k32 of 8-bit values) is
         // 32 bytes along each swizzled row.
-        Mma::template mma<0, 0>(acc[slab], sm90::advance_desc(desc_a, (box * kBoxBytesA + slab * 64 * 128 + step * 32) / 16),
-                                sm90::advance_desc(desc_b, (box * kBoxBytesB + step * 32) / 16), kt > 0 || kk > 0);
+        const uint32_t a_units = (box * kBoxBytesA + slab * 64 * 128 + step * 32) / 16;
+        const uint32_t b_units = (box * kBoxBytesB + step * 32) / 16;
+        Mma::template mma<0, 0>(acc[slab], sm90::advance_desc(desc_a, a_units), sm90::advance_desc(desc_b, b_units),
+                                kt > 0 || kk > 0);
       }
     }
     sm90::wgmma_commit_group();

@@ -211,9 +211,10 @@ __device__ __forceinline__ void run_ldg_mainloop(float (&acc)[Config::kTokenTile
     for (int block = 0; block < Config::kKBlocks; ++block) {
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {  // a k16 step is 32 bytes along each swizzled row
-        Mma::template mma<0, 0>(acc, sm90::advance_desc(weight_desc, (block * Config::kWeightBlockBytes + kk * 32) / 16),
-                                sm90::advance_desc(tokens_desc, (block * Config::kTokenBlockBytes + kk * 32) / 16),
-                                true);
+        const uint32_t weight_units = (block * Config::kWeightBlockBytes + kk * 32) / 16;
+        const uint32_t tokens_units = (block * Config::kTokenBlockBytes + kk * 32) / 16;
+        Mma::template mma<0, 0>(acc, sm90::advance_desc(weight_desc, weight_units),
+                                sm90::advance_desc(tokens_desc, tokens_units), true);
       }
     }
     sm90::wgmma_commit_group();

@@ -59,8 +59,12 @@ constexpr bool fp8_block_variant(Fp8Variant v) {
   return v == Fp8Variant::kBlockPair || v == Fp8Variant::kBlockPairN || v == Fp8Variant::kBlockWidePair;
 }
 constexpr bool fp8_wide_variant(Fp8Variant v) { return v == Fp8Variant::kWidePair || v == Fp8Variant::kWidePairN; }
-constexpr bool fp8_fit_variant(Fp8Variant v) { return static_cast<int>(v) >= static_cast<int>(Fp8Variant::kFitPair224); }
-constexpr bool fp8_fit_single(Fp8Variant v) { return static_cast<int>(v) >= static_cast<int>(Fp8Variant::kFitSingle224); }
+constexpr bool fp8_fit_variant(Fp8Variant v) {
+  return static_cast<int>(v) >= static_cast<int>(Fp8Variant::kFitPair224);
+}
+constexpr bool fp8_fit_single(Fp8Variant v) {
+  return static_cast<int>(v) >= static_cast<int>(Fp8Variant::kFitSingle224);
+}
 constexpr int fp8_fit_width(Fp8Variant v) {
   switch (v) {
     case Fp8Variant::kFitPair160:

@@ -9,7 +9,9 @@ namespace anvil::detail {
 
 Status launch_fp8_fit_width(Fp8Variant variant, const char* name, bool batch_is_k_slice, const GemmDesc& desc,
                             const GemmArgs& args, Diagnostic* diag) {
-  if (!fp8_fit_variant(variant)) return fail(diag, Status::kInternalError, "%s: not a fitted-width configuration", name);
+  if (!fp8_fit_variant(variant)) {
+    return fail(diag, Status::kInternalError, "%s: not a fitted-width configuration", name);
+  }
   LaunchPolicy policy = kSm90GemmPolicy;
   policy.batch_is_k_slice = batch_is_k_slice;
   return with_fp8_fit_config(variant, [&](auto config) {
