@@ -27,8 +27,21 @@ Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
     return fail(diag, Status::kMisalignedOperand, "%s: TMA reads FP8 operands from 16-byte aligned A and B (A %p, B %p)",
                 kName, args->a, args->b);
   }
-  // Every configuration's tiles are 128 or 256 wide: SwiGLU's 128-column pairs fit both.
+  // SwiGLU's 128-column gate/up pairs: the planner gives it 128- or 256-wide tiles only
+  // (fp8_variant_runs; the fitted widths do not take it).
   return sm90_check<Fp8NarrowPair>(kName, desc, args, diag);
+}
+
+// One launch of `variant` (batch_is_k_slice: the batch is split-K's slices of K). The
+// fitted widths compile in their own translation unit (gemm_sm90_fp8_fit.cu).
+Status launch_fp8_variant(Fp8Variant variant, bool batch_is_k_slice, const GemmDesc& desc, const GemmArgs& args,
+                          Diagnostic* diag) {
+  if (fp8_fit_variant(variant)) return launch_fp8_fit_width(variant, kName, batch_is_k_slice, desc, args, diag);
+  LaunchPolicy policy = kSm90GemmPolicy;
+  policy.batch_is_k_slice = batch_is_k_slice;
+  return with_fp8_tile_config(variant, [&](auto config) {
+    return sm90_launch<decltype(config)>(kName, policy, desc, args, diag);
+  });
 }
 
 }  // namespace
@@ -49,22 +62,11 @@ Status launch_fp8_plan(const LaunchPlan& plan, const GemmDesc& desc, const GemmA
                   kName, static_cast<long long>(plan.slice_k), static_cast<long long>(kFp8KBlock),
                   static_cast<long long>(desc.k));
     }
-    LaunchPolicy slices_policy = kSm90GemmPolicy;
-    slices_policy.batch_is_k_slice = true;
     return launch_split_k(desc, args, plan, [&](const GemmDesc& slices, const GemmArgs& slice_args) {
-      if (fp8_fit_variant(plan.fp8_variant)) {
-        return launch_fp8_fit_width(plan.fp8_variant, kName, true, slices, slice_args, diag);
-      }
-      return with_fp8_tile_config(plan.fp8_variant, [&](auto config) {
-        return sm90_launch<decltype(config)>(kName, slices_policy, slices, slice_args, diag);
-      });
+      return launch_fp8_variant(plan.fp8_variant, true, slices, slice_args, diag);
     }, diag);
   }
-  if (fp8_fit_variant(plan.fp8_variant)) return launch_fp8_fit_width(plan.fp8_variant, kName, false, desc, args, diag);
-  return with_fp8_tile_config(plan.fp8_variant, [&](auto config) {
-    using Config = decltype(config);
-    return sm90_launch<Config>(kName, kSm90GemmPolicy, desc, args, diag);
-  });
+  return launch_fp8_variant(plan.fp8_variant, false, desc, args, diag);
 }
 
 namespace {
