@@ -68,11 +68,9 @@ Status set_dynamic_smem(Kernel kernel, int bytes, const char* name, Diagnostic* 
 // A cudaLaunchKernelEx configuration whose clusters are cluster_x CTAs along x (1: no
 // cluster to speak of). *attribute holds the cluster shape and must outlive the config.
 inline cudaLaunchConfig_t cluster_launch_config(cudaLaunchAttribute* attribute, dim3 grid, int threads, int smem_bytes,
-                                                int cluster_x, cudaStream_t stream, int cluster_y = 1,
-                                                int cluster_z = 1) {
+                                                int cluster_x, cudaStream_t stream) {
   attribute->id = cudaLaunchAttributeClusterDimension;
-  attribute->val.clusterDim = {static_cast<unsigned>(cluster_x), static_cast<unsigned>(cluster_y),
-                               static_cast<unsigned>(cluster_z)};
+  attribute->val.clusterDim = {static_cast<unsigned>(cluster_x), 1, 1};
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = dim3(static_cast<unsigned>(threads));

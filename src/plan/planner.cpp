@@ -47,7 +47,6 @@ constexpr DecodeShape kDecodeShapes[kDecodeConfigs] = {
     {64, 128, 128}, {128, 128, 128},  // sm90-fp8-decode, block scales from 33 tokens
     {128, 64, 64},                    // sm90-decode-r64 beyond 128 tokens
     {128, 64, 64},                    // the same, folding a batch-invariant weight's K slices
-    {32, 64, 256},  {64, 64, 256},  {96, 64, 64}, {128, 64, 64},  // sm90-decode-r64, shared tiles
 };
 
 // The configuration each family launches for m tokens, and the one whose residency a
@@ -121,47 +120,6 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
   out.ctas = p.split.ctas;
   out.waves = p.split.waves;
   out.k_slices = folded_slices > 1 ? folded_slices : 1;
-  return out;
-}
-
-// sm90-decode-r64's shared-tile configuration for `token_tile` tokens per CTA, in clusters of
-// share_features (CTAs along the feature tiles, sharing the token tile) x share_tokens
-// (along the token tiles, sharing the weight tile). Unsplit: every CTA sums the whole K in
-// 64-wide k-tiles, as sm90-gemm does. The grid is padded to whole clusters; a padding CTA
-// loads its slices for its peers and stores nothing.
-DecodeConfigId shared_decode_config(int token_tile) {
-  return token_tile <= 32 ? DecodeConfigId::kR64Shared32
-         : token_tile <= 64 ? DecodeConfigId::kR64Shared64
-         : token_tile <= 96 ? DecodeConfigId::kR64Shared96
-                            : DecodeConfigId::kR64Shared128;
-}
-
-bool valid_tile_sharing(int token_tile, int share_features, int share_tokens) {
-  const auto power_of_two = [](int c) { return c == 1 || c == 2 || c == 4 || c == 8; };
-  // Each slice is whole 8-row swizzle atoms (1 KiB), so every CTA's slice lands where the
-  // 128-byte swizzle pattern expects it.
-  return power_of_two(share_features) && power_of_two(share_tokens) && share_features * share_tokens <= kMaxClusterSplit &&
-         token_tile % (8 * share_features) == 0 && 64 % (8 * share_tokens) == 0;
-}
-
-DecodePlan plan_shared_decode(const GemmDesc& desc, const DeviceInfo& device, int token_tile, int share_features,
-                              int share_tokens) {
-  DecodePlan out;
-  out.config = shared_decode_config(token_tile);
-  const DecodeShape shape = kDecodeShapes[static_cast<int>(out.config)];
-  out.token_tile = shape.token_tile;
-  out.tile_rows = shape.tile_rows;
-  out.k_block = shape.k_block;
-  out.batch = static_cast<int>(desc.batch);
-  out.token_tiles = static_cast<int>(ceil_div(ceil_div(desc.m, shape.token_tile), share_tokens) * share_tokens);
-  out.feature_tiles = static_cast<int>(ceil_div(ceil_div(desc.n, shape.tile_rows), share_features) * share_features);
-  out.k_tiles = static_cast<int>(ceil_div(desc.k, shape.k_block));
-  out.splits = 1;
-  out.share_features = share_features;
-  out.share_tokens = share_tokens;
-  out.ctas = int64_t{out.feature_tiles} * out.token_tiles * out.batch;
-  const int64_t resident = device.resident(out.config, share_features * share_tokens);
-  out.waves = ceil_div(out.ctas, resident > 0 ? resident : 1);
   return out;
 }
 
@@ -675,15 +633,9 @@ void plan_decode_family(LaunchPlan& p, KernelFamily family, const GemmDesc& desc
         "sm90-gemm, not %s", invariant, family_name(family));
     return;
   }
-  const bool forced_sharing = family == KernelFamily::kDecodeR64 && !folded && ov.decode_shared_token_tile > 0 &&
-                              valid_tile_sharing(ov.decode_shared_token_tile, ov.decode_share_features,
-                                                 ov.decode_share_tokens);
-  p.decode = forced_sharing ? plan_shared_decode(desc, device, ov.decode_shared_token_tile, ov.decode_share_features,
-                                                 ov.decode_share_tokens)
-                            : plan_decode_launch(family, desc, device,
-                                                 ov.decode_splits > 0 ? ov.decode_splits
-                                                 : desc.batch_invariant ? invariant : 0,
-                                                 folded ? invariant : 1);
+  p.decode = plan_decode_launch(family, desc, device,
+                                ov.decode_splits > 0 ? ov.decode_splits : desc.batch_invariant ? invariant : 0,
+                                folded ? invariant : 1);
   p.k_splits = folded ? invariant : p.decode.splits;
   p.main_rows = desc.m;
   p.tile = TileShape{p.decode.tile_rows, p.decode.token_tile};  // weight rows x tokens (swap-AB)
@@ -691,11 +643,7 @@ void plan_decode_family(LaunchPlan& p, KernelFamily family, const GemmDesc& desc
   p.workspace_bytes = 0;
   say(p.tile_reason, "%d weight rows x %d tokens per CTA, %d-wide K steps (%d feature x %d token tiles)",
       p.decode.tile_rows, p.decode.token_tile, p.decode.k_block, p.decode.feature_tiles, p.decode.token_tiles * p.decode.batch);
-  if (forced_sharing) {
-    say(p.split_reason, "none: clusters of %d x %d CTAs sharing token x weight tiles forced (%lld CTAs, %lld waves)",
-        p.decode.share_features, p.decode.share_tokens, static_cast<long long>(p.decode.ctas),
-        static_cast<long long>(p.decode.waves));
-  } else if (folded) {
+  if (folded) {
     say(p.split_reason, "batch-invariant: the weight's %d K slices, summed in turn in each CTA (%lld CTAs, no "
         "cluster)", invariant, static_cast<long long>(p.decode.ctas));
   } else if (ov.decode_splits >= 1 && p.decode.splits == ov.decode_splits) {

@@ -51,7 +51,6 @@ enum class DecodeConfigId : int {
   kFp8Block64, kFp8Block128,  // sm90-fp8-decode with block scales, 33-128 tokens (one CTA per SM)
   kR64x128,                   // sm90-decode-r64 beyond 128 tokens: 64 weight rows x 128 tokens
   kR64x128Folded,             // the same tiles summing a batch-invariant weight's K slices in turn
-  kR64Shared32, kR64Shared64, kR64Shared96, kR64Shared128,  // sm90-decode-r64, clusters sharing tiles
   kCount
 };
 inline constexpr int kDecodeConfigs = static_cast<int>(DecodeConfigId::kCount);
@@ -102,11 +101,6 @@ struct PlanOverrides {
   bool fit_widths = true;                     // false: only the 128/256-wide tiles and stream-K
   bool allow_stream_k = true;
   int decode_splits = 0;                      // 1..8 forces the decode kernels' K split
-  // sm90-decode-r64's shared-tile configurations: a token tile (32, 64, 96 or 128) forces
-  // them, in clusters of share_features x share_tokens CTAs (1, 2, 4 or 8 each, at most 8
-  // in all; a token tile's slices and the 64-row weight tile's of whole 8-row atoms).
-  int decode_shared_token_tile = 0;
-  int decode_share_features = 1, decode_share_tokens = 1;
   // Split-K (sm90-gemm: kernels/sm90/split_k.h; sm90-fp8: fp8_plan.h): 0 the planner's
   // rule, 1 never, s > 1 forces s slices (taken where K divides into s equal slices of
   // whole 16-byte groups, or for FP8 of whole 128-wide K blocks, at least 4 of them).
@@ -148,9 +142,6 @@ struct DecodePlan {
   int64_t ctas = 0;
   int64_t waves = 0;
   int k_slices = 1;      // kR64x128Folded: the weight's K slices, summed in turn in each CTA
-  // The shared-tile configurations (kR64Shared*): CTAs of a cluster along the feature tiles,
-  // which share the token tile, and along the token tiles, which share the weight tile.
-  int share_features = 1, share_tokens = 1;
 };
 
 // Which operands sm90-gemm first copies into K-major form in the workspace.

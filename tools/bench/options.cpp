@@ -65,10 +65,6 @@ const char* kUsage =
     "  --no-verify          skip the correctness check\n"
     "  --batch-invariant    anvil rows ask for batch invariance (GemmDesc::batch_invariant)\n"
     "  --decode-splits S    force the decode kernels' K split (1-8) on the anvil rows\n"
-    "  --decode-shared T,F,W\n"
-    "                       force sm90-decode-r64's shared-tile configuration: T tokens per CTA\n"
-    "                       (32, 64, 96, 128) in clusters of F CTAs sharing a token tile x W\n"
-    "                       sharing a weight tile (with --kernels sm90-decode-r64)\n"
     "  --row-split never|always\n"
     "                       never, or always, hand sm90-gemm's last rows to a decode kernel\n"
     "  --swap-ab never|always\n"
@@ -343,13 +339,6 @@ Options parse_options(int argc, char** argv) {
       opt.batch_invariant = true;
     } else if (a == "--decode-splits") {
       opt.overrides.decode_splits = static_cast<int>(parse_int(value(), "--decode-splits", 1, 8));
-      opt.overridden = true;
-    } else if (a == "--decode-shared") {
-      const std::vector<int64_t> v = parse_dims(value(), "--decode-shared");
-      if (v.size() != 3) usage_error("--decode-shared takes T,F,W");
-      opt.overrides.decode_shared_token_tile = static_cast<int>(v[0]);
-      opt.overrides.decode_share_features = static_cast<int>(v[1]);
-      opt.overrides.decode_share_tokens = static_cast<int>(v[2]);
       opt.overridden = true;
     } else if (a == "--row-split") {
       const std::string v = value();

@@ -22,22 +22,6 @@ __device__ __forceinline__ uint32_t cluster_size() {
   return count;
 }
 
-// This CTA's place in its cluster along y and z, and the cluster's extent there (the
-// decode kernel's clusters that share operand tiles span those two grid dimensions).
-struct ClusterPlace {
-  uint32_t y, z, extent_y, extent_z;
-};
-__device__ __forceinline__ ClusterPlace cluster_place() {
-  ClusterPlace place;
-  asm volatile(
-      "mov.u32 %0, %%cluster_ctaid.y;\n"
-      "mov.u32 %1, %%cluster_ctaid.z;\n"
-      "mov.u32 %2, %%cluster_nctaid.y;\n"
-      "mov.u32 %3, %%cluster_nctaid.z;\n"
-      : "=r"(place.y), "=r"(place.z), "=r"(place.extent_y), "=r"(place.extent_z));
-  return place;
-}
-
 // This CTA's index and the grid's size along x, read from the special registers at each
 // use (volatile) rather than kept live in registers across a tile loop whose mainloop
 // and epilogue need them all.

@@ -4,7 +4,6 @@
 // a stage is released only once the group that read it has retired.
 #pragma once
 
-#include "arch/sm90/cluster.cuh"
 #include "arch/sm90/ld_st_shared.cuh"
 #include "arch/sm90/mbarrier.cuh"
 #include "arch/sm90/named_barrier.cuh"
@@ -27,24 +26,10 @@ constexpr int input_bytes() {
   }
 }
 
-// Config::kReleaseCtas: the CTAs whose consumers free each stage (1: this CTA's alone;
-// n: the first n of the cluster, whose producers multicast into it; kReleaseWholeCluster:
-// all of the launch's cluster, however many).
-inline constexpr int kReleaseWholeCluster = 0;
-
 template <class Config>
 __device__ __forceinline__ void release_stage(StageBarriers<Config::kStages>& barriers, int stage) {
   const int t = threadIdx.x % 128;
-  if constexpr (Config::kReleaseCtas == kReleaseWholeCluster) {
-    // Every CTA of the launch's cluster, its size read at run time (the decode kernel's
-    // shared tiles: any peer's producer may multicast into this stage).
-    const uint32_t ctas = sm90::cluster_size();
-    if (ctas == 1) {
-      if (t == 0) sm90::mbarrier_arrive(&barriers.empty[stage]);
-    } else if (t < static_cast<int>(ctas)) {
-      sm90::mbarrier_arrive_cluster(&barriers.empty[stage], t);
-    }
-  } else if constexpr (Config::kReleaseCtas == 1) {
+  if constexpr (Config::kReleaseCtas == 1) {
     if (t == 0) sm90::mbarrier_arrive(&barriers.empty[stage]);
   } else {
     // Thread r signals CTA r: the remote arrivals go out in parallel, not one after another.

@@ -52,21 +52,13 @@ namespace anvil::detail {
 // kFoldKSlices_: batch-invariant mode's split weights without a cluster split: the CTA sums
 // DecodeParams::k_slices slices of K in turn and adds them in order (consumer.cuh,
 // run_sliced_mainloop), the cluster's rank-order sum inside one CTA.
-// kSharesTiles_: the cluster shares operand tiles instead of splitting K (sm90-decode-r64's
-// shared-tile configurations). It spans grid y (feature tiles: the CTAs along it read the
-// same token tile) and z (token tiles: the same weight tile); each CTA loads its slice of
-// each shared box and multicasts it to the CTAs that read it, so the L2 sends each box
-// once per cluster. Small tiles need this: 64 weight rows x 64 tokens take 16 KiB from
-// the L2 per K step and 256 shared-memory cycles (tile_k_step_cycles), 64 bytes a clock,
-// more than an SM's share of the L2 delivers.
 template <int kTokenTile_, int kRows = 128, int kKBlocks_ = 1,
           bool kTwoPerSm_ = decode_bandwidth_bound(kTokenTile_) && kKBlocks_ == 1, int kElementBytes_ = 2,
-          bool kBlockScales_ = false, bool kFoldKSlices_ = false, bool kSharesTiles_ = false>
+          bool kBlockScales_ = false, bool kFoldKSlices_ = false>
 struct DecodeConfig {
   static constexpr int kTokenTile = kTokenTile_;
   static constexpr bool kBlockScales = kBlockScales_;
   static constexpr bool kFoldKSlices = kFoldKSlices_;
-  static constexpr bool kSharesTiles = kSharesTiles_;
   static constexpr int kKBlocks = kKBlocks_;
   static constexpr int kElementBytes = kElementBytes_;
   static constexpr int kBoxK = 128 / kElementBytes;  // values of K in one box
@@ -78,9 +70,7 @@ struct DecodeConfig {
   static constexpr int kSlabs = 1;
   static constexpr int kBlockM = kRows;
   static constexpr int kMulticastCtas = 1;
-  // Shared tiles: a stage is written by the producers of the CTAs that share its boxes, so
-  // every CTA of the cluster frees it (consumer.cuh, release_stage).
-  static constexpr int kReleaseCtas = kSharesTiles ? kReleaseWholeCluster : 1;
+  static constexpr int kReleaseCtas = 1;
   static constexpr bool kPingPong = false;  // both consumer warpgroups split every tile
   static constexpr int kStageBytesA = kBlockM * kBlockK * kElementBytes;
   static constexpr int kStageBytesB = kTokenTile * kBlockK * kElementBytes;
@@ -106,8 +96,6 @@ struct DecodeConfig {
                 "block scales: 8-bit inputs, one 128-wide K block per stage, 128 weight rows (one W scale block)");
   static_assert(!kFoldKSlices || (kElementBytes == 2 && kKBlocks == 1 && !kBlockScales && kTokenTile <= 128),
                 "folded slices: 16-bit inputs cut in 64-wide k-tiles, and room for a second accumulator");
-  static_assert(!kSharesTiles || (!kBlockScales && !kFoldKSlices && !kTwoPerSm),
-                "shared tiles: boxes sliced across the cluster; one CTA per SM");
 };
 
 // Block-scaled configurations: each stage's box of X's scales for the token tile
@@ -158,53 +146,6 @@ __device__ __forceinline__ KRange split_k_range(int k_tiles, int split, int spli
   return {split * k_tiles / splits, (split + 1) * k_tiles / splits};
 }
 
-// How a shared-tile configuration's CTA loads the boxes its cluster shares (decode_kernel's
-// kSharesTiles): along y the CTAs read one token tile, along z one weight tile. This CTA
-// loads slice `y` of the token box and slice `z` of the weight box, each into every CTA
-// that reads it (the multicast masks: cluster ranks are y + z x extent_y). A dimension of
-// extent 1 shares nothing: its box is loaded whole, into this CTA alone.
-struct SharedBoxes {
-  uint16_t w_mask = 0, x_mask = 0;  // 0: not shared
-  int w_rows = 0, x_rows = 0;       // the slice's rows
-  int w_slice = 0, x_slice = 0;     // which slice this CTA loads
-};
-template <class Config>
-__device__ __forceinline__ SharedBoxes shared_boxes() {
-  SharedBoxes b;
-  b.w_rows = Config::kBlockM;
-  b.x_rows = Config::kTokenTile;
-  if constexpr (Config::kSharesTiles) {
-    const sm90::ClusterPlace place = sm90::cluster_place();
-    if (place.extent_z > 1) {
-      for (uint32_t z = 0; z < place.extent_z; ++z) b.w_mask |= static_cast<uint16_t>(1u << (place.y + z * place.extent_y));
-      b.w_rows = Config::kBlockM / static_cast<int>(place.extent_z);
-      b.w_slice = static_cast<int>(place.z);
-    }
-    if (place.extent_y > 1) {
-      for (uint32_t y = 0; y < place.extent_y; ++y) b.x_mask |= static_cast<uint16_t>(1u << (y + place.z * place.extent_y));
-      b.x_rows = Config::kTokenTile / static_cast<int>(place.extent_y);
-      b.x_slice = static_cast<int>(place.y);
-    }
-  }
-  return b;
-}
-
-// One box (or this CTA's slice of a shared one) of an operand: multicast where mask != 0.
-__device__ __forceinline__ void load_decode_box(uint8_t* dst, const CUtensorMap* map, uint64_t* full, int k, int row,
-                                                bool batched, int batch, uint16_t mask) {
-  if (mask != 0) {
-    if (batched) {
-      sm90::tma_load_3d_multicast(dst, map, full, k, row, batch, mask);
-    } else {
-      sm90::tma_load_2d_multicast(dst, map, full, k, row, mask);
-    }
-  } else if (batched) {
-    sm90::tma_load_3d(dst, map, full, k, row, batch);
-  } else {
-    sm90::tma_load_2d(dst, map, full, k, row);
-  }
-}
-
 // Block-scaled configurations also bring each stage's X scales: one box of the token tile's
 // scales for that K block, from the 16-byte boundary at or below the first (params.h).
 template <class Config>
@@ -212,7 +153,6 @@ __device__ void run_split_producer(const DecodeParams& p, KRange range, int feat
                                    uint8_t (*tiles_w)[Config::kStageBytesA], uint8_t (*tiles_x)[Config::kStageBytesB],
                                    StageBarriers<Config::kStages>& barriers, float* x_scale_slots = nullptr) {
   constexpr uint32_t kScaleBytes = Config::kBlockScales ? (Config::kTokenTile + kScaleBoxLead) * 4 : 0;
-  const SharedBoxes shared = shared_boxes<Config>();
   StageRing<Config::kStages> ring;
   for (int kt = range.begin; kt < range.end; ++kt) {
     sm90::mbarrier_wait(&barriers.empty[ring.stage], ring.phase ^ 1);
@@ -228,11 +168,15 @@ __device__ void run_split_producer(const DecodeParams& p, KRange range, int feat
 #pragma unroll
     for (int box = 0; box < Config::kKBlocks; ++box) {
       const int k = kt * Config::kBlockK + box * Config::kBoxK;
-      // Every CTA's stage receives the whole boxes: its own slices and its peers'.
-      uint8_t* w = tiles_w[ring.stage] + (box * Config::kBlockM + shared.w_slice * shared.w_rows) * 128;
-      uint8_t* x = tiles_x[ring.stage] + (box * Config::kTokenTile + shared.x_slice * shared.x_rows) * 128;
-      load_decode_box(w, &p.map_w, full, k, feature0 + shared.w_slice * shared.w_rows, p.batched, batch, shared.w_mask);
-      load_decode_box(x, &p.map_x, full, k, token0 + shared.x_slice * shared.x_rows, p.batched, batch, shared.x_mask);
+      uint8_t* w = tiles_w[ring.stage] + box * Config::kBlockM * 128;
+      uint8_t* x = tiles_x[ring.stage] + box * Config::kTokenTile * 128;
+      if (p.batched) {
+        sm90::tma_load_3d(w, &p.map_w, full, k, feature0, batch);
+        sm90::tma_load_3d(x, &p.map_x, full, k, token0, batch);
+      } else {
+        sm90::tma_load_2d(w, &p.map_w, full, k, feature0);
+        sm90::tma_load_2d(x, &p.map_x, full, k, token0);
+      }
     }
     ring.advance();
   }
@@ -324,9 +268,7 @@ __device__ __forceinline__ void consumers_sync() {
   sm90::named_barrier_sync<Config::kConsumerThreads>(1);
 }
 
-// Grid: (splits, feature tiles, token tiles x batch), clusters of (splits, 1, 1); for the
-// shared-tile configurations clusters of (1, CTAs sharing a token tile, CTAs sharing a
-// weight tile), the grid padded to whole clusters.
+// Grid: (splits, feature tiles, token tiles x batch), clusters of (splits, 1, 1).
 template <class Config, sm90::Input kInput>
 __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
     sm90_decode_kernel(const __grid_constant__ DecodeParams p) {
@@ -336,26 +278,17 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
   static_assert(kPartialBytes<Config::kTokenTile> <= sizeof(shared.a) + sizeof(shared.b), "partial tile fits the ring");
   float* partial = reinterpret_cast<float*>(&shared.a[0][0]);
 
-  // A K-split cluster spans grid.x: its size is the split count, its rank this CTA's split.
-  // A shared-tile cluster (grid y and z) splits nothing: every CTA sums the whole K.
-  const int splits = Config::kSharesTiles ? 1 : static_cast<int>(sm90::cluster_size());
-  const int rank = Config::kSharesTiles ? 0 : static_cast<int>(sm90::cluster_cta_rank());
-  const KRange range = split_k_range(p.k_tiles, rank, splits);
+  // The cluster spans grid.x: its size is the split count, its rank this CTA's split.
+  const KRange range = split_k_range(p.k_tiles, static_cast<int>(sm90::cluster_cta_rank()),
+                                     static_cast<int>(sm90::cluster_size()));
   const int warpgroup = threadIdx.x / 128;
-  const bool shares = Config::kSharesTiles && sm90::cluster_size() > 1;
 
   if (threadIdx.x == 0) {
     sm90::tma_prefetch_descriptor(&p.map_w);
     sm90::tma_prefetch_descriptor(&p.map_x);
-    shared.barriers.init(Config::kConsumers * (Config::kSharesTiles ? sm90::cluster_size() : 1));
+    shared.barriers.init(Config::kConsumers);
   }
-  // Peers multicast into this CTA's stages and arrive on its barriers: they must see them
-  // initialized.
-  if (shares) {
-    sm90::cluster_sync();
-  } else {
-    __syncthreads();
-  }
+  __syncthreads();
 
   // Each role runs both cluster barriers in its own branch: code after a merge point would
   // be compiled for the producer's reduced register budget (setmaxnreg.dec) and spill.
@@ -374,9 +307,7 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
       }
     }
     __syncwarp();  // the cluster barrier is .aligned: lane 0 rejoins its warp first
-    if (shares) {
-      sm90::cluster_sync();  // the peers' last releases have reached this CTA's barriers
-    } else if (splits > 1) {  // without a split no peer reads the partials
+    if (sm90::cluster_size() > 1) {  // without a split no peer reads the partials
       sm90::cluster_sync();  // the consumers' partials are published ...
       sm90::cluster_sync_relaxed();  // ... and read
     }
@@ -402,6 +333,7 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
     const DecodeTileOrigin origin = tile_origin<Config>(p);
     // Token t of the tile sits at row t + (token0 - x_rows_begin) of the parked partial.
     const float* tile_rows = partial + (origin.token0 - x_rows_begin<Config>(p, origin.token0)) * kPartialPitch;
+    const int rank = static_cast<int>(sm90::cluster_cta_rank()), splits = static_cast<int>(sm90::cluster_size());
     if constexpr (Config::kElementBytes == 1) {
       // FP8: the per-tensor or row/column scales multiply the cluster's total.
       finish_decode_tile<Config::kTokenTile, Config::kConsumerThreads, typename Config::ReduceShape>(
@@ -411,8 +343,6 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
       finish_decode_tile<Config::kTokenTile, Config::kConsumerThreads, typename Config::ReduceShape>(
           p.epilogue, tile_rows, origin, rank, splits, threadIdx.x - 128, [] { consumers_sync<Config>(); });
     }
-    // A peer's consumers may still be freeing this CTA's stages: it stays until they have.
-    if (shares) sm90::cluster_sync();
   }
 }
 

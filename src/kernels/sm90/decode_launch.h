@@ -43,16 +43,15 @@ inline Status check_decode(const char* name, const GemmDesc& desc, const GemmArg
   return Status::kSuccess;
 }
 
-// Grid (splits, feature tiles, token tiles x batch) in clusters of (splits, 1, 1), or of
-// (1, share_features, share_tokens) for the shared-tile configurations.
+// Grid (splits, feature tiles, token tiles x batch) in clusters of (splits, 1, 1).
 template <class Kernel, class Params>
 Status launch_decode_grid(const char* name, Kernel kernel, const Params& params, const DecodeLaunchPlan& plan,
                           int threads, int smem_bytes, cudaStream_t stream, Diagnostic* diag) {
   cudaLaunchAttribute attribute;
   const dim3 grid(static_cast<unsigned>(plan.split.splits), static_cast<unsigned>(plan.feature_tiles),
                   static_cast<unsigned>(plan.token_tiles * plan.batch));
-  const cudaLaunchConfig_t config = cluster_launch_config(&attribute, grid, threads, smem_bytes, plan.split.splits,
-                                                          stream, plan.share_features, plan.share_tokens);
+  const cudaLaunchConfig_t config =
+      cluster_launch_config(&attribute, grid, threads, smem_bytes, plan.split.splits, stream);
   const cudaError_t e = cudaLaunchKernelEx(&config, kernel, params);
   if (e != cudaSuccess) return fail(diag, Status::kCudaError, "%s: launch failed: %s", name, cudaGetErrorName(e));
   return check_launch(diag, name);
@@ -70,8 +69,6 @@ inline DecodeLaunchPlan decode_grid(const DecodePlan& plan) {
   grid.split.ctas = plan.ctas;
   grid.split.waves = plan.waves;
   grid.k_slices = plan.k_slices;
-  grid.share_features = plan.share_features;
-  grid.share_tokens = plan.share_tokens;
   return grid;
 }
 
@@ -86,8 +83,7 @@ Status cached_decode_launch(const char* name, const char* config_key, Kernel ker
   // The split (and a folded configuration's slices) is part of the key: a forced split must
   // not read another split's parameters.
   char plan_name[PlanKey::kMaxKernelName];
-  std::snprintf(plan_name, sizeof(plan_name), "%s/s%d/f%d/c%dx%d", config_key, plan.splits, plan.k_slices,
-                plan.share_features, plan.share_tokens);
+  std::snprintf(plan_name, sizeof(plan_name), "%s/s%d/f%d", config_key, plan.splits, plan.k_slices);
   Launch launch;
   const Status s = find_or_build_plan(plan_name, desc, args, &launch, diag, [&](Launch* out) {
     const Status built = build(out);

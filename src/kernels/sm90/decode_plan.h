@@ -365,10 +365,6 @@ int batch_invariant_split(int64_t n, int64_t k, int64_t batch, int sm_count, Res
 // per feature tile, 64-wide k-tiles.
 struct DecodeLaunchPlan {
   int k_slices = 1;  // folded configurations: the weight's K slices, summed in turn in each CTA
-  // Shared-tile configurations: the cluster's CTAs along the feature tiles (sharing a token
-  // tile) and along the token tiles (sharing a weight tile); feature_tiles and token_tiles
-  // are whole multiples of them.
-  int share_features = 1, share_tokens = 1;
   int token_tile = 8;
   int batch = 1;
   int token_tiles = 1;

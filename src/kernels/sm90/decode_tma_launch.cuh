@@ -76,13 +76,9 @@ Status build_decode_launch(const GemmDesc& desc, const GemmArgs& args, const Dec
   static_assert(Config::kBlockK % Config::kBoxK == 0, "whole boxes: one 128-byte swizzle row of K each");
   // GEMM B (column-major: row j of W is K-contiguous) is wgmma's A side. A box is 128
   // bytes of K: 64 16-bit or 128 8-bit values (encode_kmajor_sw128 reads the dtype).
-  // A shared box is loaded in slices, one per CTA that shares it (decode_kernel.cuh,
-  // shared_boxes): the maps' boxes are the slices.
-  Status s = encode_kmajor_sw128(&params.map_w, args.b, desc.b, desc.k, desc.n, Config::kBlockM / plan.share_tokens,
-                                 diag, desc.batch);
+  Status s = encode_kmajor_sw128(&params.map_w, args.b, desc.b, desc.k, desc.n, Config::kBlockM, diag, desc.batch);
   if (s != Status::kSuccess) return s;
-  s = encode_kmajor_sw128(&params.map_x, args.a, desc.a, desc.k, desc.m, kTokenTile / plan.share_features, diag,
-                          desc.batch);
+  s = encode_kmajor_sw128(&params.map_x, args.a, desc.a, desc.k, desc.m, kTokenTile, diag, desc.batch);
   if (s != Status::kSuccess) return s;
   out->params = params;
   out->plan = plan;

@@ -47,11 +47,6 @@ using Rows64Tall = DecodeConfig<128, 64, 1>;
 // The same for batch-invariant mode's split weights: each CTA sums the weight's K slices in
 // turn (run_sliced_mainloop), as sm90-decode's cluster would across CTAs.
 using Rows64TallFolded = DecodeConfig<128, 64, 1, false, 2, false, true>;
-// 64 weight rows x 32-128 tokens, one 64-wide K box per stage in a deep ring (8-16
-// stages), unsplit, in clusters that share operand tiles: the CTAs along the feature tiles
-// share the token tile, those along the token tiles the weight tile (decode_kernel.cuh).
-template <int kTokenTile>
-using Rows64Shared = DecodeConfig<kTokenTile, 64, kTokenTile <= 64 ? 4 : 1, false, 2, false, false, true>;
 
 Status check_rows64(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
   return check_decode(kRows64Name, desc, args, false, 64, 64, diag);
@@ -74,10 +69,6 @@ void fill_decode_tma_residency(DeviceInfo* device) {
     set(DecodeConfigId::kR64x64, decode_tma_resident_ctas<Rows64<64>>(kRows64Name, s));
     set(DecodeConfigId::kR64x128, decode_tma_resident_ctas<Rows64Tall>(kRows64Name, s));
     set(DecodeConfigId::kR64x128Folded, decode_tma_resident_ctas<Rows64TallFolded>(kRows64Name, s));
-    set(DecodeConfigId::kR64Shared32, decode_tma_resident_ctas<Rows64Shared<32>>(kRows64Name, s));
-    set(DecodeConfigId::kR64Shared64, decode_tma_resident_ctas<Rows64Shared<64>>(kRows64Name, s));
-    set(DecodeConfigId::kR64Shared96, decode_tma_resident_ctas<Rows64Shared<96>>(kRows64Name, s));
-    set(DecodeConfigId::kR64Shared128, decode_tma_resident_ctas<Rows64Shared<128>>(kRows64Name, s));
   }
 }
 
@@ -104,15 +95,6 @@ Status launch_decode_tma_plan(const DecodePlan& plan, const GemmDesc& desc, cons
     case DecodeConfigId::kR64x128Folded:
       return launch_decode_config<Rows64TallFolded>(kRows64Name, "sm90-decode-r64/t128-folded", plan, desc, args,
                                                     diag);
-    case DecodeConfigId::kR64Shared32:
-      return launch_decode_config<Rows64Shared<32>>(kRows64Name, "sm90-decode-r64/shared-t32", plan, desc, args, diag);
-    case DecodeConfigId::kR64Shared64:
-      return launch_decode_config<Rows64Shared<64>>(kRows64Name, "sm90-decode-r64/shared-t64", plan, desc, args, diag);
-    case DecodeConfigId::kR64Shared96:
-      return launch_decode_config<Rows64Shared<96>>(kRows64Name, "sm90-decode-r64/shared-t96", plan, desc, args, diag);
-    case DecodeConfigId::kR64Shared128:
-      return launch_decode_config<Rows64Shared<128>>(kRows64Name, "sm90-decode-r64/shared-t128", plan, desc, args,
-                                                     diag);
     default: return fail(diag, Status::kInternalError, "%s: not a TMA decode configuration", kName);
   }
 }
