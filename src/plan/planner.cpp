@@ -83,6 +83,29 @@ DecodeConfigId decode_config(KernelFamily family, int64_t m, bool fp8_block = fa
   }
 }
 
+// Batch-invariant mode's 64-row tiles for two token tiles: from 96 tokens, where the second
+// tile holds at least 32. A token tile streams the whole weight whatever its live tokens,
+// and TMA zero-fills the rest of its box; measured (H200, bf16, against sm90-gemm's whole
+// tiles, one call): 96-128 tokens on 32-4096 x 2880-18944 weights 11-67% faster (4096 x
+// 4096 at 112 tokens 24.3 -> 17.6 us), 80 tokens -5% to +60%, 65 tokens -16% to +56%
+// (4096 x 11008: 55.5 -> 66.4 us).
+constexpr int64_t kInvariantRows64MinTokens = 96;
+
+// Whether sm90-decode-r64's CTAs for this problem - its 64-row weight tiles once per 64
+// tokens - are all resident at once unsplit.
+bool invariant_rows64_resident(const GemmDesc& desc, const DeviceInfo& device) {
+  const int64_t ctas = decode_rows64_tiles(desc.n, desc.batch) * ceil_div(desc.m, 64);
+  return ctas <= device.resident(decode_config(KernelFamily::kDecodeR64, desc.m), 1);
+}
+
+// Batch-invariant mode's sm90-decode-r64 at 65-128 tokens: two 64-token tiles where the
+// rule above holds, else one 128-token tile (kR64x128: 64 weight rows x 128 tokens, twice
+// the CTAs of sm90-gemm's 128 x 128 tiles on the same rows, unsplit).
+bool invariant_rows64_one_token_tile(const GemmDesc& desc, const DeviceInfo& device) {
+  return desc.batch_invariant && desc.m > kDecodeAlwaysTokens && desc.m <= kDecodeMaxTokens &&
+         !(desc.m >= kInvariantRows64MinTokens && invariant_rows64_resident(desc, device));
+}
+
 // folded_slices > 1: sm90-decode-r64's 128-token tiles folding a batch-invariant weight's
 // slices (kR64x128Folded) at any M, unsplit across CTAs.
 DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const DeviceInfo& device, int forced_splits,
@@ -92,7 +115,10 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
   if (desc.batch_invariant && forced_splits == 0) forced_splits = 1;
   const bool fp8_block = desc.scales == ScaleMode::kBlock128;
   const DecodeConfigId config =
-      folded_slices > 1 ? DecodeConfigId::kR64x128Folded : decode_config(family, desc.m, fp8_block);
+      folded_slices > 1 ? DecodeConfigId::kR64x128Folded
+      : family == KernelFamily::kDecodeR64 && invariant_rows64_one_token_tile(desc, device)
+          ? DecodeConfigId::kR64x128
+          : decode_config(family, desc.m, fp8_block);
   if (folded_slices > 1) forced_splits = 1;
   const DecodeShape shape = kDecodeShapes[static_cast<int>(config)];
   const auto resident = [&](int token_tile, int splits) {
@@ -127,21 +153,6 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
 double decode_wave_fill(const DecodePlan& p, const DeviceInfo& device) {
   const int resident = device.resident(p.config, p.splits);
   return resident > 0 && p.waves > 0 ? static_cast<double>(p.ctas) / static_cast<double>(p.waves * resident) : 0.0;
-}
-
-// Batch-invariant mode's 64-row tiles for two token tiles: from 96 tokens, where the second
-// tile holds at least 32. A token tile streams the whole weight whatever its live tokens,
-// and TMA zero-fills the rest of its box; measured (H200, bf16, against sm90-gemm's whole
-// tiles, one call): 96-128 tokens on 32-4096 x 2880-18944 weights 11-67% faster (4096 x
-// 4096 at 112 tokens 24.3 -> 17.6 us), 80 tokens -5% to +60%, 65 tokens -16% to +56%
-// (4096 x 11008: 55.5 -> 66.4 us).
-constexpr int64_t kInvariantRows64MinTokens = 96;
-
-// Whether sm90-decode-r64's CTAs for this problem - its 64-row weight tiles once per 64
-// tokens - are all resident at once unsplit.
-bool invariant_rows64_resident(const GemmDesc& desc, const DeviceInfo& device) {
-  const int64_t ctas = decode_rows64_tiles(desc.n, desc.batch) * ceil_div(desc.m, 64);
-  return ctas <= device.resident(decode_config(KernelFamily::kDecodeR64, desc.m), 1);
 }
 
 // Which decode kernel takes a problem sent to decoding (the order of preference, each
@@ -979,10 +990,14 @@ double decode_plan_cycles(const DecodePlan& d, double step_factor = 1.0) {
 // Whether sm90-decode-r64's token tiles replace a plan that costs `other` SM cycles in the
 // model (sm90-gemm's plan, or the wide decode rule's): beyond 128 tokens, on operands it
 // reads in place (the caller rules out repacks and row splits), not with SwiGLU. In
-// batch-invariant mode its plan is unsplit (plan_decode_launch), and so is the estimate.
+// batch-invariant mode its plan is unsplit (plan_decode_launch), and so is the estimate;
+// there it also replaces sm90-gemm's whole tiles at 65-128 tokens, where the mode has no
+// K split to spread a narrow weight's few 128 x 128 tiles with (one 128-token tile,
+// invariant_rows64_one_token_tile: twice their CTAs, each K step 384 cycles against 640).
 bool prefers_rows64_token_tiles(double other, double min_saving, const char* other_name, const GemmDesc& desc,
                                 const DeviceInfo& device, const CallFacts& facts, char* reason) {
-  if (desc.m <= kDecodeMaxTokens || !facts.accepts[index(KernelFamily::kDecodeR64)]) return false;
+  const int64_t fewest_tokens = desc.batch_invariant ? kDecodeAlwaysTokens : kDecodeMaxTokens;
+  if (desc.m <= fewest_tokens || !facts.accepts[index(KernelFamily::kDecodeR64)]) return false;
   if (desc.epilogue.activation == Activation::kSwiGLU) return false;
   // Batch-invariant problems take it unsplit, where the weight is not split: its 64-wide
   // k-tiles sum each output's K in sm90-gemm's order.

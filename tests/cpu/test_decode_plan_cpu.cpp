@@ -383,16 +383,19 @@ TEST(DecodeDispatch, LayoutsTheDecodeKernelCannotReadGoToTheRepackingKernel) {
 }
 
 // Batch-invariant problems take unsplit plans only (src/plan/planner.h): the TMA-fed
-// decode kernels up to 64 tokens, sm90-gemm's whole tiles beyond; never the load-path
-// kernels, whose warpgroups split K.
+// decode kernels up to 64 tokens, and up to 128 sm90-decode-r64's tiles where sm90-gemm's
+// whole tiles are few (8192 features: 64 tiles of 128 x 128); sm90-gemm's whole tiles
+// beyond; never the load-path kernels, whose warpgroups split K.
 TEST(DecodeDispatch, BatchInvariantModeTakesUnsplitPlans) {
-  for (int64_t m : {1, 64, 65, 256, 257, 8192}) {
+  for (int64_t m : {1, 64, 65, 128, 256, 257, 8192}) {
     GemmDesc d = linear_desc(m, 8192, 8192, DataType::kBF16, DataType::kBF16);
     d.batch_invariant = true;
     const char* name = dispatch_name(d);
     ASSERT_NE(name, nullptr);
     if (m <= 64) {
       EXPECT_TRUE(std::string(name) == "sm90-decode" || std::string(name) == "sm90-decode-r64") << "m = " << m << ": " << name;
+    } else if (m <= 128) {
+      EXPECT_STREQ(name, "sm90-decode-r64") << "m = " << m;
     } else {
       EXPECT_STREQ(name, "sm90-gemm") << "m = " << m;
     }

@@ -752,8 +752,11 @@ TEST(PlannerBatchInvariant, SixtyFourRowTilesForEverySixtyFourTokens) {
   EXPECT_EQ(p.family, KernelFamily::kDecodeR64) << p.family_reason;
   EXPECT_EQ(p.k_splits, 1);
   EXPECT_EQ(p.decode.token_tiles, 2);
-  d.n = 5120;  // 160 CTAs: not all resident
-  EXPECT_EQ(plan(d, h200).family, KernelFamily::kSm90Gemm);
+  d.n = 5120;  // 160 CTAs: not all resident, so one 128-token tile (80 CTAs)
+  p = plan(d, h200);
+  EXPECT_EQ(p.family, KernelFamily::kDecodeR64) << p.family_reason;
+  EXPECT_EQ(p.decode.config, DecodeConfigId::kR64x128);
+  EXPECT_EQ(p.decode.token_tiles, 1);
   d = linear(128, 28672, 8192);  // sm90-gemm's tiles fill their waves
   d.batch_invariant = true;
   EXPECT_EQ(plan(d, h200).family, KernelFamily::kSm90Gemm);
@@ -761,10 +764,37 @@ TEST(PlannerBatchInvariant, SixtyFourRowTilesForEverySixtyFourTokens) {
   d.batch_invariant = true;
   EXPECT_EQ(plan(d, h200).decode.config, DecodeConfigId::kR64x128);
   EXPECT_EQ(plan(d, h200).k_splits, 1);
-  d.m = 95;  // the second token tile would hold too few tokens
-  EXPECT_EQ(plan(d, h200).family, KernelFamily::kSm90Gemm);
+  d.m = 95;  // the second 64-token tile would hold too few tokens: one 128-token tile
+  EXPECT_EQ(plan(d, h200).decode.config, DecodeConfigId::kR64x128);
   d.m = 96;
-  EXPECT_EQ(plan(d, h200).family, KernelFamily::kDecodeR64);
+  EXPECT_EQ(plan(d, h200).decode.config, DecodeConfigId::kR64x64);
+  EXPECT_EQ(plan(d, h200).decode.token_tiles, 2);
+}
+
+// 65-128 tokens on an unsplit weight whose 128 x 128 tiles leave most SMs idle, and whose
+// 64-token tiles would not all be resident: sm90-decode-r64's one 128-token tile, twice
+// sm90-gemm's CTAs, where the shared-memory model says it saves kTokenTilesMinSaving; the
+// normal mode splits K there instead, and keeps its own plan.
+TEST(PlannerBatchInvariant, OneTokenTileWhereWholeTilesAreFew) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  for (int64_t m : {65, 96, 127, 128}) {
+    GemmDesc d = linear(m, 5120, 25600);  // 40 tiles of 128 x 128; 80 x 2 64-token tiles
+    d.batch_invariant = true;
+    const LaunchPlan p = plan(d, h200);
+    EXPECT_EQ(p.family, KernelFamily::kDecodeR64) << m << ": " << p.family_reason;
+    EXPECT_EQ(p.decode.config, DecodeConfigId::kR64x128) << m;
+    EXPECT_EQ(p.decode.token_tiles, 1) << m;
+    EXPECT_EQ(p.decode.ctas, 80) << m;
+    EXPECT_EQ(p.k_splits, 1) << m;
+    d.batch_invariant = false;
+    EXPECT_NE(plan(d, h200).decode.config, DecodeConfigId::kR64x128) << m;
+  }
+  GemmDesc d = linear(64, 5120, 25600);  // up to 64 tokens the decode rules are the normal mode's
+  d.batch_invariant = true;
+  EXPECT_NE(plan(d, h200).decode.config, DecodeConfigId::kR64x128);
+  d = linear(128, 16384, 8192);  // 128 tiles of 128 x 128 fill the GPU: sm90-gemm
+  d.batch_invariant = true;
+  EXPECT_EQ(plan(d, h200).family, KernelFamily::kSm90Gemm);
 }
 
 TEST(PlannerBatchInvariant, TheSameFamilyAndOrderForEveryDtypeAndEpilogue) {

@@ -189,8 +189,10 @@ TEST_P(BatchInvariance, EveryPlanTheModeMayPickAgrees) {
     o.family = f;
     plans.push_back(o);
   }
-  // 300 and 1025 rows: 44 and 1 past a multiple of 256, where a row split is possible.
-  for (int64_t m : {int64_t{1}, int64_t{64}, int64_t{255}, int64_t{300}, int64_t{1000}, int64_t{1025}}) {
+  // 300 and 1025 rows: 44 and 1 past a multiple of 256, where a row split is possible. 100:
+  // sm90-decode-r64's two 64-token tiles or its one 128-token tile (invariant_rows64_one_token_tile).
+  for (int64_t m :
+       {int64_t{1}, int64_t{64}, int64_t{100}, int64_t{255}, int64_t{300}, int64_t{1000}, int64_t{1025}}) {
     for (const PlanOverrides& o : plans) {
       // sm90-decode beyond 256 rows: each token tile would re-read the weight (correct, but
       // slow). sm90-decode-r64's 128-token tiles are a plan of the mode at any M.
