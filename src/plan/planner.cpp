@@ -16,6 +16,8 @@
 namespace anvil::detail {
 
 double sm90_plan_cycles(const LaunchPlan& p, const GemmDesc& desc, int sms);
+bool prefers_rows64_one_token_tile(const GemmDesc& desc, const DeviceInfo& device, const CallFacts& facts,
+                                   char* reason);
 
 namespace {
 
@@ -98,12 +100,17 @@ bool invariant_rows64_resident(const GemmDesc& desc, const DeviceInfo& device) {
   return ctas <= device.resident(decode_config(KernelFamily::kDecodeR64, desc.m), 1);
 }
 
-// Batch-invariant mode's sm90-decode-r64 at 65-128 tokens: two 64-token tiles where the
-// rule above holds, else one 128-token tile (kR64x128: 64 weight rows x 128 tokens, twice
-// the CTAs of sm90-gemm's 128 x 128 tiles on the same rows, unsplit).
-bool invariant_rows64_one_token_tile(const GemmDesc& desc, const DeviceInfo& device) {
-  return desc.batch_invariant && desc.m > kDecodeAlwaysTokens && desc.m <= kDecodeMaxTokens &&
-         !(desc.m >= kInvariantRows64MinTokens && invariant_rows64_resident(desc, device));
+// Where sm90-decode-r64 at 65-128 tokens takes one 128-token tile (kR64x128: 64 weight
+// rows x 128 tokens) rather than two 64-token ones. In batch-invariant mode wherever the
+// rule above does not take the two (one tile has twice the CTAs of sm90-gemm's 128 x 128
+// tiles on the same rows, unsplit); in normal mode from 97 tokens, where it is sm90-decode's
+// token tile with half its weight rows: twice the CTAs for the same K split.
+inline constexpr int64_t kRows64OneTileMinTokens = 97;
+
+bool rows64_one_token_tile(const GemmDesc& desc, const DeviceInfo& device) {
+  if (desc.m <= kDecodeAlwaysTokens || desc.m > kDecodeMaxTokens) return false;
+  if (desc.batch_invariant) return !(desc.m >= kInvariantRows64MinTokens && invariant_rows64_resident(desc, device));
+  return desc.m >= kRows64OneTileMinTokens;
 }
 
 // folded_slices > 1: sm90-decode-r64's 128-token tiles folding a batch-invariant weight's
@@ -116,7 +123,7 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
   const bool fp8_block = desc.scales == ScaleMode::kBlock128;
   const DecodeConfigId config =
       folded_slices > 1 ? DecodeConfigId::kR64x128Folded
-      : family == KernelFamily::kDecodeR64 && invariant_rows64_one_token_tile(desc, device)
+      : family == KernelFamily::kDecodeR64 && rows64_one_token_tile(desc, device)
           ? DecodeConfigId::kR64x128
           : decode_config(family, desc.m, fp8_block);
   if (folded_slices > 1) forced_splits = 1;
@@ -228,6 +235,7 @@ KernelFamily pick_decode_family(const GemmDesc& desc, const DeviceInfo& device, 
       return KernelFamily::kDecodeR64;
     }
   }
+  if (!whole_k && prefers_rows64_one_token_tile(desc, device, facts, reason)) return KernelFamily::kDecodeR64;
   if (ok(KernelFamily::kDecodeTma)) {
     say(reason, "few tokens: swap-AB decode streams the weight (128-row tiles, K split across a cluster)");
     return KernelFamily::kDecodeTma;
@@ -993,10 +1001,12 @@ double decode_plan_cycles(const DecodePlan& d, double step_factor = 1.0) {
 // batch-invariant mode its plan is unsplit (plan_decode_launch), and so is the estimate;
 // there it also replaces sm90-gemm's whole tiles at 65-128 tokens, where the mode has no
 // K split to spread a narrow weight's few 128 x 128 tiles with (one 128-token tile,
-// invariant_rows64_one_token_tile: twice their CTAs, each K step 384 cycles against 640).
+// rows64_one_token_tile: twice their CTAs, each K step 384 cycles against 640). In normal
+// mode it also replaces sm90-decode's 128-token tiles at 97-128 tokens where their K split
+// costs more than twice the CTAs (the caller's rule).
 bool prefers_rows64_token_tiles(double other, double min_saving, const char* other_name, const GemmDesc& desc,
                                 const DeviceInfo& device, const CallFacts& facts, char* reason) {
-  const int64_t fewest_tokens = desc.batch_invariant ? kDecodeAlwaysTokens : kDecodeMaxTokens;
+  const int64_t fewest_tokens = desc.batch_invariant ? kDecodeAlwaysTokens : kRows64OneTileMinTokens - 1;
   if (desc.m <= fewest_tokens || !facts.accepts[index(KernelFamily::kDecodeR64)]) return false;
   if (desc.epilogue.activation == Activation::kSwiGLU) return false;
   // Batch-invariant problems take it unsplit, where the weight is not split: its 64-wide
@@ -1007,6 +1017,21 @@ bool prefers_rows64_token_tiles(double other, double min_saving, const char* oth
   say(reason, "%lld tokens: 64 x 128 swap-AB tiles, %.0fk SM cycles against %.0fk for %s",
       static_cast<long long>(desc.m), rows64 / 1000, other / 1000, other_name);
   return true;
+}
+
+// 97-128 tokens (normal mode): sm90-decode's 128 weight rows x 128 tokens split K across a
+// cluster to fill the GPU; sm90-decode-r64's 64 rows x the same 128 tokens make twice the
+// CTAs for the same split. Both costed in the shared-memory model (a split's reduction
+// included), the 64-row tiles taken where they save kTokenTilesMinSaving. Measured (H200,
+// bf16, the 10 sweep shapes this moves, old and new alternated twice in one call): 1.085x
+// geomean; 127 x 4096 x 4096 16.7 -> 13.6 us; a 32-feature router (one tile either way)
+// 5.2 -> 5.5 us.
+bool prefers_rows64_one_token_tile(const GemmDesc& desc, const DeviceInfo& device, const CallFacts& facts,
+                                   char* reason) {
+  if (desc.batch_invariant || desc.m < kRows64OneTileMinTokens || desc.m > kDecodeMaxTokens) return false;
+  const DecodePlan tma = plan_decode_launch(KernelFamily::kDecodeTma, desc, device, 0);
+  return prefers_rows64_token_tiles(decode_plan_cycles(tma), kTokenTilesMinSaving, "sm90-decode's 128-row tiles", desc,
+                                    device, facts, reason);
 }
 
 // Batch-invariant mode beyond 128 tokens, a split weight in `slices`: the cheapest in the

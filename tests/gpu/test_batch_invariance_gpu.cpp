@@ -190,7 +190,7 @@ TEST_P(BatchInvariance, EveryPlanTheModeMayPickAgrees) {
     plans.push_back(o);
   }
   // 300 and 1025 rows: 44 and 1 past a multiple of 256, where a row split is possible. 100:
-  // sm90-decode-r64's two 64-token tiles or its one 128-token tile (invariant_rows64_one_token_tile).
+  // sm90-decode-r64's two 64-token tiles or its one 128-token tile (rows64_one_token_tile).
   for (int64_t m :
        {int64_t{1}, int64_t{64}, int64_t{100}, int64_t{255}, int64_t{300}, int64_t{1000}, int64_t{1025}}) {
     for (const PlanOverrides& o : plans) {
