@@ -49,6 +49,7 @@ constexpr DecodeShape kDecodeShapes[kDecodeConfigs] = {
     {64, 128, 128}, {128, 128, 128},  // sm90-fp8-decode, block scales from 33 tokens
     {128, 64, 64},                    // sm90-decode-r64 beyond 128 tokens
     {128, 64, 64},                    // the same, folding a batch-invariant weight's K slices
+    {96, 64, 64},                     // sm90-decode-r64 at 65-96 tokens
 };
 
 // The configuration each family launches for m tokens, and the one whose residency a
@@ -100,17 +101,17 @@ bool invariant_rows64_resident(const GemmDesc& desc, const DeviceInfo& device) {
   return ctas <= device.resident(decode_config(KernelFamily::kDecodeR64, desc.m), 1);
 }
 
-// Where sm90-decode-r64 at 65-128 tokens takes one 128-token tile (kR64x128: 64 weight
-// rows x 128 tokens) rather than two 64-token ones. In batch-invariant mode wherever the
-// rule above does not take the two (one tile has twice the CTAs of sm90-gemm's 128 x 128
-// tiles on the same rows, unsplit); in normal mode from 97 tokens, where it is sm90-decode's
-// token tile with half its weight rows: twice the CTAs for the same K split.
-inline constexpr int64_t kRows64OneTileMinTokens = 97;
-
-bool rows64_one_token_tile(const GemmDesc& desc, const DeviceInfo& device) {
-  if (desc.m <= kDecodeAlwaysTokens || desc.m > kDecodeMaxTokens) return false;
-  if (desc.batch_invariant) return !(desc.m >= kInvariantRows64MinTokens && invariant_rows64_resident(desc, device));
-  return desc.m >= kRows64OneTileMinTokens;
+// Where sm90-decode-r64 at 65-128 tokens takes one token tile of 96 or 128 tokens
+// (kR64x96, kR64x128: 64 weight rows, the narrower that holds M) rather than two 64-token
+// ones: sm90-decode's token tile on half its weight rows, so twice the CTAs for the same K
+// split (and, unsplit, twice those of sm90-gemm's 128 x 128 tiles on the same rows). In
+// batch-invariant mode wherever the rule above does not take the two; in normal mode
+// always (the planner picks it only where prefers_rows64_one_token_tile says). Returns the
+// token tile, or 0.
+int rows64_one_token_tile(const GemmDesc& desc, const DeviceInfo& device) {
+  if (desc.m <= kDecodeAlwaysTokens || desc.m > kDecodeMaxTokens) return 0;
+  if (desc.batch_invariant && desc.m >= kInvariantRows64MinTokens && invariant_rows64_resident(desc, device)) return 0;
+  return desc.m <= 96 ? 96 : 128;
 }
 
 // folded_slices > 1: sm90-decode-r64's 128-token tiles folding a batch-invariant weight's
@@ -123,8 +124,8 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
   const bool fp8_block = desc.scales == ScaleMode::kBlock128;
   const DecodeConfigId config =
       folded_slices > 1 ? DecodeConfigId::kR64x128Folded
-      : family == KernelFamily::kDecodeR64 && rows64_one_token_tile(desc, device)
-          ? DecodeConfigId::kR64x128
+      : family == KernelFamily::kDecodeR64 && rows64_one_token_tile(desc, device) > 0
+          ? (rows64_one_token_tile(desc, device) == 96 ? DecodeConfigId::kR64x96 : DecodeConfigId::kR64x128)
           : decode_config(family, desc.m, fp8_block);
   if (folded_slices > 1) forced_splits = 1;
   const DecodeShape shape = kDecodeShapes[static_cast<int>(config)];
@@ -137,7 +138,8 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
   // and sm90-decode-r64's 32-, 64- and 128-token tiles (decode_plan.h, choose_single_wave_split).
   const bool single_wave = family == KernelFamily::kDecodeLdg || family == KernelFamily::kDecodeLdgR64 ||
                            config == DecodeConfigId::kR64x32 || config == DecodeConfigId::kR64x64 ||
-                           config == DecodeConfigId::kR64x128 || config == DecodeConfigId::kR64x128Folded;
+                           config == DecodeConfigId::kR64x128 || config == DecodeConfigId::kR64x128Folded ||
+                           config == DecodeConfigId::kR64x96;
   const DecodeLaunchPlan p = plan_decode(desc, shape.token_tile, resident, single_wave,
                                          shape.tile_rows, shape.k_block, forced_splits);
   DecodePlan out;
@@ -1000,35 +1002,35 @@ double decode_plan_cycles(const DecodePlan& d, double step_factor = 1.0) {
 // reads in place (the caller rules out repacks and row splits), not with SwiGLU. In
 // batch-invariant mode its plan is unsplit (plan_decode_launch), and so is the estimate;
 // there it also replaces sm90-gemm's whole tiles at 65-128 tokens, where the mode has no
-// K split to spread a narrow weight's few 128 x 128 tiles with (one 128-token tile,
-// rows64_one_token_tile: twice their CTAs, each K step 384 cycles against 640). In normal
-// mode it also replaces sm90-decode's 128-token tiles at 97-128 tokens where their K split
-// costs more than twice the CTAs (the caller's rule).
+// K split to spread a narrow weight's few 128 x 128 tiles with (one 96- or 128-token tile,
+// rows64_one_token_tile: twice their CTAs, each K step 384 cycles against 640 at 128
+// tokens). In normal mode it also replaces sm90-decode's 96- and 128-token tiles at 65-128
+// tokens where their K split costs more than twice the CTAs (the caller's rule).
 bool prefers_rows64_token_tiles(double other, double min_saving, const char* other_name, const GemmDesc& desc,
                                 const DeviceInfo& device, const CallFacts& facts, char* reason) {
-  const int64_t fewest_tokens = desc.batch_invariant ? kDecodeAlwaysTokens : kRows64OneTileMinTokens - 1;
-  if (desc.m <= fewest_tokens || !facts.accepts[index(KernelFamily::kDecodeR64)]) return false;
+  if (desc.m <= kDecodeAlwaysTokens || !facts.accepts[index(KernelFamily::kDecodeR64)]) return false;
   if (desc.epilogue.activation == Activation::kSwiGLU) return false;
   // Batch-invariant problems take it unsplit, where the weight is not split: its 64-wide
   // k-tiles sum each output's K in sm90-gemm's order.
   if (desc.batch_invariant && batch_invariant_k_split(desc, device, facts) > 1) return false;
-  const double rows64 = decode_plan_cycles(plan_decode_launch(KernelFamily::kDecodeR64, desc, device, 0));
+  const DecodePlan plan = plan_decode_launch(KernelFamily::kDecodeR64, desc, device, 0);
+  const double rows64 = decode_plan_cycles(plan);
   if (rows64 > (1.0 - min_saving) * other) return false;
-  say(reason, "%lld tokens: 64 x 128 swap-AB tiles, %.0fk SM cycles against %.0fk for %s",
-      static_cast<long long>(desc.m), rows64 / 1000, other / 1000, other_name);
+  say(reason, "%lld tokens: 64 x %d swap-AB tiles, %.0fk SM cycles against %.0fk for %s",
+      static_cast<long long>(desc.m), plan.token_tile, rows64 / 1000, other / 1000, other_name);
   return true;
 }
 
-// 97-128 tokens (normal mode): sm90-decode's 128 weight rows x 128 tokens split K across a
-// cluster to fill the GPU; sm90-decode-r64's 64 rows x the same 128 tokens make twice the
-// CTAs for the same split. Both costed in the shared-memory model (a split's reduction
+// 65-128 tokens (normal mode): sm90-decode's 128 weight rows x 96 or 128 tokens split K
+// across a cluster to fill the GPU; sm90-decode-r64's 64 rows x the same tokens make twice
+// the CTAs for the same split. Both costed in the shared-memory model (a split's reduction
 // included), the 64-row tiles taken where they save kTokenTilesMinSaving. Measured (H200,
-// bf16, the 10 sweep shapes this moves, old and new alternated twice in one call): 1.085x
-// geomean; 127 x 4096 x 4096 16.7 -> 13.6 us; a 32-feature router (one tile either way)
-// 5.2 -> 5.5 us.
+// bf16, at 97-128 tokens on the 10 sweep shapes this moved, old and new alternated twice
+// in one call): 1.085x geomean; 127 x 4096 x 4096 16.7 -> 13.6 us; a 32-feature router
+// (one tile either way) 5.2 -> 5.5 us.
 bool prefers_rows64_one_token_tile(const GemmDesc& desc, const DeviceInfo& device, const CallFacts& facts,
                                    char* reason) {
-  if (desc.batch_invariant || desc.m < kRows64OneTileMinTokens || desc.m > kDecodeMaxTokens) return false;
+  if (desc.batch_invariant || desc.m <= kDecodeAlwaysTokens || desc.m > kDecodeMaxTokens) return false;
   const DecodePlan tma = plan_decode_launch(KernelFamily::kDecodeTma, desc, device, 0);
   return prefers_rows64_token_tiles(decode_plan_cycles(tma), kTokenTilesMinSaving, "sm90-decode's 128-row tiles", desc,
                                     device, facts, reason);

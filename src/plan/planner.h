@@ -51,6 +51,7 @@ enum class DecodeConfigId : int {
   kFp8Block64, kFp8Block128,  // sm90-fp8-decode with block scales, 33-128 tokens (one CTA per SM)
   kR64x128,                   // sm90-decode-r64 beyond 128 tokens: 64 weight rows x 128 tokens
   kR64x128Folded,             // the same tiles summing a batch-invariant weight's K slices in turn
+  kR64x96,                    // sm90-decode-r64 at 65-96 tokens: 64 weight rows x 96 tokens
   kCount
 };
 inline constexpr int kDecodeConfigs = static_cast<int>(DecodeConfigId::kCount);

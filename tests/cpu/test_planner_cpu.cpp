@@ -764,18 +764,17 @@ TEST(PlannerBatchInvariant, SixtyFourRowTilesForEverySixtyFourTokens) {
   d.batch_invariant = true;
   EXPECT_EQ(plan(d, h200).decode.config, DecodeConfigId::kR64x128);
   EXPECT_EQ(plan(d, h200).k_splits, 1);
-  d.m = 95;  // the second 64-token tile would hold too few tokens: one 128-token tile
-  EXPECT_EQ(plan(d, h200).decode.config, DecodeConfigId::kR64x128);
+  d.m = 95;  // the second 64-token tile would hold too few tokens: one 96-token tile
+  EXPECT_EQ(plan(d, h200).decode.config, DecodeConfigId::kR64x96);
   d.m = 96;
   EXPECT_EQ(plan(d, h200).decode.config, DecodeConfigId::kR64x64);
   EXPECT_EQ(plan(d, h200).decode.token_tiles, 2);
 }
 
-// Normal mode at 97-128 tokens: sm90-decode-r64's 64 x 128 tiles (twice the CTAs of
-// sm90-decode's 128-row tiles for the same K split) where the shared-memory model costs
-// them 8% less; never below 97 tokens (the 128-token tile would zero-fill a third of its
-// rows) or where sm90-gemm's tiles fill their waves.
-TEST(PlannerTokenTiles, SixtyFourRowTilesOfOneTokenTileFrom97Tokens) {
+// Normal mode at 65-128 tokens: sm90-decode-r64's 64 x 96 or 64 x 128 tiles (twice the
+// CTAs of sm90-decode's 128-row tiles of the same token tile for the same K split) where
+// the shared-memory model costs them 8% less; not where sm90-gemm's tiles fill their waves.
+TEST(PlannerTokenTiles, SixtyFourRowTilesOfOneTokenTile) {
   const DeviceInfo h200 = DeviceInfo::h200();
   for (int64_t m : {97, 127, 128}) {
     const LaunchPlan p = plan(linear(m, 4096, 4096), h200);  // 96 CTAs in a split of 3 -> 128 in 2
@@ -785,19 +784,20 @@ TEST(PlannerTokenTiles, SixtyFourRowTilesOfOneTokenTileFrom97Tokens) {
     EXPECT_EQ(p.decode.splits, 2) << m;
     EXPECT_EQ(p.k_splits, 2) << m;
   }
-  EXPECT_EQ(plan(linear(96, 4096, 4096), h200).family, KernelFamily::kDecodeTma);
   EXPECT_EQ(plan(linear(128, 28672, 8192), h200).family, KernelFamily::kSm90Gemm);
-  // A forced sm90-decode-r64 takes the same tile from 97 tokens, two 64-token tiles below.
+  // A forced sm90-decode-r64 takes the narrowest of the two tiles that holds M from 65
+  // tokens, 64-token tiles below.
   PlanOverrides forced;
   forced.family = KernelFamily::kDecodeR64;
   EXPECT_EQ(plan(linear(100, 384, 1000), h200, &forced).decode.config, DecodeConfigId::kR64x128);
-  EXPECT_EQ(plan(linear(96, 384, 1000), h200, &forced).decode.config, DecodeConfigId::kR64x64);
+  EXPECT_EQ(plan(linear(96, 384, 1000), h200, &forced).decode.config, DecodeConfigId::kR64x96);
+  EXPECT_EQ(plan(linear(65, 384, 1000), h200, &forced).decode.config, DecodeConfigId::kR64x96);
+  EXPECT_EQ(plan(linear(64, 384, 1000), h200, &forced).decode.config, DecodeConfigId::kR64x64);
 }
 
 // 65-128 tokens on an unsplit weight whose 128 x 128 tiles leave most SMs idle, and whose
-// 64-token tiles would not all be resident: sm90-decode-r64's one 128-token tile, twice
-// sm90-gemm's CTAs, where the shared-memory model says it saves kTokenTilesMinSaving; the
-// normal mode splits K there instead, and keeps its own plan.
+// 64-token tiles would not all be resident: sm90-decode-r64's one 96- or 128-token tile,
+// twice sm90-gemm's CTAs, where the shared-memory model says it saves kTokenTilesMinSaving.
 TEST(PlannerBatchInvariant, OneTokenTileWhereWholeTilesAreFew) {
   const DeviceInfo h200 = DeviceInfo::h200();
   for (int64_t m : {65, 96, 127, 128}) {
@@ -805,12 +805,10 @@ TEST(PlannerBatchInvariant, OneTokenTileWhereWholeTilesAreFew) {
     d.batch_invariant = true;
     const LaunchPlan p = plan(d, h200);
     EXPECT_EQ(p.family, KernelFamily::kDecodeR64) << m << ": " << p.family_reason;
-    EXPECT_EQ(p.decode.config, DecodeConfigId::kR64x128) << m;
+    EXPECT_EQ(p.decode.config, m <= 96 ? DecodeConfigId::kR64x96 : DecodeConfigId::kR64x128) << m;
     EXPECT_EQ(p.decode.token_tiles, 1) << m;
     EXPECT_EQ(p.decode.ctas, 80) << m;
     EXPECT_EQ(p.k_splits, 1) << m;
-    d.batch_invariant = false;
-    EXPECT_NE(plan(d, h200).decode.config, DecodeConfigId::kR64x128) << m;
   }
   GemmDesc d = linear(64, 5120, 25600);  // up to 64 tokens the decode rules are the normal mode's
   d.batch_invariant = true;

@@ -176,14 +176,18 @@ std::vector<DecodeCase> decode_cases() {
     batched.c.batch_stride = batched.d.batch_stride = 33 * 4096 + 64;
     cases.push_back({"r64_unsplit_batch2_33x4096x256", r64(batched)});
   }
-  // 97-128 tokens where the planner takes sm90-decode-r64's 64 x 128 tiles over
-  // sm90-decode's 128-row ones: one 128-token tile, K split across a cluster of 64-row CTAs
-  // (two here, eight on the narrow long-K weight), with and without an epilogue.
+  // 65-128 tokens where the planner takes sm90-decode-r64's 64-row tiles over sm90-decode's
+  // 128-row ones: one 96- or 128-token tile, K split across a cluster of 64-row CTAs (two
+  // here, eight on the narrow long-K weight), with and without an epilogue.
   cases.push_back({"tile128_r64_split2_127x4096x4096", linear(127, 4096, 4096)});
   cases.push_back({"tile128_r64_fp16_bias_gelu_128x2880x2880",
                    with_epilogue(linear(128, 2880, 2880, DataType::kF16, DataType::kF16), Activation::kGeluTanh,
                                  BiasMode::kPerColumn)});
   cases.push_back({"tile128_r64_split8_100x512x49152", linear(100, 512, 49152)});
+  cases.push_back({"tile96_r64_80x4096x11008", linear(80, 4096, 11008)});
+  cases.push_back({"tile96_r64_fp16_relu_65x2880x2880",
+                   with_epilogue(linear(65, 2880, 2880, DataType::kF16, DataType::kF16), Activation::kReLU,
+                                 BiasMode::kNone)});
   return cases;
 }
 

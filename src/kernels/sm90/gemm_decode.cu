@@ -42,7 +42,9 @@ template <int kTokenTile>
 using Rows64 = DecodeConfig<kTokenTile, 64, 4>;
 // Up to 16 tokens: two CTAs per SM, two boxes per stage (five stages of 20 KiB each).
 using Rows64TwoPerSm = DecodeConfig<16, 64, 2, true>;
-// Beyond 128 tokens: 64 weight rows x 128 tokens, one 64-wide K box per stage (8 stages).
+// 65-128 tokens (one token tile) and beyond: 64 weight rows x 96 or 128 tokens, one
+// 64-wide K box per stage (9 or 8 stages).
+using Rows64Mid = DecodeConfig<96, 64, 1>;
 using Rows64Tall = DecodeConfig<128, 64, 1>;
 // The same for batch-invariant mode's split weights: each CTA sums the weight's K slices in
 // turn (run_sliced_mainloop), as sm90-decode's cluster would across CTAs.
@@ -69,6 +71,7 @@ void fill_decode_tma_residency(DeviceInfo* device) {
     set(DecodeConfigId::kR64x64, decode_tma_resident_ctas<Rows64<64>>(kRows64Name, s));
     set(DecodeConfigId::kR64x128, decode_tma_resident_ctas<Rows64Tall>(kRows64Name, s));
     set(DecodeConfigId::kR64x128Folded, decode_tma_resident_ctas<Rows64TallFolded>(kRows64Name, s));
+    set(DecodeConfigId::kR64x96, decode_tma_resident_ctas<Rows64Mid>(kRows64Name, s));
   }
 }
 
@@ -92,6 +95,8 @@ Status launch_decode_tma_plan(const DecodePlan& plan, const GemmDesc& desc, cons
       return launch_decode_config<Rows64<64>>(kRows64Name, "sm90-decode-r64/t64", plan, desc, args, diag);
     case DecodeConfigId::kR64x128:
       return launch_decode_config<Rows64Tall>(kRows64Name, "sm90-decode-r64/t128", plan, desc, args, diag);
+    case DecodeConfigId::kR64x96:
+      return launch_decode_config<Rows64Mid>(kRows64Name, "sm90-decode-r64/t96", plan, desc, args, diag);
     case DecodeConfigId::kR64x128Folded:
       return launch_decode_config<Rows64TallFolded>(kRows64Name, "sm90-decode-r64/t128-folded", plan, desc, args,
                                                     diag);
