@@ -47,7 +47,7 @@ constexpr DecodeShape kDecodeShapes[kDecodeConfigs] = {
     {8, 64, 64},   {16, 64, 64},  {32, 64, 64},                       // sm90-decode-ldg-r64
     {8, 128, 128}, {16, 128, 128}, {32, 128, 128}, {64, 128, 128}, {128, 128, 128},  // sm90-fp8-decode
     {64, 128, 128}, {128, 128, 128},  // sm90-fp8-decode, block scales from 33 tokens
-    {128, 64, 64},                    // sm90-decode-r64 beyond 128 tokens
+    {128, 64, 64},                    // sm90-decode-r64 from 97 tokens
     {128, 64, 64},                    // the same, folding a batch-invariant weight's K slices
     {96, 64, 64},                     // sm90-decode-r64 at 65-96 tokens
 };
@@ -135,7 +135,7 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
                              : device.resident(decode_config(family, token_tile, fp8_block), splits);
   };
   // Kernels that run one CTA per SM plan their split to fill one wave: the load-path ones,
-  // and sm90-decode-r64's 32-, 64- and 128-token tiles (decode_plan.h, choose_single_wave_split).
+  // and sm90-decode-r64's 32-, 64-, 96- and 128-token tiles (decode_plan.h, choose_single_wave_split).
   const bool single_wave = family == KernelFamily::kDecodeLdg || family == KernelFamily::kDecodeLdgR64 ||
                            config == DecodeConfigId::kR64x32 || config == DecodeConfigId::kR64x64 ||
                            config == DecodeConfigId::kR64x128 || config == DecodeConfigId::kR64x128Folded ||
@@ -1025,9 +1025,10 @@ bool prefers_rows64_token_tiles(double other, double min_saving, const char* oth
 // across a cluster to fill the GPU; sm90-decode-r64's 64 rows x the same tokens make twice
 // the CTAs for the same split. Both costed in the shared-memory model (a split's reduction
 // included), the 64-row tiles taken where they save kTokenTilesMinSaving. Measured (H200,
-// bf16, at 97-128 tokens on the 10 sweep shapes this moved, old and new alternated twice
-// in one call): 1.085x geomean; 127 x 4096 x 4096 16.7 -> 13.6 us; a 32-feature router
-// (one tile either way) 5.2 -> 5.5 us.
+// bf16, old and new alternated twice in one call; docs/planner.md): 1.085x geomean on the
+// 10 sweep shapes it moved at 97-128 tokens (127 x 4096 x 4096 16.7 -> 13.6 us), 1.195x
+// on 54 shapes of 512-3072 features at 65-96; slower on a 32-feature router (one tile
+// either way, 5.2 -> 5.5 us) and on 65 x 2048 x 4096 (10.2 -> 11.1 us).
 bool prefers_rows64_one_token_tile(const GemmDesc& desc, const DeviceInfo& device, const CallFacts& facts,
                                    char* reason) {
   if (desc.batch_invariant || desc.m <= kDecodeAlwaysTokens || desc.m > kDecodeMaxTokens) return false;

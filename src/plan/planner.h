@@ -49,7 +49,7 @@ enum class DecodeConfigId : int {
   kLdgR64x8, kLdgR64x16, kLdgR64x32,                              // sm90-decode-ldg-r64
   kFp8x8, kFp8x16, kFp8x32, kFp8x64, kFp8x128,                    // sm90-fp8-decode, by token tile
   kFp8Block64, kFp8Block128,  // sm90-fp8-decode with block scales, 33-128 tokens (one CTA per SM)
-  kR64x128,                   // sm90-decode-r64 beyond 128 tokens: 64 weight rows x 128 tokens
+  kR64x128,                   // sm90-decode-r64 from 97 tokens: 64 weight rows x 128 tokens
   kR64x128Folded,             // the same tiles summing a batch-invariant weight's K slices in turn
   kR64x96,                    // sm90-decode-r64 at 65-96 tokens: 64 weight rows x 96 tokens
   kCount

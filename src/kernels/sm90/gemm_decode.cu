@@ -30,8 +30,9 @@ Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
 // 128 tiles and need no K split - and none of its tail (docs/decode.md). Up to 16
 // tokens two CTAs share an SM, so 10240 rows' 160 tiles all run at once, unsplit. The
 // planner picks it where its tiles are all resident unsplit (prefers_decode_r64), and
-// beyond 128 tokens in 128-token tiles where they cost the SMs' shared memory less than
-// sm90-gemm's or sm90-decode's tiles (prefers_rows64_token_tiles, planner.cpp). No SwiGLU:
+// from 65 tokens in one 96- or 128-token tile, or beyond 128 in 128-token tiles, where they
+// cost the SMs' shared memory less than sm90-gemm's or sm90-decode's tiles
+// (prefers_rows64_token_tiles, planner.cpp). No SwiGLU:
 // a 64-row tile cannot hold a 64-row gate block and its up block.
 
 constexpr const char* kRows64Name = "sm90-decode-r64";
@@ -116,7 +117,8 @@ Status launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* dia
 
 extern const KernelInfo kSm90DecodeR64{kRows64Name,
                                        "decode with 64 weight rows per CTA (two CTAs per SM up to 16 tokens, four "
-                                       "64-wide K boxes per stage from 17, 128-token tiles beyond 128): twice "
+                                       "64-wide K boxes per stage from 17, one 96- or 128-token tile from 65, "
+                                       "128-token tiles beyond 128): twice "
                                        "sm90-decode's CTAs, so no K split where the weight's 64-row tiles are all "
                                        "resident at once (no SwiGLU)",
                                        check_rows64, launch_rows64, nullptr};
