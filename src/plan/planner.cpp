@@ -122,11 +122,11 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
   // unsplit weights have): no K split, so every output sums its K in one order whatever M is.
   if (desc.batch_invariant && forced_splits == 0) forced_splits = 1;
   const bool fp8_block = desc.scales == ScaleMode::kBlock128;
-  const DecodeConfigId config =
-      folded_slices > 1 ? DecodeConfigId::kR64x128Folded
-      : family == KernelFamily::kDecodeR64 && rows64_one_token_tile(desc, device) > 0
-          ? (rows64_one_token_tile(desc, device) == 96 ? DecodeConfigId::kR64x96 : DecodeConfigId::kR64x128)
-          : decode_config(family, desc.m, fp8_block);
+  const int one_token_tile = family == KernelFamily::kDecodeR64 ? rows64_one_token_tile(desc, device) : 0;
+  const DecodeConfigId config = folded_slices > 1   ? DecodeConfigId::kR64x128Folded
+                                : one_token_tile == 96  ? DecodeConfigId::kR64x96
+                                : one_token_tile == 128 ? DecodeConfigId::kR64x128
+                                                        : decode_config(family, desc.m, fp8_block);
   if (folded_slices > 1) forced_splits = 1;
   const DecodeShape shape = kDecodeShapes[static_cast<int>(config)];
   const auto resident = [&](int token_tile, int splits) {
