@@ -185,9 +185,6 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
   static_assert(Config::kBlockScales && Config::kBlockK == 128, "one 128-wide scale block of K per stage");
   using Mma = sm90::WgmmaSS<Config::kBlockN, kInput>;
   constexpr int kAcc = Config::kBlockN / 2;
-  // The 128-wide tile's 64 sums a thread leave room for a second set of partial sums
-  // (below); the 192-wide tile's 96 do not.
-  constexpr bool kOverlapPromotion = kAcc <= 64;
   float part[kAcc];
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) acc[0][i] = 0.0f;
@@ -248,99 +245,44 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
   // (bits 0-13), which shared memory (under 256 KiB) never carries out of.
   const uint64_t desc_a0 = sm90::make_kmajor_sw128_desc(tiles_a[0] + consumer_row_offset<Config>(consumer) * 128);
   const uint64_t desc_b0 = sm90::make_kmajor_sw128_desc(tiles_b[0]);
-  const auto issue_block = [&](int stage, float (&into)[kAcc]) {
+  const auto issue_block = [&](int stage) {
     const uint64_t desc_a = desc_a0 + static_cast<uint64_t>(stage * (Config::kStageBytesA >> 4));
     const uint64_t desc_b = desc_b0 + static_cast<uint64_t>(stage * (Config::kStageBytesB >> 4));
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Config::kRowBytes / 32; ++kk) {
       // A K step of 32 8-bit values is 32 bytes along each swizzled row: 2 in the field.
-      Mma::template mma<0, 0>(into, desc_a + 2 * kk, desc_b + 2 * kk, kk > 0);
+      Mma::template mma<0, 0>(part, desc_a + 2 * kk, desc_b + 2 * kk, kk > 0);
     }
     sm90::wgmma_commit_group();
   };
 
-  // Waits for the group reading `stage`, frees the stage and adds the block to the total.
-  // Sum i holds row (i & 2 ? 8 : 0) + lane / 4 of its warp's 16 and column group i / 4 of
-  // 8 (fragment_epilogue.cuh): chunk i / 32 of 64 columns.
-  // `from` holds the block's sums, its group retired (the caller waited for it).
-  const auto promote_block = [&](float (&from)[kAcc], int stage, const ScalesA& a, const ScalesB& b) {
-    sm90::wgmma_fence_operands(from);
-    release_stage<Config>(barriers, stage);
-    const float lo0 = a.a0 * b.lo, lo1 = a.a1 * b.lo;
-    float hi0 = lo0, hi1 = lo1;
-    if constexpr (kTwoBlocks) hi0 = a.a0 * b.hi, hi1 = a.a1 * b.hi;
-    const float mid0 = chunk1_hi ? hi0 : lo0, mid1 = chunk1_hi ? hi1 : lo1;
-#pragma unroll
-    for (int i = 0; i < kAcc; ++i) {
-      const int chunk = i / 32;
-      const float f = chunk == 0 ? ((i & 2) ? lo1 : lo0) : chunk == 1 ? ((i & 2) ? mid1 : mid0) : ((i & 2) ? hi1 : hi0);
-      acc[0][i] = fmaf(from[i], f, acc[0][i]);
-    }
-  };
-  if constexpr (kOverlapPromotion) {
-    // Two sets of partial sums: block kt + 1's group is issued into the other set before
-    // block kt's is waited for (wait_group 1), so the warpgroup's own next group keeps the
-    // tensor core busy while it promotes - the promotion no longer depends on the other
-    // warpgroup's group to fill the gap. 64 totals and 2 x 64 partial sums a thread.
-    float part_odd[kAcc];
-    ScalesB b_even{load_scale_b_lo(0), load_scale_b_hi(0)}, b_odd{load_scale_b_lo(1), load_scale_b_hi(1)};
-    sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
-    ScalesA a_even = read_scales_a(ring.stage);
-    issue_block(ring.stage, part);
-    int stage_even = ring.stage;
-    ring.advance();
-    int kt = 0;
-    // Block kt (even) is in flight in `part`; each turn issues kt + 1 and kt + 2 and
-    // retires kt and kt + 1.
-    for (; kt + 2 < k_tiles; kt += 2) {
-      const ScalesB next_even{load_scale_b_lo(kt + 2), load_scale_b_hi(kt + 2)};
-      const ScalesB next_odd{load_scale_b_lo(kt + 3), load_scale_b_hi(kt + 3)};
-      sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
-      const ScalesA a_odd = read_scales_a(ring.stage);
-      issue_block(ring.stage, part_odd);
-      const int stage_odd = ring.stage;
-      ring.advance();
-      sm90::wgmma_wait_group<1>();
-      promote_block(part, stage_even, a_even, b_even);
-      sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
-      a_even = read_scales_a(ring.stage);
-      issue_block(ring.stage, part);
-      stage_even = ring.stage;
-      ring.advance();
-      sm90::wgmma_wait_group<1>();
-      promote_block(part_odd, stage_odd, a_odd, b_odd);
-      b_even = next_even;
-      b_odd = next_odd;
-    }
-    if (kt + 1 < k_tiles) {
-      sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
-      const ScalesA a_odd = read_scales_a(ring.stage);
-      issue_block(ring.stage, part_odd);
-      const int stage_odd = ring.stage;
-      ring.advance();
-      sm90::wgmma_wait_group<1>();
-      promote_block(part, stage_even, a_even, b_even);
-      sm90::wgmma_wait_group<0>();
-      promote_block(part_odd, stage_odd, a_odd, b_odd);
-    } else {
-      sm90::wgmma_wait_group<0>();
-      promote_block(part, stage_even, a_even, b_even);
-    }
-    return;
-  }
   // Block kt's B scale, loaded at the top of iteration kt - 2 and only moved since.
   // The first block's scale two blocks ahead; the 192-wide tile's second one block ahead
   // (a register fewer: its 192 sums leave none to spare).
   ScalesB b_now{}, b_next{load_scale_b_lo(0), load_scale_b_hi(0)};
   float b_after_next = load_scale_b_lo(1);
+  // Waits for the group reading `stage`, frees the stage and adds the block to the total.
+  // Sum i holds row (i & 2 ? 8 : 0) + lane / 4 of its warp's 16 and column group i / 4 of
+  // 8 (fragment_epilogue.cuh): chunk i / 32 of 64 columns.
   const auto retire_block = [&](int stage, const ScalesA& a) {
     sm90::wgmma_wait_group<0>();
-    promote_block(part, stage, a, b_now);
+    sm90::wgmma_fence_operands(part);
+    release_stage<Config>(barriers, stage);
+    const float lo0 = a.a0 * b_now.lo, lo1 = a.a1 * b_now.lo;
+    float hi0 = lo0, hi1 = lo1;
+    if constexpr (kTwoBlocks) hi0 = a.a0 * b_now.hi, hi1 = a.a1 * b_now.hi;
+    const float mid0 = chunk1_hi ? hi0 : lo0, mid1 = chunk1_hi ? hi1 : lo1;
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) {
+      const int chunk = i / 32;
+      const float f = chunk == 0 ? ((i & 2) ? lo1 : lo0) : chunk == 1 ? ((i & 2) ? mid1 : mid0) : ((i & 2) ? hi1 : hi0);
+      acc[0][i] = fmaf(part[i], f, acc[0][i]);
+    }
   };
   sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
   ScalesA a_now = read_scales_a(ring.stage);
-  issue_block(ring.stage, part);
+  issue_block(ring.stage);
   // Every block but the last issues its successor; no wgmma sits on a conditional path,
   // which would make ptxas serialize them.
   // Unrolled by the B scales' three-block rotation: rolled, the loop copies each loaded
@@ -357,7 +299,7 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
     sm90::mbarrier_wait(&barriers.full[ring.stage], ring.phase);
     const ScalesA a_next = read_scales_a(ring.stage);
     retire_block(stage, a_now);
-    issue_block(ring.stage, part);
+    issue_block(ring.stage);
     a_now = a_next;
   }
   b_now = b_next;
