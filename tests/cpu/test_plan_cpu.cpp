@@ -370,6 +370,32 @@ TEST(DeadRows, ShortestBoxThatHoldsTheLiveRows) {
   EXPECT_EQ(live_rows<128>(128, 181), 53);
 }
 
+// A last row of tiles with fewer live rows than the tile loads its A box moved up to end
+// at M, by whole 8-row swizzle atoms; whole tiles, dead tiles and the first row of tiles
+// (no rows above) stay where they are.
+TEST(DeadRows, LastBoxMovedUpToEndAtM) {
+  EXPECT_EQ(a_box_shift<128>(256, 268), 112);  // 12 live rows: moved 112, rows 144-271 (4 past M)
+  EXPECT_EQ(a_box_shift<128>(256, 264), 120);  // 8 live: moved 120, the box ends at M exactly
+  EXPECT_EQ(a_box_shift<128>(768, 777), 112);  // 9 live: 7 rows past M remain
+  EXPECT_EQ(a_box_shift<128>(128, 129), 120);
+  EXPECT_EQ(a_box_shift<128>(128, 249), 0);    // 121 live: fewer than 8 dead rows
+  EXPECT_EQ(a_box_shift<128>(128, 248), 8);
+  EXPECT_EQ(a_box_shift<128>(128, 256), 0);    // a whole tile
+  EXPECT_EQ(a_box_shift<128>(128, 4096), 0);
+  EXPECT_EQ(a_box_shift<128>(256, 200), 0);    // wholly past M (a pair's padding CTA)
+  EXPECT_EQ(a_box_shift<128>(0, 20), 0);       // no rows above
+  EXPECT_EQ(a_box_shift<256>(256, 300), 208);  // 256-row tiles: 44 live
+  EXPECT_EQ(a_box_shift<256>(256, 260), 248);
+  for (int tile_row = 128; tile_row <= 1024; tile_row += 128) {
+    for (int64_t m = tile_row + 1; m < tile_row + 128; ++m) {
+      const int shift = a_box_shift<128>(tile_row, m);
+      EXPECT_EQ(shift % 8, 0);
+      EXPECT_LE(tile_row - shift + 128, m + 7);  // at most 7 rows past M
+      EXPECT_GE(tile_row - shift + 128, m);      // every live row in the box
+    }
+  }
+}
+
 TEST(KernelConfig, FittedWidthsFitTheSm) {
   expect_fitted_width_fits<FitPair160>(Sm90Variant::kFitPair160);
   expect_fitted_width_fits<FitPair192>(Sm90Variant::kFitPair192);

@@ -124,6 +124,14 @@ std::vector<Case> sweep_cases() {
   GemmDesc residual = linear(512, 1024, 512);
   residual.beta = 1.0f;
   cases.push_back({"residual_c_is_d_512x1024x512", residual, true});
+  // A last row of tiles a few rows deep: its A box is moved up to end at M (a_box_shift,
+  // dead_rows.h), so the tile reads its rows further into the stage; with C == D the rows
+  // it shares with the tile above must not be added twice.
+  GemmDesc moved = with_epilogue(linear(268, 520, 1000), Activation::kGeluTanh, BiasMode::kPerColumn);
+  moved.beta = 1.0f;
+  cases.push_back({"moved_last_box_residual_268x520x1000", moved, true});
+  cases.push_back({"moved_last_box_777x1000x384", linear(777, 1000, 384)});
+  cases.push_back({"moved_last_box_fp32_out_1033x264x520", linear(1033, 264, 520, bf, f32)});
   GemmDesc scaled = linear(300, 520, 1000, bf, f32);
   scaled.alpha = 0.5f;
   scaled.beta = -0.75f;

@@ -65,7 +65,8 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
                                                       uint8_t (*tiles_a)[Config::kStageBytesA],
                                                       uint8_t (*tiles_b)[Config::kStageBytesB],
                                                       StageBarriers<Config::kStages>& barriers,
-                                                      uint64_t* mainloop_done = nullptr, bool no_rows = false) {
+                                                      uint64_t* mainloop_done = nullptr, bool no_rows = false,
+                                                      int a_shift_rows = 0) {
   using Mma = sm90::WgmmaSS<Config::kBlockN, kInput>;
   if constexpr (input_bytes<Config>() == 1) {
     if (no_rows) {
@@ -84,7 +85,10 @@ __device__ __forceinline__ void run_consumer_mainloop(float (&acc)[Config::kSlab
   // that a K step issues little besides its wgmma instructions. Rebuilding each one from
   // its address (mask, shift, OR, per descriptor) kept a narrow tile's consumer warps
   // issuing while the tensor cores waited for their next group.
-  const uint64_t desc_a0 = sm90::make_kmajor_sw128_desc(tiles_a[0] + consumer_row_offset<Config>(consumer) * 128);
+  // a_shift_rows: the producer moved this tile's A box up that many rows (a_box_shift), so
+  // the tile's rows start that far into the stage.
+  const uint64_t desc_a0 =
+      sm90::make_kmajor_sw128_desc(tiles_a[0] + (consumer_row_offset<Config>(consumer) + a_shift_rows) * 128);
   const uint64_t desc_b0 = sm90::make_kmajor_sw128_desc(tiles_b[0]);
   int previous_stage = -1;
   for (int kt = 0; kt < k_tiles; ++kt) {
@@ -135,24 +139,25 @@ __device__ __forceinline__ void run_sliced_mainloop(float (&acc)[Config::kSlabs]
                                                     int k_tiles, int slices, StageRing<Config::kStages>& ring,
                                                     uint8_t (*tiles_a)[Config::kStageBytesA],
                                                     uint8_t (*tiles_b)[Config::kStageBytesB],
-                                                    StageBarriers<Config::kStages>& barriers) {
+                                                    StageBarriers<Config::kStages>& barriers, int a_shift_rows = 0) {
   static_assert(Config::kFoldKSlices && Config::kSlabs == 1, "one slab: the total doubles its registers");
   constexpr int kAcc = Config::kBlockN / 2;
   const auto slice_end = [&](int slice) { return static_cast<int>(int64_t{slice} * k_tiles / slices); };
-  run_consumer_mainloop<Config, kInput>(acc, consumer, slice_end(1), ring, tiles_a, tiles_b, barriers);
+  run_consumer_mainloop<Config, kInput>(acc, consumer, slice_end(1), ring, tiles_a, tiles_b, barriers, nullptr, false,
+                                        a_shift_rows);
   if (slices == 1) return;
   float total[kAcc];
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) total[i] = acc[0][i];
   for (int slice = 1; slice + 1 < slices; ++slice) {
     run_consumer_mainloop<Config, kInput>(acc, consumer, slice_end(slice + 1) - slice_end(slice), ring, tiles_a,
-                                          tiles_b, barriers);
+                                          tiles_b, barriers, nullptr, false, a_shift_rows);
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) total[i] += acc[0][i];
   }
   // The last slice's sum is added where the epilogue reads it: the total dies here.
   run_consumer_mainloop<Config, kInput>(acc, consumer, k_tiles - slice_end(slices - 1), ring, tiles_a, tiles_b,
-                                        barriers);
+                                        barriers, nullptr, false, a_shift_rows);
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) acc[0][i] = total[i] + acc[0][i];
 }
@@ -181,7 +186,8 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
                                                           uint8_t (*tiles_a)[Config::kStageBytesA],
                                                           uint8_t (*tiles_b)[Config::kStageBytesB],
                                                           const float (*stage_scales_a)[kScaleSlotFloats<Config::kBlockM>],
-                                                          StageBarriers<Config::kStages>& barriers) {
+                                                          StageBarriers<Config::kStages>& barriers,
+                                                          int a_shift_rows = 0) {
   static_assert(Config::kBlockScales && Config::kBlockK == 128, "one 128-wide scale block of K per stage");
   using Mma = sm90::WgmmaSS<Config::kBlockN, kInput>;
   constexpr int kAcc = Config::kBlockN / 2;
@@ -243,7 +249,8 @@ __device__ __forceinline__ void run_block_scaled_mainloop(float (&acc)[Config::k
   };
   // Stage s's descriptors: stage 0's plus s stages' bytes in the 16-byte address field
   // (bits 0-13), which shared memory (under 256 KiB) never carries out of.
-  const uint64_t desc_a0 = sm90::make_kmajor_sw128_desc(tiles_a[0] + consumer_row_offset<Config>(consumer) * 128);
+  const uint64_t desc_a0 =
+      sm90::make_kmajor_sw128_desc(tiles_a[0] + (consumer_row_offset<Config>(consumer) + a_shift_rows) * 128);
   const uint64_t desc_b0 = sm90::make_kmajor_sw128_desc(tiles_b[0]);
   const auto issue_block = [&](int stage) {
     const uint64_t desc_a = desc_a0 + static_cast<uint64_t>(stage * (Config::kStageBytesA >> 4));

@@ -67,8 +67,13 @@ __device__ __forceinline__ void run_stream_k_consumer(const Sm90Params& params, 
   StreamKCursor cursor(params.stream_k, cta);
   WorkUnit unit;
   while (cursor.next(&unit)) {
+    const int a_shift_rows =
+        moves_last_box_to_m<Config>()
+            ? a_box_shift<Config::kBlockM>(params.scheduler.tile(unit.linear, 0).m_tile * Config::kBlockM,
+                                           stored_rows_a(params))
+            : 0;
     run_consumer_mainloop<Config, kInput>(acc, consumer, unit.k_end - unit.k_begin, ring, shared.a, shared.b,
-                                          shared.barriers);
+                                          shared.barriers, nullptr, false, a_shift_rows);
     if (unit.k_end < params.k_tiles) {
       park_partial_in_workspace<Config>(params.stream_k_workspace, cta, consumer, acc);
       continue;
@@ -154,21 +159,26 @@ __global__ void __launch_bounds__(Config::kThreads, 1) sm90_gemm_kernel(const __
           done = &shared.mainloop_done[consumer];
         }
         const TileCoord tile = params.scheduler.tile(linear, cta_rank);
+        // The producer moved a last row of tiles' A box up to end at M (a_box_shift).
+        const int a_shift_rows = moves_last_box_to_m<Config>()
+                                     ? a_box_shift<Config::kBlockM>(tile.m_tile * Config::kBlockM, stored_rows_a(params))
+                                     : 0;
         if constexpr (Config::kBlockScales) {
           run_block_scaled_mainloop<Config, kInput>(acc, consumer, params.k_tiles, params.scales, tile,
                                                     block_scale_line(params, tile), int64_t{tile.m_tile} * Config::kBlockM,
-                                                    ring, shared.a, shared.b, shared.scales.a, shared.barriers);
+                                                    ring, shared.a, shared.b, shared.scales.a, shared.barriers,
+                                                    a_shift_rows);
         } else if constexpr (Config::kFoldKSlices) {
           run_sliced_mainloop<Config, kInput>(acc, consumer, params.k_tiles, params.k_slices, ring, shared.a, shared.b,
-                                              shared.barriers);
+                                              shared.barriers, a_shift_rows);
         } else if constexpr (Config::kElementBytes == 1) {
           const bool no_rows =
               int64_t{tile.m_tile} * Config::kBlockM + consumer_row_offset<Config>(consumer) >= params.scales.rows;
           run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b,
-                                                shared.barriers, done, no_rows);
+                                                shared.barriers, done, no_rows, a_shift_rows);
         } else {
           run_consumer_mainloop<Config, kInput>(acc, consumer, params.k_tiles, ring, shared.a, shared.b,
-                                                shared.barriers, done);
+                                                shared.barriers, done, false, a_shift_rows);
         }
         if constexpr (Config::kElementBytes == 1 && !Config::kBlockScales) {
           apply_output_scales<Config>(params, tile, consumer, acc);

@@ -92,6 +92,14 @@ constexpr bool stages_carry_block_scales() {
   }
 }
 
+// Whether a configuration moves a last row of tiles' A box up to end at M (a_box_shift,
+// dead_rows.h). Every sm90-gemm configuration but the block-scaled 128 x 192 tile, whose
+// 192 sums a thread leave no register for the moved descriptor (it spills).
+template <class Config>
+constexpr bool moves_last_box_to_m() {
+  return !(stages_carry_block_scales<Config>() && Config::kBlockN > 128);
+}
+
 // Where a stage's block scales of A go, and which they are.
 struct StageScalesA {
   const CUtensorMap* map = nullptr;
@@ -124,10 +132,14 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
                                              StageBarriers<Config::kStages>& barriers,
                                              int64_t rows_a = INT64_MAX, int64_t rows_b = INT64_MAX,
                                              const CUtensorMap* map_a_short = nullptr,  // [8 rows, half]
-                                             const StageScalesA& scales_a = StageScalesA{}) {
+                                             const StageScalesA& scales_a = StageScalesA{},
+                                             bool end_last_box_at_m = false) {
   constexpr int kSliceRowsA = Config::kBlockM / Config::kSlicesA;
   constexpr int kSliceRowsB = Config::kBlockN / Config::kSlicesB;
-  const int tile_row_a = first_row_a + tile.m_tile * Config::kBlockM;
+  // The tile's first row, and where its A box starts (a_box_shift rows higher for a last
+  // row of tiles whose box would run past M, where the caller asks for it).
+  const int first_tile_row = first_row_a + tile.m_tile * Config::kBlockM;
+  const int tile_row_a = first_tile_row - (end_last_box_at_m ? a_box_shift<Config::kBlockM>(first_tile_row, rows_a) : 0);
   const int tile_row_b = tile.n_tile * Config::kBlockN;
   const int row_a = tile_row_a + (Config::kSlicesA > 1 ? static_cast<int>(slice) * kSliceRowsA : 0);
   const int row_b = tile_row_b + (Config::kSlicesB > 1 ? static_cast<int>(slice) * kSliceRowsB : 0);
@@ -155,7 +167,7 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
   // memory stands between a K block's retirement and its promotion. A tile whose rows all
   // lie past M (a pair's second CTA when M <= 128) loads none: its consumers read none.
   constexpr uint32_t kScaleBytes = stages_carry_block_scales<Config>() ? (Config::kBlockM + kScaleBoxLead) * 4 : 0;
-  const bool load_scales = kScaleBytes > 0 && tile_row_a < rows_a;
+  const bool load_scales = kScaleBytes > 0 && first_tile_row < rows_a;
   if (load_scales) expected += kScaleBytes;
   for (int kt = k_begin; kt < k_end; ++kt) {
     // A fresh barrier counts as having completed the phase before phase 0, so the
@@ -168,7 +180,7 @@ __device__ __forceinline__ void load_tile_at(const CUtensorMap& map_a, const CUt
     uint8_t* slice_b = tiles_b[ring.stage] + (Config::kSlicesB > 1 ? slice * Loads::kSliceBytesB : 0);
     if constexpr (kScaleBytes > 0) {
       if (load_scales) {
-        const int64_t first = scales_a.line.element(kt, tile_row_a) & ~int64_t{3};
+        const int64_t first = scales_a.line.element(kt, first_tile_row) & ~int64_t{3};
         sm90::tma_load_2d(scales_a.stages + ring.stage * kScaleSlotFloats<Config::kBlockM>, scales_a.map, full,
                           static_cast<int32_t>(first), 0);
       }
@@ -198,9 +210,10 @@ __device__ __forceinline__ void load_tile(const CUtensorMap& map_a, const CUtens
                                           uint8_t (*tiles_b)[Config::kStageBytesB],
                                           StageBarriers<Config::kStages>& barriers, int64_t rows_a = INT64_MAX,
                                           int64_t rows_b = INT64_MAX, const CUtensorMap* map_a_short = nullptr,
-                                          const StageScalesA& scales_a = StageScalesA{}) {
+                                          const StageScalesA& scales_a = StageScalesA{},
+                                          bool end_last_box_at_m = false) {
   load_tile_at<Config, Loads>(map_a, map_b, batched, batched, tile, 0, k_begin, k_end, slice, ring, tiles_a, tiles_b,
-                              barriers, rows_a, rows_b, map_a_short, scales_a);
+                              barriers, rows_a, rows_b, map_a_short, scales_a, end_last_box_at_m);
 }
 
 // The rows of A and of B whose products are stored: M, and the GEMM's N (twice the output
@@ -228,7 +241,7 @@ __device__ void run_producer(const Sm90Params& params, uint32_t cta_rank, int cl
     while (cursor.next(&unit)) {
       load_tile<Config>(params.map_a, params.map_b, params.batched, params.scheduler.tile(unit.linear, 0),
                         unit.k_begin, unit.k_end, slice, ring, tiles_a, tiles_b, barriers, stored_rows_a(params),
-                        stored_rows_b(params), params.map_a_short);
+                        stored_rows_b(params), params.map_a_short, StageScalesA{}, moves_last_box_to_m<Config>());
     }
   } else {
     for (int linear = cluster; linear < params.scheduler.total_cluster_tiles(); linear += clusters) {
@@ -238,7 +251,8 @@ __device__ void run_producer(const Sm90Params& params, uint32_t cta_rank, int cl
         scales_a = StageScalesA{&params.map_scales_a, stage_scales_a, block_scale_line(params, tile)};
       }
       load_tile<Config>(params.map_a, params.map_b, params.batched, tile, 0, params.k_tiles, slice, ring, tiles_a,
-                        tiles_b, barriers, stored_rows_a(params), stored_rows_b(params), params.map_a_short, scales_a);
+                        tiles_b, barriers, stored_rows_a(params), stored_rows_b(params), params.map_a_short, scales_a,
+                        moves_last_box_to_m<Config>());
     }
   }
 }
