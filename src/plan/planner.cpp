@@ -988,6 +988,11 @@ constexpr double kWideDecodeMinSaving = 0.2;
 // 32-57 steps per CTA, overstates them. 256 x 2048 x 32768 (eight splits of 64 steps):
 // the 256-token tiles 70.9 us, the 64-row ones 80.4.
 constexpr int64_t kWideDecodeAmortizedSteps = 64;
+// ... and only where the one 256-token tile is full to within a swizzle atom: the decode
+// kernel moves a last token tile back to end at M only where M holds a whole tile, so below
+// that its rows past M are TMA's zeros, which cost more than live rows (149 x 4096 x 12800:
+// 64.8 us on the 256-token tiles, 46.6 on the 64-row ones; docs/notes/moved-last-box.md).
+constexpr int64_t kWideDecodeFullTokens = kDecodeWideTokens - 7;
 
 // A decode plan in that model: its waves of K steps (each step_factor times the model's
 // cycles), plus each wave's fill and finish and a split's reduction.
@@ -1133,10 +1138,10 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
   }
   if (!decode && plan_swapped_decode(p, desc, device, ov, *facts)) return p;
   // The wide decode rule's 256-token tiles against the 64-row ones, where the wide tiles'
-  // CTAs run too few K steps each to amortize their reduction.
+  // CTAs run too few K steps each to amortize their reduction or their tile is partly dead.
   if (decode && desc.m > kDecodeMaxTokens) {
     const DecodePlan wide = plan_decode_launch(KernelFamily::kDecodeTma, desc, device, 0);
-    if (ceil_div(wide.k_tiles, wide.splits) < kWideDecodeAmortizedSteps &&
+    if ((ceil_div(wide.k_tiles, wide.splits) < kWideDecodeAmortizedSteps || desc.m < kWideDecodeFullTokens) &&
         prefers_rows64_token_tiles(decode_plan_cycles(wide, kWideDecodeStepFactor), kWideDecodeMinSaving,
                                    "sm90-decode's 256-token tiles", desc, device, *facts, p.family_reason)) {
       plan_decode_family(p, KernelFamily::kDecodeR64, desc, device, ov, *facts);
