@@ -250,6 +250,12 @@ TEST(PlannerFamily, WideDecodeForNarrowWeightsWithALongK) {
   EXPECT_EQ(plan(linear(256, 8192, 8192), h200).family, KernelFamily::kSm90Gemm);
   // Past 256 tokens each token tile would read the weight again.
   EXPECT_EQ(plan(linear(257, 3584, 14336), h200).family, KernelFamily::kSm90Gemm);
+  // 4096 x 14336: 75 K steps per CTA amortize the wide tiles' reduction, so a full
+  // 256-token tile keeps them; one with more than 7 rows past M (TMA's zeros: the decode
+  // kernel cannot move a token tile bigger than M) is weighed against the 64-row tiles.
+  EXPECT_EQ(plan(linear(249, 4096, 14336), h200).family, KernelFamily::kDecodeTma);
+  EXPECT_EQ(plan(linear(248, 4096, 14336), h200).family, KernelFamily::kDecodeR64);
+  EXPECT_EQ(plan(linear(149, 4096, 12800), h200).family, KernelFamily::kDecodeR64);
 }
 
 TEST(PlannerFamily, CallFactsDecideWhatTakesTheProblem) {
