@@ -742,6 +742,15 @@ void plan_fp8_family(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& devi
   finish();
 }
 
+// The call's facts as the transposed problem sees them: A and B exchanged.
+CallFacts swapped_facts(const CallFacts& facts) {
+  CallFacts swapped = facts;
+  swapped.a_aligned16 = facts.b_aligned16;
+  swapped.b_aligned16 = facts.a_aligned16;
+  for (int f = 0; f < kKernelFamilies; ++f) swapped.accepts[f] = facts.transposed_accepts[f];
+  return swapped;
+}
+
 // A narrow output on many rows (LoRA's down projection, a router or a classifier head over
 // a long batch): N columns of D on M >> N rows. sm90-gemm cuts it into ceil(M / 128)
 // tiles of 128 x N, each streaming its rows of A over the whole K: a few dozen CTAs on a
@@ -757,10 +766,7 @@ bool plan_swapped_decode(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& 
   const bool narrow = desc.n < desc.m && (prefers_decode(t.m, t.n, t.batch, device.sm_count) ||
                                           prefers_wide_decode(t.m, t.n, t.k, t.batch, device.sm_count));
   if (!narrow && ov.swap_ab != PlanOverrides::SwapAb::kAlways) return false;
-  CallFacts swapped = facts;
-  swapped.a_aligned16 = facts.b_aligned16;
-  swapped.b_aligned16 = facts.a_aligned16;
-  for (int f = 0; f < kKernelFamilies; ++f) swapped.accepts[f] = facts.transposed_accepts[f];
+  const CallFacts swapped = swapped_facts(facts);
   char why[kReasonChars];
   const KernelFamily f = pick_decode_family(t, device, swapped, why);
   if (f == KernelFamily::kNone) return false;
@@ -1096,9 +1102,21 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
       return p;  // family kNone
     }
     say(p.family_reason, "%s forced", family_name(ov.family));
-    if (ov.family == KernelFamily::kSm90Gemm) plan_sm90(p, desc, device, ov, *facts);
-    else if (ov.family == KernelFamily::kFallback) p.family = KernelFamily::kFallback;
-    else plan_decode_family(p, ov.family, desc, device, ov, *facts);
+    if (ov.family == KernelFamily::kSm90Gemm && ov.swap_ab == PlanOverrides::SwapAb::kAlways) {
+      // sm90-gemm on D^T = B^T A^T: the tokens on the tiles' N side.
+      if (!transposable(desc) || !facts->transposed_accepts[index(KernelFamily::kSm90Gemm)]) {
+        say(p.family_reason, "sm90-gemm forced with swap-AB, but it does not take the transposed problem");
+        return p;  // family kNone
+      }
+      plan_sm90(p, transposed_problem(desc), device, ov, swapped_facts(*facts));
+      p.swap_ab = true;
+    } else if (ov.family == KernelFamily::kSm90Gemm) {
+      plan_sm90(p, desc, device, ov, *facts);
+    } else if (ov.family == KernelFamily::kFallback) {
+      p.family = KernelFamily::kFallback;
+    } else {
+      plan_decode_family(p, ov.family, desc, device, ov, *facts);
+    }
     p.kernel_name = family_name(p.family);
     return p;
   }

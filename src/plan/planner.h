@@ -110,7 +110,8 @@ struct PlanOverrides {
   int fp8_variant = -1;                       // an Fp8Variant to run (where it runs the problem), or -1;
                                               // with split_k_slices > 1 it keeps FP8 on sm90-fp8
   // Swap A and B for a narrow output (LaunchPlan::swap_ab): the planner's rule, never, or
-  // wherever a decode kernel takes the transposed problem.
+  // wherever a decode kernel takes the transposed problem; with family = kSm90Gemm,
+  // always runs sm90-gemm on the transposed problem (the tokens on its tiles' N side).
   enum class SwapAb : int { kAuto = 0, kNever, kAlways } swap_ab = SwapAb::kAuto;
   bool trace = false;                         // print each plan as it is built (stderr)
 };

@@ -142,6 +142,28 @@ TEST(PlannerSwapAb, NeverInBatchInvariantModeForSwiGLUOrWhenForcedNever) {
   EXPECT_FALSE(plan(linear(1024, 256, 1024), h200).swap_ab);
 }
 
+// Forced (anvil-bench --kernels sm90-gemm --swap-ab always): sm90-gemm on the transposed
+// problem, the tokens on its tiles' N side, whatever the costs; not where sm90-gemm does not
+// take the transposed problem (FP8 scales, SwiGLU).
+TEST(PlannerSwapAb, ForcedSm90GemmRunsTheTransposedProblem) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  PlanOverrides forced;
+  forced.family = KernelFamily::kSm90Gemm;
+  forced.swap_ab = PlanOverrides::SwapAb::kAlways;
+  const LaunchPlan p = plan(linear(404, 32768, 6144), h200, &forced);
+  EXPECT_EQ(p.family, KernelFamily::kSm90Gemm);
+  EXPECT_TRUE(p.swap_ab);
+  // The transposed problem's own sm90-gemm plan: 32768 feature rows x 404 tokens.
+  const LaunchPlan t = plan(transposed_problem(linear(404, 32768, 6144)), h200, &forced);
+  EXPECT_EQ(p.variant, plan(transposed_problem(linear(404, 32768, 6144)), h200).variant);
+  EXPECT_TRUE(t.swap_ab);
+  EXPECT_FALSE(plan(linear(404, 32768, 6144), h200).swap_ab);
+  GemmDesc swiglu = linear(404, 4096, 6144);
+  swiglu.epilogue.activation = Activation::kSwiGLU;
+  swiglu.c.ld = swiglu.d.ld = 2048;
+  EXPECT_EQ(plan(swiglu, h200, &forced).family, KernelFamily::kNone);
+}
+
 TEST(PlannerSwapAb, TheTransposedProblemMirrorsEveryLayout) {
   GemmDesc d = linear(300, 40, 520);
   d.batch = 2;
