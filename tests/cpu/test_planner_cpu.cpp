@@ -150,14 +150,13 @@ TEST(PlannerSwapAb, ForcedSm90GemmRunsTheTransposedProblem) {
   PlanOverrides forced;
   forced.family = KernelFamily::kSm90Gemm;
   forced.swap_ab = PlanOverrides::SwapAb::kAlways;
-  const LaunchPlan p = plan(linear(404, 32768, 6144), h200, &forced);
+  const LaunchPlan p = plan(linear(4096, 4096, 4096), h200, &forced);
   EXPECT_EQ(p.family, KernelFamily::kSm90Gemm);
   EXPECT_TRUE(p.swap_ab);
-  // The transposed problem's own sm90-gemm plan: 32768 feature rows x 404 tokens.
-  const LaunchPlan t = plan(transposed_problem(linear(404, 32768, 6144)), h200, &forced);
-  EXPECT_EQ(p.variant, plan(transposed_problem(linear(404, 32768, 6144)), h200).variant);
-  EXPECT_TRUE(t.swap_ab);
-  EXPECT_FALSE(plan(linear(404, 32768, 6144), h200).swap_ab);
+  EXPECT_FALSE(plan(linear(4096, 4096, 4096), h200).swap_ab);
+  // The transposed problem's own sm90-gemm plan (its D column-major).
+  EXPECT_EQ(p.variant, plan(transposed_problem(linear(4096, 4096, 4096)), h200).variant);
+  EXPECT_TRUE(plan(transposed_problem(linear(4096, 4096, 4096)), h200, &forced).swap_ab);
   GemmDesc swiglu = linear(404, 4096, 6144);
   swiglu.epilogue.activation = Activation::kSwiGLU;
   swiglu.c.ld = swiglu.d.ld = 2048;
