@@ -3,7 +3,8 @@
 // ANVIL_TUNING_CACHE.
 //
 // For each shape the candidates are the planner's own plan and every alternative it can
-// be forced into (src/plan/planner.h, PlanOverrides): each sm90-gemm variant, the row split
+// be forced into (src/plan/planner.h, PlanOverrides): sm90-gemm on the transposed problem
+// beyond 128 tokens, each sm90-gemm variant, the row split
 // on and off, and each decode family with each K split, as far as the plan takes the
 // problem; forced choices that land on the same launch are measured once. Each candidate
 // is checked against the reference, then timed with anvil-bench's method (timing.h):
@@ -214,6 +215,15 @@ constexpr int64_t kDecodeCandidateMaxTokens = 1024;
 std::vector<Candidate> enumerate(const GemmDesc& desc, const Options& opt) {
   std::vector<PlanOverrides> tried;
   tried.push_back(PlanOverrides{});  // the planner's own choice
+  // sm90-gemm on the transposed problem (its own variant choice, the tokens on the tiles' N
+  // side), past the decode kernels' token counts: the tile widths then cut the tokens
+  // (docs/notes/transposed-sm90-gemm.md).
+  if (anvil::detail::transposable(desc) && !desc.batch_invariant && desc.m > 128) {
+    PlanOverrides o;
+    o.family = KernelFamily::kSm90Gemm;
+    o.swap_ab = PlanOverrides::SwapAb::kAlways;
+    tried.push_back(o);
+  }
   auto sm90 = [&] {
     for (int v = 0; v < anvil::detail::kSm90Variants; ++v) {
       // The folded-slice configurations sum K whole outside batch-invariant mode: the same
