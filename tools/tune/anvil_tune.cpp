@@ -4,9 +4,9 @@
 //
 // For each shape the candidates are the planner's own plan and every alternative it can
 // be forced into (src/plan/planner.h, PlanOverrides): sm90-gemm on the transposed problem
-// beyond 128 tokens, each sm90-gemm variant, the row split
-// on and off, and each decode family with each K split, as far as the plan takes the
-// problem; forced choices that land on the same launch are measured once. Each candidate
+// beyond 128 tokens, each sm90-gemm variant, the row split on and off, and each decode
+// family with each K split, as far as the plan takes the problem; forced choices that land
+// on the same launch are measured once. Each candidate
 // is checked against the reference, then timed with anvil-bench's method (timing.h):
 // random inputs rotating through sets larger than L2, launches captured into a CUDA graph,
 // the median of timed replays. The search uses short replays; the two fastest and the
