@@ -4,14 +4,19 @@
 // the stages as they land. Each pattern streams a 8192 x 8192 bf16 matrix (128 MiB; two
 // copies alternate so L2 never holds the input) and reports time per pass and bandwidth.
 //
-//   anvil-stream-probe [--json FILE]
+//   anvil-stream-probe [--json FILE] [--only SUBSTRING] [--timeline]
+//
+// --only runs the patterns whose name holds SUBSTRING; --timeline also stamps one launch
+// of each TMA pattern: when each of the first CTAs' first stages was issued and landed
+// (SM cycles), printed for CTA 0 and written to the JSON.
 //
 // Pattern knobs: rows of the weight per CTA (the TMA box height), 64-column boxes per
 // stage (how many contiguous 128-byte pieces of a row one stage holds), K splits, ring
 // depth, how many stages the producer frees before issuing them together, and an optional
 // token tile (X rows) re-read from L2 with every stage, as the decode kernel does.
 // Also: where each CTA starts its K range, L2 promotion, clusters, spinning waits, 3-D
-// boxes spanning several K blocks. "bulk" patterns copy contiguous 16 KiB runs instead
+// boxes spanning several K blocks, K blocks visited out of order, a stage's rows as several
+// shorter boxes, an L2 evict-first hint, a second producer thread. "bulk" patterns copy contiguous 16 KiB runs instead
 // (cp.async.bulk, no tensor map): the sequential-read ceiling; "ldg" patterns read the
 // same cut with 16-byte loads from every thread (the SM's load path, no TMA).
 //
@@ -74,6 +79,12 @@ struct Pattern {
   // > 0: no TMA - this many threads per CTA read the same cut with 16-byte ld.global
   // (the SM's load path, as a cp.async or register producer would use).
   int ldg_threads = 0;
+  // Consecutive stages' K blocks: in order, or stepping by kPermuteStride blocks (mod the
+  // range), so that no two stages in flight read neighbouring 128-byte pieces of a row.
+  bool permuted = false;
+  int row_boxes = 1;         // > 1: the CTA's rows of a stage as this many shorter boxes
+  bool evict_first = false;  // the weight's boxes with an L2 evict-first cache hint
+  int producers = 1;         // 2: a second producer thread (another warp) issues the odd stages
 };
 
 // Where a CTA starts its K range (it wraps around to cover all of it). All CTAs run at
@@ -83,13 +94,36 @@ constexpr int kRotateNone = 0;
 constexpr int kRotateSpread = 1;  // row block b starts at b / blocks of the range
 constexpr int kRotateGroups = 2;  // 8 groups of row blocks, each group at one of 8 starts
 
+// An odd stride visits every K block of a power-of-two range once.
+constexpr int kPermuteStride = 37;
+// The timeline: for the first kTimelineCtas CTAs, the SM clock (clock64) at which the
+// producer issued each of the first kTimelineStages stages and at which the consumer saw
+// it land - whether a CTA's stages land together after one round trip or one at a time.
+constexpr int kTimelineCtas = 4;
+constexpr int kTimelineStages = 48;
+
 struct StreamParams {
   int stages, stage_bytes, issue_group, boxes_per_stage, token_rows, rows_per_cta;
   int boxes_per_split;
   int rotation, flat, spin, box_kblocks;
+  int permuted, row_boxes, evict_first, producers;
   const uint8_t* bulk_base;
   int64_t bulk_bytes_per_cta, bulk_total_bytes;
+  long long* timeline;  // null, or [kTimelineCtas][2 (issue, land)][kTimelineStages]
 };
+
+// tma_load_2d with an L2 cache policy (createpolicy): the weight is read once, so it may
+// be the first thing L2 evicts.
+__device__ __forceinline__ void tma_load_2d_evict_first(void* smem_dst, const void* tensor_map, uint64_t* bar,
+                                                        int32_t c0, int32_t c1) {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(anvil::sm90::smem_addr(smem_dst)),
+      "l"(tensor_map), "r"(anvil::sm90::smem_addr(bar)), "r"(c0), "r"(c1), "l"(policy)
+      : "memory");
+}
 
 __device__ __forceinline__ void wait_phase(uint64_t* bar, uint32_t phase, bool spin) {
   if (spin) {
@@ -100,7 +134,7 @@ __device__ __forceinline__ void wait_phase(uint64_t* bar, uint32_t phase, bool s
   }
 }
 
-__global__ void __launch_bounds__(64) stream_kernel(const __grid_constant__ CUtensorMap map_w,
+__global__ void __launch_bounds__(96) stream_kernel(const __grid_constant__ CUtensorMap map_w,
                                                     const __grid_constant__ CUtensorMap map_x, StreamParams p) {
   using namespace anvil::sm90;
   extern __shared__ uint8_t smem_raw[];
@@ -126,7 +160,11 @@ __global__ void __launch_bounds__(64) stream_kernel(const __grid_constant__ CUte
   } else {
     n_stages = p.boxes_per_split / p.boxes_per_stage;
   }
-  if (threadIdx.x == 0) {
+  const int cta = blockIdx.y * gridDim.x + blockIdx.x;
+  long long* timeline = p.timeline != nullptr && cta < kTimelineCtas ? p.timeline + cta * 2 * kTimelineStages : nullptr;
+  // Producer 0 is thread 0; with two producers, thread 64 issues the odd stages.
+  const int producer = threadIdx.x == 0 ? 0 : (p.producers == 2 && threadIdx.x == 64 ? 1 : -1);
+  if (producer >= 0) {
     const int row0 = blockIdx.y * p.rows_per_cta;
     const int box0 = blockIdx.x * p.boxes_per_split;
     int start = 0;
@@ -134,12 +172,15 @@ __global__ void __launch_bounds__(64) stream_kernel(const __grid_constant__ CUte
     if (p.rotation == kRotateGroups) start = (blockIdx.y % 8) * n_stages / 8;
     const int w_box_bytes = p.rows_per_cta * kBoxCols * 2;
     const int x_box_bytes = p.token_rows * kBoxCols * 2;
+    const int sub_rows = p.rows_per_cta / p.row_boxes;
     for (int i = 0; i < n_stages; ++i) {
+      if (p.producers == 2 && (i & 1) != producer) continue;
       if (i % p.issue_group == 0) {
         for (int j = i; j < std::min(i + p.issue_group, n_stages); ++j) {
           wait_phase(&empty[j % p.stages], ((j / p.stages) & 1) ^ 1, p.spin);
         }
       }
+      if (timeline != nullptr && i < kTimelineStages) timeline[i] = clock64();
       const int slot = i % p.stages;
       uint8_t* stage = ring + int64_t{slot} * p.stage_bytes;
       if (bulk) {
@@ -158,13 +199,21 @@ __global__ void __launch_bounds__(64) stream_kernel(const __grid_constant__ CUte
         }
       } else {
         mbarrier_arrive_expect_tx(&full[slot], p.stage_bytes);
-        const int step = (i + start) % n_stages;
+        const int step = p.permuted ? static_cast<int>(int64_t{i + start} * kPermuteStride % n_stages)
+                                    : (i + start) % n_stages;
         for (int b = 0; b < p.boxes_per_stage; b += p.box_kblocks) {
           const int col = (box0 + step * p.boxes_per_stage + b) * kBoxCols;
           if (p.box_kblocks > 1) {
             tma_load_3d(stage + b * w_box_bytes, &map_w, &full[slot], 0, row0, col / kBoxCols);
           } else {
-            tma_load_2d(stage + b * w_box_bytes, &map_w, &full[slot], col, row0);
+            for (int r = 0; r < p.row_boxes; ++r) {
+              uint8_t* dst = stage + b * w_box_bytes + r * sub_rows * kBoxCols * 2;
+              if (p.evict_first) {
+                tma_load_2d_evict_first(dst, &map_w, &full[slot], col, row0 + r * sub_rows);
+              } else {
+                tma_load_2d(dst, &map_w, &full[slot], col, row0 + r * sub_rows);
+              }
+            }
           }
           if (p.token_rows > 0) {
             tma_load_2d(stage + p.boxes_per_stage * w_box_bytes + b * x_box_bytes, &map_x, &full[slot], col, 0);
@@ -175,6 +224,7 @@ __global__ void __launch_bounds__(64) stream_kernel(const __grid_constant__ CUte
   } else if (threadIdx.x == 32) {
     for (int i = 0; i < n_stages; ++i) {
       wait_phase(&full[i % p.stages], (i / p.stages) & 1, p.spin);
+      if (timeline != nullptr && i < kTimelineStages) timeline[kTimelineStages + i] = clock64();
       mbarrier_arrive(&empty[i % p.stages]);
     }
   }
@@ -279,9 +329,12 @@ double median_us_per_launch(Launch launch) {
 struct Measured {
   double us, tbps;
   int ctas, smem_bytes, resident_per_sm;
+  // With --timeline: [kTimelineCtas][2][kTimelineStages] clock64 stamps of one launch
+  // (issue, then land), each CTA's relative to its first issue; empty otherwise.
+  std::vector<long long> timeline;
 };
 
-Measured run(const Pattern& pat, uint8_t* const w[2], uint8_t* const x[2]) {
+Measured run(const Pattern& pat, uint8_t* const w[2], uint8_t* const x[2], bool with_timeline) {
   const bool bulk = pat.bulk_ctas > 0;
   StreamParams p{};
   p.stages = pat.stages;
@@ -302,13 +355,18 @@ Measured run(const Pattern& pat, uint8_t* const w[2], uint8_t* const x[2]) {
     p.flat = pat.flat;
     p.spin = pat.spin;
     p.box_kblocks = pat.box_kblocks;
+    p.permuted = pat.permuted;
+    p.row_boxes = pat.row_boxes;
+    p.evict_first = pat.evict_first;
+    p.producers = pat.producers;
     // The flat view has the same bytes per CTA: rows_per_cta x 64-column boxes, K / splits.
     grid = dim3(pat.flat ? 1 : pat.splits, kRows / pat.rows_per_cta * (pat.flat ? pat.splits : 1), 1);
   }
   const int smem = pat.stages * p.stage_bytes + 2 * pat.stages * 8 + 1024;
   CHECK_CUDA(cudaFuncSetAttribute(stream_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   int resident = 0;
-  CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, stream_kernel, 64, smem));
+  const int threads = pat.producers == 2 ? 96 : 64;
+  CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, stream_kernel, threads, smem));
 
   const double bytes = double{kRows} * kCols * 2;  // the weight; X re-reads come from L2
   const int ctas = static_cast<int>(grid.x * grid.y);
@@ -321,24 +379,26 @@ Measured run(const Pattern& pat, uint8_t* const w[2], uint8_t* const x[2]) {
                                                    pieces_per_split, sink);
     });
     CHECK_CUDA(cudaFree(sink));
-    return {us, bytes / (us * 1e-6) / 1e12, ctas, 0, 0};
+    return {us, bytes / (us * 1e-6) / 1e12, ctas, 0, 0, {}};
   }
 
   CUtensorMap map_w[2], map_x[2];
   bool maps_ok = true;
   for (int b = 0; b < 2; ++b) {
     maps_ok &= pat.flat ? make_map(&map_w[b], w[b], kRows * kBoxesPerRow, pat.rows_per_cta, kBoxCols)
-                        : make_map(&map_w[b], w[b], kRows, bulk ? 64 : pat.rows_per_cta, kCols, pat.promotion,
-                                   pat.box_kblocks);
+                        : make_map(&map_w[b], w[b], kRows, bulk ? 64 : pat.rows_per_cta / pat.row_boxes, kCols,
+                                   pat.promotion, pat.box_kblocks);
     maps_ok &= make_map(&map_x[b], x[b], 256, std::max(8, pat.token_rows));
   }
-  if (!maps_ok) return {-1, 0, ctas, smem, resident};
+  if (!maps_ok) return {-1, 0, ctas, smem, resident, {}};
+  long long* timeline = nullptr;
   auto launch = [&](int i) {
     StreamParams q = p;
     if (bulk) q.bulk_base = w[i & 1];
+    q.timeline = timeline;
     cudaLaunchConfig_t config{};
     config.gridDim = grid;
-    config.blockDim = dim3(64, 1, 1);
+    config.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
     config.dynamicSmemBytes = static_cast<size_t>(smem);
     cudaLaunchAttribute cluster{};
     cluster.id = cudaLaunchAttributeClusterDimension;
@@ -350,15 +410,41 @@ Measured run(const Pattern& pat, uint8_t* const w[2], uint8_t* const x[2]) {
     CHECK_CUDA(cudaLaunchKernelEx(&config, stream_kernel, map_w[i & 1], map_x[i & 1], q));
   };
   const double us = median_us_per_launch(launch);
-  return {us, bytes / (us * 1e-6) / 1e12, ctas, smem, resident};
+  Measured m{us, bytes / (us * 1e-6) / 1e12, ctas, smem, resident, {}};
+  if (with_timeline && !bulk) {
+    // One more launch, stamped, right behind a plain one so that it starts on a busy GPU as
+    // the timed ones do.
+    const size_t count = size_t{kTimelineCtas} * 2 * kTimelineStages;
+    long long* stamps = nullptr;
+    CHECK_CUDA(cudaMalloc(&stamps, count * sizeof(long long)));
+    CHECK_CUDA(cudaMemset(stamps, 0, count * sizeof(long long)));
+    launch(0);
+    timeline = stamps;  // the launch lambda reads it by reference
+    launch(1);
+    timeline = nullptr;
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CUDA(cudaDeviceSynchronize());
+    m.timeline.resize(count);
+    CHECK_CUDA(cudaMemcpy(m.timeline.data(), stamps, count * sizeof(long long), cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaFree(stamps));
+    for (int c = 0; c < kTimelineCtas; ++c) {
+      long long* stamps = m.timeline.data() + c * 2 * kTimelineStages;
+      const long long t0 = stamps[0];
+      for (int i = 0; i < 2 * kTimelineStages; ++i) stamps[i] = stamps[i] != 0 ? stamps[i] - t0 : -1;
+    }
+  }
+  return m;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json_path;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--json") == 0) json_path = argv[i + 1];
+  std::string json_path, only;
+  bool with_timeline = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
+    else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
+    else if (std::strcmp(argv[i], "--timeline") == 0) with_timeline = true;
   }
   // The same answer the GPU tests and the fuzzer skip on (no driver, no device, not sm_90).
   const std::string unavailable = anvil::verify::sm90_unavailable_reason();
@@ -380,6 +466,30 @@ int main(int argc, char** argv) {
 
   // name, rows/CTA, boxes/stage, splits, stages, issue group, token rows, bulk CTAs[, rotation, flat]
   const std::vector<Pattern> patterns = {
+      // "rate:" - why a CTA of one-box stages completes about one stage per ~0.55 us
+      // whatever its ring depth (docs/notes/tma-ring-rate.md), while cuBLAS's one-box-stage
+      // kernels complete one per ~0.2-0.4 us. Each varies one thing against the first; run
+      // them with --only rate: --timeline for the landing times of each CTA's stages.
+      {.name = "rate: 64 rows, 1 box, 16 stages", .rows_per_cta = 64, .boxes_per_stage = 1, .splits = 1,
+       .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0},
+      {.name = "rate: 64 rows, 1 box, 4 stages", .rows_per_cta = 64, .boxes_per_stage = 1, .splits = 1,
+       .stages = 4, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0},
+      {.name = "rate: 64 rows, 1 box, 2 stages", .rows_per_cta = 64, .boxes_per_stage = 1, .splits = 1,
+       .stages = 2, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0},
+      {.name = "rate: 64 rows, 1 box, 16 stages, K blocks 37 apart", .rows_per_cta = 64, .boxes_per_stage = 1,
+       .splits = 1, .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .permuted = true},
+      {.name = "rate: 64 rows as 2 boxes of 32, 16 stages", .rows_per_cta = 64, .boxes_per_stage = 1, .splits = 1,
+       .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .row_boxes = 2},
+      {.name = "rate: 64 rows as 4 boxes of 16, 16 stages", .rows_per_cta = 64, .boxes_per_stage = 1, .splits = 1,
+       .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .row_boxes = 4},
+      {.name = "rate: 64 rows, 1 box, 16 stages, evict-first", .rows_per_cta = 64, .boxes_per_stage = 1,
+       .splits = 1, .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .evict_first = true},
+      {.name = "rate: 64 rows, 1 box, 16 stages, 2 producers", .rows_per_cta = 64, .boxes_per_stage = 1,
+       .splits = 1, .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .producers = 2},
+      {.name = "rate: 128 rows, 1 box, 8 stages (64 CTAs)", .rows_per_cta = 128, .boxes_per_stage = 1, .splits = 1,
+       .stages = 8, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0},
+      {.name = "rate: 64 rows, 4 boxes, 6 stages", .rows_per_cta = 64, .boxes_per_stage = 4, .splits = 1,
+       .stages = 6, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0},
       // cuBLAS's M <= 8 kernel on this weight (nvjet_sm90_tst_64x8_64x16_2x1: 128 CTAs of
       // 64 rows, the whole K each, 16 stages, one CTA per SM), and neighbours of it.
       {"cuBLAS-like m8: 64 rows, 1 box, 1 split, 16 stages + 8 X", 64, 1, 1, 16, 1, 8, 0},
@@ -466,7 +576,8 @@ int main(int argc, char** argv) {
   out.begin_array();
   std::printf("%-58s %6s %8s %4s %9s %8s\n", "pattern", "CTAs", "smem KiB", "/SM", "us", "TB/s");
   for (const Pattern& pat : patterns) {
-    const Measured m = run(pat, w, x);
+    if (!only.empty() && std::strstr(pat.name, only.c_str()) == nullptr) continue;
+    const Measured m = run(pat, w, x, with_timeline);
     std::printf("%-58s %6d %8.1f %4d %9.2f %8.3f\n", pat.name, m.ctas, m.smem_bytes / 1024.0, m.resident_per_sm, m.us,
                 m.tbps);
     out.begin_object();
@@ -482,6 +593,23 @@ int main(int argc, char** argv) {
     out.value(m.us);
     out.key("weight_tbps");
     out.value(m.tbps);
+    if (!m.timeline.empty()) {
+      // Landing times of the first stages, in SM cycles after the CTA's first issue: CTA 0's
+      // printed, every stamped CTA's in the JSON.
+      std::printf("  CTA 0 lands (cycles):");
+      for (int i = 0; i < kTimelineStages; ++i) std::printf(" %lld", m.timeline[kTimelineStages + i]);
+      std::printf("\n");
+      out.key("timeline_cycles");
+      out.begin_array();
+      for (int c = 0; c < kTimelineCtas; ++c) {
+        for (int role = 0; role < 2; ++role) {
+          out.begin_array();
+          for (int i = 0; i < kTimelineStages; ++i) out.value(static_cast<double>(m.timeline[(c * 2 + role) * kTimelineStages + i]));
+          out.end_array();
+        }
+      }
+      out.end_array();
+    }
     out.end_object();
   }
   out.end_array();
