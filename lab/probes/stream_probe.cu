@@ -16,9 +16,10 @@
 // token tile (X rows) re-read from L2 with every stage, as the decode kernel does.
 // Also: where each CTA starts its K range, L2 promotion, clusters, spinning waits, 3-D
 // boxes spanning several K blocks, K blocks visited out of order, a stage's rows as several
-// shorter boxes, an L2 evict-first hint, a second producer thread. "bulk" patterns copy contiguous 16 KiB runs instead
-// (cp.async.bulk, no tensor map): the sequential-read ceiling; "ldg" patterns read the
-// same cut with 16-byte loads from every thread (the SM's load path, no TMA).
+// shorter boxes, an L2 evict-first hint, a second producer thread. "bulk" patterns copy
+// contiguous 16 KiB runs instead (cp.async.bulk, no tensor map): the sequential-read
+// ceiling; "ldg" patterns read the same cut with 16-byte loads from every thread (the
+// SM's load path, no TMA).
 //
 // What it found (docs/notes/tma-ring-rate.md): a TMA-fed CTA completes about one stage per
 // ~0.55 us whatever the ring depth, until DRAM saturates; the load path has no such limit
