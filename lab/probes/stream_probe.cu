@@ -86,6 +86,7 @@ struct Pattern {
   int row_boxes = 1;         // > 1: the CTA's rows of a stage as this many shorter boxes
   bool evict_first = false;  // the weight's boxes with an L2 evict-first cache hint
   int producers = 1;         // 2: a second producer thread (another warp) issues the odd stages
+  int row_blocks = 0;        // > 0: only this many row blocks (CTAs) - one alone shows its own latency
 };
 
 // Where a CTA starts its K range (it wraps around to cover all of it). All CTAs run at
@@ -362,6 +363,7 @@ Measured run(const Pattern& pat, uint8_t* const w[2], uint8_t* const x[2], bool 
     p.producers = pat.producers;
     // The flat view has the same bytes per CTA: rows_per_cta x 64-column boxes, K / splits.
     grid = dim3(pat.flat ? 1 : pat.splits, kRows / pat.rows_per_cta * (pat.flat ? pat.splits : 1), 1);
+    if (pat.row_blocks > 0) grid.y = static_cast<unsigned>(pat.row_blocks);
   }
   const int smem = pat.stages * p.stage_bytes + 2 * pat.stages * 8 + 1024;
   CHECK_CUDA(cudaFuncSetAttribute(stream_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -369,7 +371,8 @@ Measured run(const Pattern& pat, uint8_t* const w[2], uint8_t* const x[2], bool 
   const int threads = pat.producers == 2 ? 96 : 64;
   CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, stream_kernel, threads, smem));
 
-  const double bytes = double{kRows} * kCols * 2;  // the weight; X re-reads come from L2
+  // The weight (or the row blocks of it streamed); X re-reads come from L2.
+  const double bytes = double{kCols} * 2 * (pat.row_blocks > 0 ? pat.row_blocks * pat.rows_per_cta : kRows);
   const int ctas = static_cast<int>(grid.x * grid.y);
   if (pat.ldg_threads > 0) {
     uint32_t* sink = nullptr;
@@ -491,6 +494,11 @@ int main(int argc, char** argv) {
        .stages = 8, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0},
       {.name = "rate: 64 rows, 4 boxes, 6 stages", .rows_per_cta = 64, .boxes_per_stage = 4, .splits = 1,
        .stages = 6, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0},
+      // One CTA on an idle GPU: its stages' round trip with nothing else in the memory system.
+      {.name = "rate: one CTA, 64 rows, 1 box, 16 stages", .rows_per_cta = 64, .boxes_per_stage = 1, .splits = 1,
+       .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .row_blocks = 1},
+      {.name = "rate: one CTA, 64 rows, 4 boxes, 6 stages", .rows_per_cta = 64, .boxes_per_stage = 4, .splits = 1,
+       .stages = 6, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .row_blocks = 1},
       // cuBLAS's M <= 8 kernel on this weight (nvjet_sm90_tst_64x8_64x16_2x1: 128 CTAs of
       // 64 rows, the whole K each, 16 stages, one CTA per SM), and neighbours of it.
       {"cuBLAS-like m8: 64 rows, 1 box, 1 split, 16 stages + 8 X", 64, 1, 1, 16, 1, 8, 0},
