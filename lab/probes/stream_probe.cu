@@ -431,10 +431,12 @@ Measured run(const Pattern& pat, uint8_t* const w[2], uint8_t* const x[2], bool 
     m.timeline.resize(count);
     CHECK_CUDA(cudaMemcpy(m.timeline.data(), stamps, count * sizeof(long long), cudaMemcpyDeviceToHost));
     CHECK_CUDA(cudaFree(stamps));
+    // Each CTA's stamps relative to its first issue; -1 where nothing was stamped (a CTA
+    // that does not exist, a stage past its range).
     for (int c = 0; c < kTimelineCtas; ++c) {
-      long long* stamps = m.timeline.data() + c * 2 * kTimelineStages;
-      const long long t0 = stamps[0];
-      for (int i = 0; i < 2 * kTimelineStages; ++i) stamps[i] = stamps[i] != 0 ? stamps[i] - t0 : -1;
+      long long* cta_stamps = m.timeline.data() + c * 2 * kTimelineStages;
+      const long long t0 = cta_stamps[0];
+      for (int i = 0; i < 2 * kTimelineStages; ++i) cta_stamps[i] = cta_stamps[i] != 0 ? cta_stamps[i] - t0 : -1;
     }
   }
   return m;
