@@ -16,10 +16,11 @@
 // token tile (X rows) re-read from L2 with every stage, as the decode kernel does.
 // Also: where each CTA starts its K range, L2 promotion, clusters, spinning waits, 3-D
 // boxes spanning several K blocks, K blocks visited out of order, a stage's rows as several
-// shorter boxes, an L2 evict-first hint, a second producer thread. "bulk" patterns copy
-// contiguous 16 KiB runs instead (cp.async.bulk, no tensor map): the sequential-read
-// ceiling; "ldg" patterns read the same cut with 16-byte loads from every thread (the
-// SM's load path, no TMA).
+// shorter boxes, an L2 evict-first hint, a second producer thread, the consumer announcing
+// each stage's bytes instead of the producer, each row of a box as its own 128-byte bulk
+// copy. "bulk" patterns copy contiguous 16 KiB runs instead (cp.async.bulk, no tensor
+// map): the sequential-read ceiling; "ldg" patterns read the same cut with 16-byte loads
+// from every thread (the SM's load path, no TMA).
 //
 // What it found (docs/notes/tma-ring-rate.md): a TMA-fed CTA completes about one stage per
 // ~0.55 us whatever the ring depth, until DRAM saturates; the load path has no such limit
@@ -87,6 +88,13 @@ struct Pattern {
   bool evict_first = false;  // the weight's boxes with an L2 evict-first cache hint
   int producers = 1;         // 2: a second producer thread (another warp) issues the odd stages
   int row_blocks = 0;        // > 0: only this many row blocks (CTAs) - one alone shows its own latency
+  // The consumer thread, not the producer, announces each stage's bytes (arrive.expect_tx
+  // for the stage's next use, before it frees the slot): the producer thread then issues
+  // nothing but copies - whether its own barrier arrivals hold its next stage back.
+  bool consumer_arms = false;
+  // Each of the stage's rows as its own 128-byte cp.async.bulk (no tensor map), the same
+  // cut: whether the tensor-map path or the memory system sets the rate.
+  bool row_copies = false;
 };
 
 // Where a CTA starts its K range (it wraps around to cover all of it). All CTAs run at
@@ -109,7 +117,8 @@ struct StreamParams {
   int boxes_per_split;
   int rotation, flat, spin, box_kblocks;
   int permuted, row_boxes, evict_first, producers;
-  const uint8_t* bulk_base;
+  int consumer_arms, row_copies;
+  const uint8_t* bulk_base;  // the bulk patterns' source; the row-copy patterns' weight
   int64_t bulk_bytes_per_cta, bulk_total_bytes;
   long long* timeline;  // null, or [kTimelineCtas][2 (issue, land)][kTimelineStages]
 };
@@ -152,7 +161,7 @@ __global__ void __launch_bounds__(96) stream_kernel(const __grid_constant__ CUte
   }
   __syncthreads();
 
-  const bool bulk = p.bulk_base != nullptr;
+  const bool bulk = p.bulk_base != nullptr && !p.row_copies;
   // The last CTA's run is clipped at the end of the matrix.
   const int64_t bulk_begin = int64_t{blockIdx.x} * p.bulk_bytes_per_cta;
   const int64_t bulk_bytes = bulk ? std::min(p.bulk_bytes_per_cta, p.bulk_total_bytes - bulk_begin) : 0;
@@ -166,6 +175,10 @@ __global__ void __launch_bounds__(96) stream_kernel(const __grid_constant__ CUte
   long long* timeline = p.timeline != nullptr && cta < kTimelineCtas ? p.timeline + cta * 2 * kTimelineStages : nullptr;
   // Producer 0 is thread 0; with two producers, thread 64 issues the odd stages.
   const int producer = threadIdx.x == 0 ? 0 : (p.producers == 2 && threadIdx.x == 64 ? 1 : -1);
+  if (p.consumer_arms && threadIdx.x == 32) {
+    for (int s = 0; s < std::min(p.stages, n_stages); ++s) mbarrier_arrive_expect_tx(&full[s], p.stage_bytes);
+  }
+  if (p.consumer_arms) __syncthreads();
   if (producer >= 0) {
     const int row0 = blockIdx.y * p.rows_per_cta;
     const int box0 = blockIdx.x * p.boxes_per_split;
@@ -200,13 +213,18 @@ __global__ void __launch_bounds__(96) stream_kernel(const __grid_constant__ CUte
           tma_load_2d(stage + b * w_box_bytes, &map_w, &full[slot], 0, line0 + b * p.rows_per_cta);
         }
       } else {
-        mbarrier_arrive_expect_tx(&full[slot], p.stage_bytes);
+        if (!p.consumer_arms) mbarrier_arrive_expect_tx(&full[slot], p.stage_bytes);
         const int step = p.permuted ? static_cast<int>(int64_t{i + start} * kPermuteStride % n_stages)
                                     : (i + start) % n_stages;
         for (int b = 0; b < p.boxes_per_stage; b += p.box_kblocks) {
           const int col = (box0 + step * p.boxes_per_stage + b) * kBoxCols;
           if (p.box_kblocks > 1) {
             tma_load_3d(stage + b * w_box_bytes, &map_w, &full[slot], 0, row0, col / kBoxCols);
+          } else if (p.row_copies) {
+            for (int r = 0; r < p.rows_per_cta; ++r) {
+              bulk_copy_g2s(stage + b * w_box_bytes + r * kBoxCols * 2,
+                            p.bulk_base + (int64_t{row0 + r} * kCols + col) * 2, kBoxCols * 2, &full[slot]);
+            }
           } else {
             for (int r = 0; r < p.row_boxes; ++r) {
               uint8_t* dst = stage + b * w_box_bytes + r * sub_rows * kBoxCols * 2;
@@ -227,6 +245,9 @@ __global__ void __launch_bounds__(96) stream_kernel(const __grid_constant__ CUte
     for (int i = 0; i < n_stages; ++i) {
       wait_phase(&full[i % p.stages], (i / p.stages) & 1, p.spin);
       if (timeline != nullptr && i < kTimelineStages) timeline[kTimelineStages + i] = clock64();
+      // Armed before the slot is freed, so the next phase's bytes are announced before
+      // its copies can be issued.
+      if (p.consumer_arms && i + p.stages < n_stages) mbarrier_arrive_expect_tx(&full[i % p.stages], p.stage_bytes);
       mbarrier_arrive(&empty[i % p.stages]);
     }
   }
@@ -361,6 +382,8 @@ Measured run(const Pattern& pat, uint8_t* const w[2], uint8_t* const x[2], bool 
     p.row_boxes = pat.row_boxes;
     p.evict_first = pat.evict_first;
     p.producers = pat.producers;
+    p.consumer_arms = pat.consumer_arms;
+    p.row_copies = pat.row_copies;
     // The flat view has the same bytes per CTA: rows_per_cta x 64-column boxes, K / splits.
     grid = dim3(pat.flat ? 1 : pat.splits, kRows / pat.rows_per_cta * (pat.flat ? pat.splits : 1), 1);
     if (pat.row_blocks > 0) grid.y = static_cast<unsigned>(pat.row_blocks);
@@ -398,7 +421,7 @@ Measured run(const Pattern& pat, uint8_t* const w[2], uint8_t* const x[2], bool 
   long long* timeline = nullptr;
   auto launch = [&](int i) {
     StreamParams q = p;
-    if (bulk) q.bulk_base = w[i & 1];
+    if (bulk || pat.row_copies) q.bulk_base = w[i & 1];
     q.timeline = timeline;
     cudaLaunchConfig_t config{};
     config.gridDim = grid;
@@ -492,6 +515,13 @@ int main(int argc, char** argv) {
        .splits = 1, .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .evict_first = true},
       {.name = "rate: 64 rows, 1 box, 16 stages, 2 producers", .rows_per_cta = 64, .boxes_per_stage = 1,
        .splits = 1, .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .producers = 2},
+      {.name = "rate: 64 rows, 1 box, 16 stages, consumer arms", .rows_per_cta = 64, .boxes_per_stage = 1,
+       .splits = 1, .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .consumer_arms = true},
+      {.name = "rate: 64 rows, 64 row copies, 16 stages", .rows_per_cta = 64, .boxes_per_stage = 1, .splits = 1,
+       .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .row_copies = true},
+      {.name = "rate: 64 rows, 64 row copies, 16 stages, consumer arms", .rows_per_cta = 64, .boxes_per_stage = 1,
+       .splits = 1, .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .consumer_arms = true,
+       .row_copies = true},
       {.name = "rate: 128 rows, 1 box, 8 stages (64 CTAs)", .rows_per_cta = 128, .boxes_per_stage = 1, .splits = 1,
        .stages = 8, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0},
       {.name = "rate: 64 rows, 4 boxes, 6 stages", .rows_per_cta = 64, .boxes_per_stage = 4, .splits = 1,
@@ -499,6 +529,12 @@ int main(int argc, char** argv) {
       // One CTA on an idle GPU: its stages' round trip with nothing else in the memory system.
       {.name = "rate: one CTA, 64 rows, 1 box, 16 stages", .rows_per_cta = 64, .boxes_per_stage = 1, .splits = 1,
        .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .row_blocks = 1},
+      {.name = "rate: one CTA, 64 rows, 1 box, 16 stages, consumer arms", .rows_per_cta = 64, .boxes_per_stage = 1,
+       .splits = 1, .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .row_blocks = 1,
+       .consumer_arms = true},
+      {.name = "rate: one CTA, 64 rows, 64 row copies, 16 stages", .rows_per_cta = 64, .boxes_per_stage = 1,
+       .splits = 1, .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .row_blocks = 1,
+       .row_copies = true},
       {.name = "rate: one CTA, 64 rows, 4 boxes, 6 stages", .rows_per_cta = 64, .boxes_per_stage = 4, .splits = 1,
        .stages = 6, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .row_blocks = 1},
       // cuBLAS's M <= 8 kernel on this weight (nvjet_sm90_tst_64x8_64x16_2x1: 128 CTAs of
