@@ -646,6 +646,23 @@ int main(int argc, char** argv) {
       std::printf("  CTA 0 lands (cycles):");
       for (int i = 0; i < kTimelineStages; ++i) std::printf(" %lld", m.timeline[kTimelineStages + i]);
       std::printf("\n");
+      // The answer in three numbers per CTA: how long the producer took to issue the first
+      // `depth` stages (the ring's first lap, all issuable at once), when the first landed,
+      // and the median gap between consecutive landings. Serialized stages: gaps near the
+      // first landing; a memory-system bound: the first lap lands within a round trip.
+      for (int c = 0; c < kTimelineCtas; ++c) {
+        const long long* issue = m.timeline.data() + c * 2 * kTimelineStages;
+        const long long* land = issue + kTimelineStages;
+        const int depth = std::min(pat.stages, kTimelineStages);
+        std::vector<long long> gaps;
+        for (int i = 1; i < kTimelineStages; ++i) {
+          if (land[i] >= 0 && land[i - 1] >= 0) gaps.push_back(land[i] - land[i - 1]);
+        }
+        if (gaps.empty() || land[0] < 0 || issue[depth - 1] < 0) continue;
+        std::sort(gaps.begin(), gaps.end());
+        std::printf("  CTA %d: first %d issued within %lld cycles, first landing %lld, landing gap median %lld\n", c,
+                    depth, issue[depth - 1], land[0], gaps[gaps.size() / 2]);
+      }
       out.key("timeline_cycles");
       out.begin_array();
       for (int c = 0; c < kTimelineCtas; ++c) {
