@@ -18,7 +18,7 @@
 // boxes spanning several K blocks, K blocks visited out of order, a stage's rows as several
 // shorter boxes, an L2 evict-first hint, a second producer thread, the consumer announcing
 // each stage's bytes instead of the producer, each row of a box as its own 128-byte bulk
-// copy. "bulk" patterns copy contiguous 16 KiB runs instead (cp.async.bulk, no tensor
+// copy, the barriers on separate 128-byte lines. "bulk" patterns copy contiguous 16 KiB runs instead (cp.async.bulk, no tensor
 // map): the sequential-read ceiling; "ldg" patterns read the same cut with 16-byte loads
 // from every thread (the SM's load path, no TMA).
 //
@@ -95,6 +95,10 @@ struct Pattern {
   // Each of the stage's rows as its own 128-byte cp.async.bulk (no tensor map), the same
   // cut: whether the tensor-map path or the memory system sets the rate.
   bool row_copies = false;
+  // The stages' barriers this many 8-byte words apart (1: packed, as the kernels keep
+  // them; 16: each on its own 128-byte line): whether the landings' transaction updates and
+  // the waits' polling of neighbouring barriers contend.
+  int barrier_stride = 1;
 };
 
 // Where a CTA starts its K range (it wraps around to cover all of it). All CTAs run at
@@ -117,7 +121,7 @@ struct StreamParams {
   int boxes_per_split;
   int rotation, flat, spin, box_kblocks;
   int permuted, row_boxes, evict_first, producers;
-  int consumer_arms, row_copies;
+  int consumer_arms, row_copies, barrier_stride;
   const uint8_t* bulk_base;  // the bulk patterns' source; the row-copy patterns' weight
   int64_t bulk_bytes_per_cta, bulk_total_bytes;
   long long* timeline;  // null, or [kTimelineCtas][2 (issue, land)][kTimelineStages]
@@ -136,6 +140,13 @@ __device__ __forceinline__ void tma_load_2d_evict_first(void* smem_dst, const vo
       : "memory");
 }
 
+// The stage barriers, `stride` words apart.
+struct Barriers {
+  uint64_t* base;
+  int stride;
+  __device__ uint64_t& operator[](int i) const { return base[i * stride]; }
+};
+
 __device__ __forceinline__ void wait_phase(uint64_t* bar, uint32_t phase, bool spin) {
   if (spin) {
     while (!anvil::sm90::mbarrier_test_wait(bar, phase)) {
@@ -150,8 +161,8 @@ __global__ void __launch_bounds__(96) stream_kernel(const __grid_constant__ CUte
   using namespace anvil::sm90;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* ring = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
-  uint64_t* full = reinterpret_cast<uint64_t*>(ring + int64_t{p.stages} * p.stage_bytes);
-  uint64_t* empty = full + p.stages;
+  const Barriers full{reinterpret_cast<uint64_t*>(ring + int64_t{p.stages} * p.stage_bytes), p.barrier_stride};
+  const Barriers empty{full.base + p.stages * p.barrier_stride, p.barrier_stride};
   if (threadIdx.x == 0) {
     for (int s = 0; s < p.stages; ++s) {
       mbarrier_init(&full[s], 1);
@@ -384,11 +395,12 @@ Measured run(const Pattern& pat, uint8_t* const w[2], uint8_t* const x[2], bool 
     p.producers = pat.producers;
     p.consumer_arms = pat.consumer_arms;
     p.row_copies = pat.row_copies;
+    p.barrier_stride = std::max(1, pat.barrier_stride);
     // The flat view has the same bytes per CTA: rows_per_cta x 64-column boxes, K / splits.
     grid = dim3(pat.flat ? 1 : pat.splits, kRows / pat.rows_per_cta * (pat.flat ? pat.splits : 1), 1);
     if (pat.row_blocks > 0) grid.y = static_cast<unsigned>(pat.row_blocks);
   }
-  const int smem = pat.stages * p.stage_bytes + 2 * pat.stages * 8 + 1024;
+  const int smem = pat.stages * p.stage_bytes + 2 * pat.stages * 8 * std::max(1, pat.barrier_stride) + 1024;
   CHECK_CUDA(cudaFuncSetAttribute(stream_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   int resident = 0;
   const int threads = pat.producers == 2 ? 96 : 64;
@@ -522,6 +534,8 @@ int main(int argc, char** argv) {
       {.name = "rate: 64 rows, 64 row copies, 16 stages, consumer arms", .rows_per_cta = 64, .boxes_per_stage = 1,
        .splits = 1, .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .consumer_arms = true,
        .row_copies = true},
+      {.name = "rate: 64 rows, 1 box, 16 stages, barriers 128 B apart", .rows_per_cta = 64, .boxes_per_stage = 1,
+       .splits = 1, .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .barrier_stride = 16},
       {.name = "rate: 128 rows, 1 box, 8 stages (64 CTAs)", .rows_per_cta = 128, .boxes_per_stage = 1, .splits = 1,
        .stages = 8, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0},
       {.name = "rate: 64 rows, 4 boxes, 6 stages", .rows_per_cta = 64, .boxes_per_stage = 4, .splits = 1,
