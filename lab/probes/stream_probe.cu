@@ -18,9 +18,9 @@
 // boxes spanning several K blocks, K blocks visited out of order, a stage's rows as several
 // shorter boxes, an L2 evict-first hint, a second producer thread, the consumer announcing
 // each stage's bytes instead of the producer, each row of a box as its own 128-byte bulk
-// copy, the barriers on separate 128-byte lines. "bulk" patterns copy contiguous 16 KiB runs instead (cp.async.bulk, no tensor
-// map): the sequential-read ceiling; "ldg" patterns read the same cut with 16-byte loads
-// from every thread (the SM's load path, no TMA).
+// copy, the barriers on separate 128-byte lines. "bulk" patterns copy contiguous 16 KiB
+// runs instead (cp.async.bulk, no tensor map): the sequential-read ceiling; "ldg" patterns
+// read the same cut with 16-byte loads from every thread (the SM's load path, no TMA).
 //
 // What it found (docs/notes/tma-ring-rate.md): a TMA-fed CTA completes about one stage per
 // ~0.55 us whatever the ring depth, until DRAM saturates; the load path has no such limit
