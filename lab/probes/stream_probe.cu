@@ -86,7 +86,7 @@ struct Pattern {
   bool permuted = false;
   int row_boxes = 1;         // > 1: the CTA's rows of a stage as this many shorter boxes
   bool evict_first = false;  // the weight's boxes with an L2 evict-first cache hint
-  int producers = 1;         // 2: a second producer thread (another warp) issues the odd stages
+  int producers = 1;         // 2 or 4: producer threads in different warps take the stages in turn
   int row_blocks = 0;        // > 0: only this many row blocks (CTAs) - one alone shows its own latency
   // The consumer thread, not the producer, announces each stage's bytes (arrive.expect_tx
   // for the stage's next use, before it frees the slot): the producer thread then issues
@@ -156,7 +156,7 @@ __device__ __forceinline__ void wait_phase(uint64_t* bar, uint32_t phase, bool s
   }
 }
 
-__global__ void __launch_bounds__(96) stream_kernel(const __grid_constant__ CUtensorMap map_w,
+__global__ void __launch_bounds__(160) stream_kernel(const __grid_constant__ CUtensorMap map_w,
                                                     const __grid_constant__ CUtensorMap map_x, StreamParams p) {
   using namespace anvil::sm90;
   extern __shared__ uint8_t smem_raw[];
@@ -184,8 +184,10 @@ __global__ void __launch_bounds__(96) stream_kernel(const __grid_constant__ CUte
   }
   const int cta = blockIdx.y * gridDim.x + blockIdx.x;
   long long* timeline = p.timeline != nullptr && cta < kTimelineCtas ? p.timeline + cta * 2 * kTimelineStages : nullptr;
-  // Producer 0 is thread 0; with two producers, thread 64 issues the odd stages.
-  const int producer = threadIdx.x == 0 ? 0 : (p.producers == 2 && threadIdx.x == 64 ? 1 : -1);
+  // Producer 0 is thread 0; more producers are lane 0 of warps 2, 3 and 4 (warp 1 is the
+  // consumer's), producer k issuing the stages i with i mod producers = k.
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  const int producer = threadIdx.x % 32 != 0 || warp == 1 ? -1 : warp == 0 ? 0 : warp - 1 < p.producers ? warp - 1 : -1;
   if (p.consumer_arms && threadIdx.x == 32) {
     for (int s = 0; s < std::min(p.stages, n_stages); ++s) mbarrier_arrive_expect_tx(&full[s], p.stage_bytes);
   }
@@ -200,7 +202,7 @@ __global__ void __launch_bounds__(96) stream_kernel(const __grid_constant__ CUte
     const int x_box_bytes = p.token_rows * kBoxCols * 2;
     const int sub_rows = p.rows_per_cta / p.row_boxes;
     for (int i = 0; i < n_stages; ++i) {
-      if (p.producers == 2 && (i & 1) != producer) continue;
+      if (p.producers > 1 && i % p.producers != producer) continue;
       if (i % p.issue_group == 0) {
         for (int j = i; j < std::min(i + p.issue_group, n_stages); ++j) {
           wait_phase(&empty[j % p.stages], ((j / p.stages) & 1) ^ 1, p.spin);
@@ -403,7 +405,7 @@ Measured run(const Pattern& pat, uint8_t* const w[2], uint8_t* const x[2], bool 
   const int smem = pat.stages * p.stage_bytes + 2 * pat.stages * 8 * std::max(1, pat.barrier_stride) + 1024;
   CHECK_CUDA(cudaFuncSetAttribute(stream_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   int resident = 0;
-  const int threads = pat.producers == 2 ? 96 : 64;
+  const int threads = 32 * (1 + std::max(1, pat.producers));  // producer warps and the consumer's
   CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, stream_kernel, threads, smem));
 
   // The weight (or the row blocks of it streamed); X re-reads come from L2.
@@ -529,6 +531,21 @@ int main(int argc, char** argv) {
        .splits = 1, .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .producers = 2},
       {.name = "rate: 64 rows, 1 box, 16 stages, consumer arms", .rows_per_cta = 64, .boxes_per_stage = 1,
        .splits = 1, .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .consumer_arms = true},
+      {.name = "rate: 64 rows, 1 box, 16 stages, 4 producers", .rows_per_cta = 64, .boxes_per_stage = 1,
+       .splits = 1, .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .producers = 4},
+      // The producer waits for several free stages, then issues their copies back to back:
+      // with the consumer announcing the bytes, no barrier operation stands between them.
+      {.name = "rate: 64 rows, 1 box, 16 stages, issue 4", .rows_per_cta = 64, .boxes_per_stage = 1,
+       .splits = 1, .stages = 16, .issue_group = 4, .token_rows = 0, .bulk_ctas = 0},
+      {.name = "rate: 64 rows, 1 box, 16 stages, issue 4, consumer arms", .rows_per_cta = 64, .boxes_per_stage = 1,
+       .splits = 1, .stages = 16, .issue_group = 4, .token_rows = 0, .bulk_ctas = 0, .consumer_arms = true},
+      {.name = "rate: 64 rows, 1 box, 16 stages, issue 8, consumer arms", .rows_per_cta = 64, .boxes_per_stage = 1,
+       .splits = 1, .stages = 16, .issue_group = 8, .token_rows = 0, .bulk_ctas = 0, .consumer_arms = true},
+      {.name = "rate: 64 rows, 4 boxes, 6 stages, 2 producers", .rows_per_cta = 64, .boxes_per_stage = 4,
+       .splits = 1, .stages = 6, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .producers = 2},
+      {.name = "rate: one CTA, 64 rows, 1 box, 16 stages, issue 8, consumer arms", .rows_per_cta = 64,
+       .boxes_per_stage = 1, .splits = 1, .stages = 16, .issue_group = 8, .token_rows = 0, .bulk_ctas = 0,
+       .row_blocks = 1, .consumer_arms = true},
       {.name = "rate: 64 rows, 64 row copies, 16 stages", .rows_per_cta = 64, .boxes_per_stage = 1, .splits = 1,
        .stages = 16, .issue_group = 1, .token_rows = 0, .bulk_ctas = 0, .row_copies = true},
       {.name = "rate: 64 rows, 64 row copies, 16 stages, consumer arms", .rows_per_cta = 64, .boxes_per_stage = 1,
