@@ -105,13 +105,35 @@ bool invariant_rows64_resident(const GemmDesc& desc, const DeviceInfo& device) {
 // (kR64x96, kR64x128: 64 weight rows, the narrower that holds M) rather than two 64-token
 // ones: sm90-decode's token tile on half its weight rows, so twice the CTAs for the same K
 // split (and, unsplit, twice those of sm90-gemm's 128 x 128 tiles on the same rows). In
-// batch-invariant mode wherever the rule above does not take the two; in normal mode
-// always (the planner picks it only where prefers_rows64_one_token_tile says). Returns the
-// token tile, or 0.
-int rows64_one_token_tile(const GemmDesc& desc, const DeviceInfo& device) {
+// batch-invariant mode wherever the rule above does not take the two for an unsplit weight
+// (a split weight streams once per token tile in a cluster of its split: one tile); in
+// normal mode always (the planner picks it only where prefers_rows64_one_token_tile says).
+// Returns the token tile, or 0.
+int rows64_one_token_tile(const GemmDesc& desc, const DeviceInfo& device, bool split_weight = false) {
   if (desc.m <= kDecodeAlwaysTokens || desc.m > kDecodeMaxTokens) return 0;
-  if (desc.batch_invariant && desc.m >= kInvariantRows64MinTokens && invariant_rows64_resident(desc, device)) return 0;
+  if (desc.batch_invariant && !split_weight && desc.m >= kInvariantRows64MinTokens &&
+      invariant_rows64_resident(desc, device)) {
+    return 0;
+  }
   return desc.m <= 96 ? 96 : 128;
+}
+
+// The configuration sm90-decode-r64 launches for desc, not folding slices.
+DecodeConfigId rows64_config(const GemmDesc& desc, const DeviceInfo& device, bool split_weight) {
+  const int one_token_tile = rows64_one_token_tile(desc, device, split_weight);
+  return one_token_tile == 96    ? DecodeConfigId::kR64x96
+         : one_token_tile == 128 ? DecodeConfigId::kR64x128
+                                 : decode_config(KernelFamily::kDecodeR64, desc.m);
+}
+
+// Batch-invariant mode, a weight split in `splits` (batch_invariant_k_split), up to
+// kDecodeMaxTokens tokens: whether sm90-decode-r64 can run the split as a cluster, as
+// sm90-decode does - its stages (64, 128 or 256 of K) cutting K where the weight's slices
+// do (split_cuts_match_slices). Elsewhere it folds the slices in its 128-token tiles.
+bool rows64_cluster_takes_split(const GemmDesc& desc, const DeviceInfo& device, int splits) {
+  if (splits <= 1 || desc.m > kDecodeMaxTokens) return false;
+  const int k_block = kDecodeShapes[static_cast<int>(rows64_config(desc, device, true))].k_block;
+  return ceil_div(desc.k, k_block) >= splits && split_cuts_match_slices(desc.k, splits, k_block);
 }
 
 // folded_slices > 1: sm90-decode-r64's 128-token tiles folding a batch-invariant weight's
@@ -122,11 +144,10 @@ DecodePlan plan_decode_launch(KernelFamily family, const GemmDesc& desc, const D
   // unsplit weights have): no K split, so every output sums its K in one order whatever M is.
   if (desc.batch_invariant && forced_splits == 0) forced_splits = 1;
   const bool fp8_block = desc.scales == ScaleMode::kBlock128;
-  const int one_token_tile = family == KernelFamily::kDecodeR64 ? rows64_one_token_tile(desc, device) : 0;
-  const DecodeConfigId config = folded_slices > 1   ? DecodeConfigId::kR64x128Folded
-                                : one_token_tile == 96  ? DecodeConfigId::kR64x96
-                                : one_token_tile == 128 ? DecodeConfigId::kR64x128
-                                                        : decode_config(family, desc.m, fp8_block);
+  const bool split_weight = desc.batch_invariant && forced_splits > 1;
+  const DecodeConfigId config = folded_slices > 1                     ? DecodeConfigId::kR64x128Folded
+                                : family == KernelFamily::kDecodeR64 ? rows64_config(desc, device, split_weight)
+                                                                      : decode_config(family, desc.m, fp8_block);
   if (folded_slices > 1) forced_splits = 1;
   const DecodeShape shape = kDecodeShapes[static_cast<int>(config)];
   const auto resident = [&](int token_tile, int splits) {
@@ -179,6 +200,18 @@ KernelFamily pick_decode_family(const GemmDesc& desc, const DeviceInfo& device, 
     // sm90-gemm's slices match.
     const int splits = whole_k ? 1 : batch_invariant_k_split(desc, device, facts);
     if (splits > 1) {
+      // The 64-row tiles where their stages cut K at the weight's slices and all their
+      // clusters fit one wave: twice the CTAs of the 128-row tiles, the same sums.
+      if (ok(KernelFamily::kDecodeR64) && rows64_cluster_takes_split(desc, device, splits)) {
+        const DecodeConfigId config = rows64_config(desc, device, true);
+        const int64_t ctas = decode_rows64_tiles(desc.n, desc.batch) *
+                             ceil_div(desc.m, kDecodeShapes[static_cast<int>(config)].token_tile) * splits;
+        if (ctas <= device.resident(config, splits)) {
+          say(reason, "batch-invariant: 64-row tiles in clusters of the weight's K split of %d, whose K steps cut K "
+              "where its slices do (%lld CTAs in one wave)", splits, static_cast<long long>(ctas));
+          return KernelFamily::kDecodeR64;
+        }
+      }
       say(reason, "batch-invariant: 128-row tiles, the weight's K split of %d (fixed by N and K)", splits);
       return KernelFamily::kDecodeTma;
     }
@@ -643,12 +676,14 @@ void plan_fp8(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, con
 void plan_decode_family(LaunchPlan& p, KernelFamily family, const GemmDesc& desc, const DeviceInfo& device,
                         const PlanOverrides& ov, const CallFacts& facts) {
   p.family = family;
-  // Batch-invariant problems take the weight's split, which only sm90-decode's 128-row
-  // tiles cut K for (a forced 64-row or load-path kernel would sum it whole).
-  // sm90-decode-r64 takes it in its 128-token tiles, each CTA folding the slices.
+  // Batch-invariant problems take the weight's split, which sm90-decode's 128-row tiles cut
+  // K for (a load-path kernel would sum it whole). sm90-decode-r64 takes it in a cluster
+  // where its K steps cut K at the slices (rows64_cluster_takes_split), else in its
+  // 128-token tiles, each CTA folding the slices.
   const int invariant = batch_invariant_k_split(desc, device, facts);
-  const bool folded = invariant > 1 && family == KernelFamily::kDecodeR64;
-  if (invariant > 1 && family != KernelFamily::kDecodeTma && !folded) {
+  const bool folded = invariant > 1 && family == KernelFamily::kDecodeR64 &&
+                      !rows64_cluster_takes_split(desc, device, invariant);
+  if (invariant > 1 && family != KernelFamily::kDecodeTma && family != KernelFamily::kDecodeR64) {
     p.family = KernelFamily::kNone;
     say(p.family_reason, "batch-invariant: this weight's K split of %d runs on sm90-decode, sm90-decode-r64 or "
         "sm90-gemm, not %s", invariant, family_name(family));

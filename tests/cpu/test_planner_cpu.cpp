@@ -555,14 +555,30 @@ TEST(PlannerOverrides, PowersOfTwoOnlyWithoutFittedWidths) {
 // weight's split (batch_invariant_split, fixed by N, K and the batch count) is 1: sm90-gemm's
 // whole tiles (any variant, no stream-K) and the TMA-fed decode kernels unsplit (the
 // load-path kernels split K across warpgroups). Where it is s > 1: sm90-decode's cluster of
-// s, sm90-decode-r64's 128-token tiles or sm90-gemm's folded-slice configurations with s
+// s, sm90-decode-r64's cluster of s where its wider K steps end at the same k-tiles,
+// sm90-decode-r64's 128-token tiles or sm90-gemm's folded-slice configurations with s
 // slices in each CTA, or sm90-gemm's split-K in s equal slices of K / s - all cut K at the
 // same k-tiles and add the parts in the same order.
+
+// Whether a decode cluster of `splits` whose ranks sum k_block-wide stages [r t / s,
+// (r + 1) t / s) ends each rank where sm90-decode's 64-wide k-tiles do, with K a whole
+// number of its stages (no zero-filled stage the 64-wide kernels do not sum).
+bool cuts_at_the_slices(int64_t k, int splits, int k_block) {
+  if (k_block == 64) return true;
+  if (k % k_block != 0) return false;
+  for (int r = 1; r < splits; ++r) {
+    const int64_t slice_end = (r * ((k + 63) / 64) / splits) * 64;
+    const int64_t rank_end = (r * (k / k_block) / splits) * k_block;
+    if (slice_end != rank_end) return false;
+  }
+  return true;
+}
 
 bool keeps_one_k_order(const LaunchPlan& p, const GemmDesc& d, const DeviceInfo& device) {
   const int s = weight_split(d, device);
   const auto tma_decode = [&](KernelFamily f, const DecodePlan& dp, int splits) {
-    return (f == KernelFamily::kDecodeTma || (splits == 1 && f == KernelFamily::kDecodeR64)) && dp.splits == splits;
+    const bool rows64 = f == KernelFamily::kDecodeR64 && (splits == 1 || cuts_at_the_slices(d.k, splits, dp.k_block));
+    return (f == KernelFamily::kDecodeTma || rows64) && dp.splits == splits;
   };
   if (p.family == KernelFamily::kSm90Gemm) {
     if (p.schedule == GemmSchedule::kStreamK) return false;
@@ -634,8 +650,11 @@ TEST(PlannerBatchInvariant, ANarrowLongWeightSplitsTheSameWayAtEveryM) {
   for (int64_t m : {1, 16, 64, 65, 128}) {
     d.m = m;
     const LaunchPlan p = plan(d, h200);
-    EXPECT_EQ(p.family, KernelFamily::kDecodeTma) << "m = " << m;
+    // Up to 16 tokens the 64-row tiles' clusters (two CTAs per SM: 192 in one wave); beyond,
+    // their 192 CTAs would not fit one wave.
+    EXPECT_EQ(p.family, m <= 16 ? KernelFamily::kDecodeR64 : KernelFamily::kDecodeTma) << "m = " << m;
     EXPECT_EQ(p.k_splits, 8) << "m = " << m;
+    EXPECT_EQ(p.decode.splits, 8) << "m = " << m;
   }
   for (int64_t m : {129, 300, 1000, 4096, 16384}) {
     d.m = m;
@@ -687,16 +706,18 @@ TEST(PlannerBatchInvariant, ANarrowLongWeightSplitsTheSameWayAtEveryM) {
   EXPECT_EQ(plan(d, h200, &gemm).family, KernelFamily::kNone);
   gemm.sm90_variant = static_cast<int>(Sm90Variant::kSliced96);
   EXPECT_EQ(plan(d, h200, &gemm).variant, Sm90Variant::kSliced96);
-  // A forced sm90-decode-r64 folds the slices in its 128-token tiles, at any M.
+  // A forced sm90-decode-r64 runs the split as a cluster up to 128 tokens where its K steps
+  // cut K at the slices (40960 = 320 x 128), and beyond folds the slices in its 128-token
+  // tiles.
   PlanOverrides rows64;
   rows64.family = KernelFamily::kDecodeR64;
   for (int64_t m : {1, 300}) {
     d.m = m;
     const LaunchPlan r = plan(d, h200, &rows64);
     EXPECT_EQ(r.family, KernelFamily::kDecodeR64) << r.family_reason;
-    EXPECT_EQ(r.decode.config, DecodeConfigId::kR64x128Folded);
-    EXPECT_EQ(r.decode.splits, 1);
-    EXPECT_EQ(r.decode.k_slices, 8);
+    EXPECT_EQ(r.decode.config, m == 1 ? DecodeConfigId::kR64x16 : DecodeConfigId::kR64x128Folded);
+    EXPECT_EQ(r.decode.splits, m == 1 ? 8 : 1);
+    EXPECT_EQ(r.decode.k_slices, m == 1 ? 1 : 8);
     EXPECT_EQ(r.k_splits, 8);
   }
   d.m = 300;
@@ -757,16 +778,59 @@ TEST(PlannerBatchInvariant, SwiGLUFoldsOnlyInWholeGatePairs) {
 // sm90-decode's cluster as normal mode's split would, not one CTA per 128 weight rows.
 TEST(PlannerBatchInvariant, ShortSlicesSplitFewTokenWeights) {
   const DeviceInfo h200 = DeviceInfo::h200();
-  const std::tuple<int64_t, int64_t, int64_t> shapes[] = {{32, 8, 4096}, {48, 576, 7168}, {1, 1600, 6400}};
-  for (auto [m, n, k] : shapes) {
+  // The 64-row tiles' cluster where their 256-wide K steps end at the slices (4096 = 8 x
+  // 512), the 128-row tiles' where they do not (7168 = 8 x 896; 6400 in 128-wide steps: 50
+  // of them in 8 ranks).
+  const std::tuple<int64_t, int64_t, int64_t, KernelFamily> shapes[] = {
+      {32, 8, 4096, KernelFamily::kDecodeR64},
+      {48, 576, 7168, KernelFamily::kDecodeTma},
+      {1, 1600, 6400, KernelFamily::kDecodeTma}};
+  for (auto [m, n, k, family] : shapes) {
     GemmDesc d = linear(m, n, k);
     d.batch_invariant = true;
     const LaunchPlan p = plan(d, h200);
     SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k));
-    EXPECT_EQ(p.family, KernelFamily::kDecodeTma) << p.family_reason;
+    EXPECT_EQ(p.family, family) << p.family_reason;
     EXPECT_EQ(p.k_splits, 8);
     EXPECT_EQ(p.k_splits, weight_split(d, h200));
   }
+}
+
+// sm90-decode-r64 runs a split weight's slices as a cluster, as sm90-decode does, where its
+// 128- or 256-wide K steps end at the slices' 64-wide k-tile cuts and K is a whole number of
+// them, and where its clusters fit one wave: twice sm90-decode's CTAs, the same sums.
+TEST(PlannerBatchInvariant, SixtyFourRowClustersWhereTheirStepsCutAtTheSlices) {
+  EXPECT_TRUE(split_cuts_match_slices(4096, 8, 256));
+  EXPECT_FALSE(split_cuts_match_slices(7168, 8, 256));  // slices of 896
+  EXPECT_TRUE(split_cuts_match_slices(7168, 8, 128));
+  EXPECT_FALSE(split_cuts_match_slices(2880, 5, 128));  // K not a whole number of steps
+  EXPECT_TRUE(split_cuts_match_slices(4104, 8, 64));    // the 64-wide tiles are the slices' own
+  EXPECT_FALSE(split_cuts_match_slices(3072, 8, 256));  // 12 steps in 8: 1, 3, 4, ... against 1.5, 3, ...
+  for (int64_t k : {1024, 4096, 6400, 7168, 16384, 131072}) {
+    for (int s = 2; s <= 8; ++s) {
+      for (int k_block : {64, 128, 256}) {
+        EXPECT_EQ(split_cuts_match_slices(k, s, k_block), cuts_at_the_slices(k, s, k_block))
+            << k << " in " << s << ", " << k_block << "-wide steps";
+      }
+    }
+  }
+  const DeviceInfo h200 = DeviceInfo::h200();
+  GemmDesc d = linear(64, 512, 131072);
+  d.batch_invariant = true;
+  ASSERT_EQ(weight_split(d, h200), 8);
+  LaunchPlan p = plan(d, h200);
+  EXPECT_EQ(p.family, KernelFamily::kDecodeR64) << p.family_reason;
+  EXPECT_EQ(p.decode.splits, 8);
+  EXPECT_EQ(p.decode.ctas, 64);  // against the 128-row tiles' 32
+  EXPECT_TRUE(keeps_one_k_order(p, d, h200));
+  d.m = 100;  // one 128-token tile in 64-wide steps: always at the cuts
+  p = plan(d, h200);
+  EXPECT_EQ(p.family, KernelFamily::kDecodeR64) << p.family_reason;
+  EXPECT_EQ(p.decode.config, DecodeConfigId::kR64x128);
+  EXPECT_EQ(p.decode.splits, 8);
+  d = linear(100, 1536, 40960);  // 24 tiles x 8: not one wave of one CTA per SM
+  d.batch_invariant = true;
+  EXPECT_EQ(plan(d, h200).family, KernelFamily::kDecodeTma);
 }
 
 // 96-128 tokens, unsplit: where sm90-gemm's whole tiles would leave most of their wave

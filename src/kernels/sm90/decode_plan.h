@@ -346,6 +346,22 @@ ANVIL_HOST_DEVICE constexpr int most_k_steps(int parts, int steps) { return (ste
 inline constexpr int64_t kBatchInvariantMinSliceKTiles = 8;
 inline constexpr int kBatchInvariantKTile = 64;
 
+// Whether a kernel whose stages hold k_block of K (a multiple of the 64-wide k-tile) cuts
+// K in `splits` at the weight's slices when it splits its own k_block-wide tiles as the
+// decode kernels do (rank r: [r t / s, (r + 1) t / s)): every cut at the same element,
+// and K a whole number of its stages, so that no stage sums zero-filled K the 64-wide
+// kernels do not (an extra +0 could turn a -0 sum into +0). Then its cluster adds the same
+// slices in the same order as sm90-decode's, and a row's bits do not depend on which runs.
+constexpr bool split_cuts_match_slices(int64_t k, int splits, int k_block) {
+  if (k_block == kBatchInvariantKTile) return true;
+  if (k_block % kBatchInvariantKTile != 0 || k % k_block != 0) return false;
+  const int64_t tiles = k / kBatchInvariantKTile, blocks = k / k_block;
+  for (int r = 1; r < splits; ++r) {
+    if (r * tiles / splits * kBatchInvariantKTile != r * blocks / splits * k_block) return false;
+  }
+  return true;
+}
+
 // resident_128_token_ctas(s): sm90-decode's 128-token CTAs that fit at once in clusters
 // of s.
 template <class ResidentCtas>
