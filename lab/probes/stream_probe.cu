@@ -23,8 +23,10 @@
 // read the same cut with 16-byte loads from every thread (the SM's load path, no TMA).
 //
 // What it found (docs/notes/tma-ring-rate.md): a TMA-fed CTA completes about one stage per
-// ~0.55 us whatever the ring depth, until DRAM saturates; the load path has no such limit
-// once enough requests are in flight.
+// ~0.55 us whatever the ring depth, until DRAM saturates, because its producer thread's copy
+// to one stage's barrier waits for its copy to the previous stage's to land (more producer
+// warps issue proportionally more); the load path has no such limit once enough requests
+// are in flight.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
