@@ -8,7 +8,7 @@ script spells them out. Re-run it after editing: python3 scripts/gen_wgmma.py
 """
 import pathlib
 
-WIDTHS = [8, 16, 32, 64, 96, 128, 160, 192, 224, 256]
+WIDTHS = [8, 16, 32, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256]
 TYPES = {"bf16": "bf16", "f16": "f16"}
 
 def wrapper(n: int, ty: str) -> str:

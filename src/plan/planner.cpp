@@ -323,6 +323,9 @@ void describe_tile_choice(LaunchPlan& p, const Sm90Problem& problem, int sms, bo
   } else if (p.variant == Sm90Variant::kTallStreamK) {
     say(p.tile_reason, "stream-K 256x128: whole tiles leave the last wave idle (%lld tiles on %d SMs), K >= %d tiles",
         static_cast<long long>(w.tiles), sms, static_cast<int>(kStreamKMinKTiles));
+  } else if (p.variant != choose_sm90_variant(problem, sms)) {
+    say(p.tile_reason, "%s: a width between the 32-column steps, %lld tiles (%.2f waves) at least %.0f%% cheaper",
+        variant_name(p.variant), static_cast<long long>(w.tiles), w.waves, 100 * kStep16MinSaving);
   } else {
     const bool hides_epilogue = problem.fused_epilogue && p.variant == Sm90Variant::kPingPongPair;
     say(p.tile_reason, "%s: fewest waves x area / speed (%lld tiles, %.2f waves)%s", variant_name(p.variant),
@@ -571,7 +574,7 @@ void plan_sm90(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, co
             static_cast<long long>(tail), static_cast<int>(kRowSplitGranule), static_cast<int>(kRowSplitMaxTailRows));
       else say(p.row_split_reason, "none: the estimates save less than %.0f%%", 100 * kRowSplitMinSaving);
     }
-    describe_variant(p, choose_sm90_variant(problem, sms));
+    describe_variant(p, step16_width_or(choose_sm90_variant(problem, sms), problem, sms));
     describe_tile_choice(p, problem, sms, false);
   }
   p.workspace_bytes = repack_bytes + (p.variant == Sm90Variant::kTallStreamK ? sk_bytes : 0);
@@ -857,6 +860,12 @@ const char* variant_name(Sm90Variant v) {
     case Sm90Variant::kSliced96: return "sliced-96";
     case Sm90Variant::kSlicedPair128: return "sliced-pair-128";
     case Sm90Variant::kSlicedPair192: return "sliced-pair-192";
+    case Sm90Variant::kFitNarrow80: return "fit-narrow-80";
+    case Sm90Variant::kFitNarrow112: return "fit-narrow-112";
+    case Sm90Variant::kFitSingle144: return "fit-single-144";
+    case Sm90Variant::kFitSingle176: return "fit-single-176";
+    case Sm90Variant::kFitSingle208: return "fit-single-208";
+    case Sm90Variant::kFitSingle240: return "fit-single-240";
   }
   return "?";
 }

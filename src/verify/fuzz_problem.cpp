@@ -116,7 +116,11 @@ FuzzLimits small_fuzz_limits() { return FuzzLimits{700, 300, 5, int64_t{1} << 24
 
 int64_t fuzz_macs(const GemmDesc& desc) { return desc.m * desc.n * desc.k * desc.batch; }
 
-FuzzProblem make_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits& limits) {
+namespace {
+
+// The general draw: make_fuzz_problem's, before the fixed slots below reshape some of
+// them, and the FP8 and invariant-split generators' base, which stays what it was.
+FuzzProblem draw_problem(uint64_t seed, int64_t index, const FuzzLimits& limits) {
   // Hash (seed, index) first so that neighbouring problems share nothing.
   Random rng(Random(seed ^ (0xD1B54A32D192ED03ull * static_cast<uint64_t>(index + 1))).next());
   FuzzProblem p;
@@ -196,13 +200,53 @@ FuzzProblem make_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits& li
   return p;
 }
 
+// Problems drawn in the shapes sm90-gemm's widths between the 32-column steps take
+// (plan.h, step16_width_or: plain GEMMs of a few hundred to a few thousand rows on 2-12k
+// columns): indices kStep16ShapeSlot mod kStep16ShapeEvery. General draws reach them
+// about once in a thousand problems.
+constexpr int64_t kStep16ShapeEvery = 11;
+constexpr int64_t kStep16ShapeSlot = 4;
+
+void reshape_for_step16_widths(FuzzProblem& p, const FuzzLimits& limits) {
+  Random rng(Random(p.data_seed ^ 0x1616161616161616ull).next());
+  GemmDesc& d = p.desc;
+  // Within the large problems' caps where there are any (K shrinks to keep the MACs).
+  const bool large = limits.large_percent > 0;
+  const int64_t max_extent = large ? limits.max_extent : limits.max_small_extent;
+  const int64_t max_macs = large ? limits.max_large_macs : limits.max_macs;
+  d.batch = 1;
+  d.m = rng.between(std::min<int64_t>(200, max_extent), std::min<int64_t>(1600, max_extent));
+  d.n = rng.between(std::min<int64_t>(2000, max_extent), std::min<int64_t>(12000, max_extent));
+  d.n = std::max<int64_t>(1, std::min(d.n, max_macs / d.m));
+  d.m = std::max<int64_t>(1, std::min(d.m, max_macs / d.n));
+  d.k = std::max<int64_t>(1, std::min({draw_extent(rng, 1024), max_extent, max_macs / (d.m * d.n)}));
+  // The plain GEMM: no bias, activation, alpha or C (any of them keeps the 32-column widths).
+  d.epilogue.activation = Activation::kIdentity;
+  d.epilogue.bias = BiasMode::kNone;
+  d.alpha = 1.0f;
+  d.beta = 0.0f;
+  p.c_is_d = false;
+  d.a = draw_layout(rng, d.a.dtype, d.m, d.k, 1, true);
+  d.b = draw_layout(rng, d.b.dtype, d.k, d.n, 1, true);
+  d.d = draw_layout(rng, d.d.dtype, d.m, d.n, 1, false);
+  d.c = d.d;
+}
+
+}  // namespace
+
+FuzzProblem make_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits& limits) {
+  FuzzProblem p = draw_problem(seed, index, limits);
+  if (index % kStep16ShapeEvery == kStep16ShapeSlot) reshape_for_step16_widths(p, limits);
+  return p;
+}
+
 // The FP8 problems drawn in split-K's shapes: indices kFp8SplitShapeSlot mod
 // kFp8SplitShapeEvery.
 constexpr int64_t kFp8SplitShapeEvery = 5;
 constexpr int64_t kFp8SplitShapeSlot = 3;
 
 FuzzProblem make_fp8_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits& limits) {
-  FuzzProblem p = make_fuzz_problem(seed, index, limits);
+  FuzzProblem p = draw_problem(seed, index, limits);
   // A stream of its own, so the 16-bit draw above stays what it is for this (seed, index).
   Random rng(Random(p.data_seed ^ 0xF8F8F8F8F8F8F8F8ull).next());
   GemmDesc& d = p.desc;
@@ -255,7 +299,7 @@ FuzzProblem make_fp8_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits
 }
 
 FuzzProblem make_invariant_split_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits& limits) {
-  FuzzProblem p = make_fuzz_problem(seed, index, limits);
+  FuzzProblem p = draw_problem(seed, index, limits);
   Random rng(Random(p.data_seed ^ 0xB1B1B1B1B1B1B1B1ull).next());
   GemmDesc& d = p.desc;
   const bool swiglu = d.epilogue.activation == Activation::kSwiGLU;

@@ -179,6 +179,11 @@ TEST(FuzzProblem, ReachesEveryCornerItPromises) {
     mark("base not 16-byte aligned", (p.a_offset * int64_t(verify::dtype_bytes(d.a.dtype))) % 16 != 0);
     mark("D offset", p.d_offset > 0);
     mark("batch invariant", d.batch_invariant);
+    // The sm90-gemm widths between the 32-column steps (step16_width_or), whose last 16
+    // columns leave through pair stores or the staged epilogue's 16-column chunk.
+    const anvil::detail::LaunchPlan plan = anvil::detail::plan(d, anvil::detail::DeviceInfo::h200());
+    mark("sm90-gemm tile an odd multiple of 16 wide", plan.family == anvil::detail::KernelFamily::kSm90Gemm &&
+                                                        anvil::detail::tile_shape(plan.variant).block_n % 32 == 16);
   }
   for (const auto& [what, count] : seen) EXPECT_GT(count, 0) << "no problem with " << what;
 }

@@ -405,6 +405,12 @@ TEST(KernelConfig, FittedWidthsFitTheSm) {
   expect_fitted_width_fits<FitSingle224>(Sm90Variant::kFitSingle224);
   expect_fitted_width_fits<FitNarrow64>(Sm90Variant::kFitNarrow64);
   expect_fitted_width_fits<FitNarrow96>(Sm90Variant::kFitNarrow96);
+  expect_fitted_width_fits<FitNarrow80>(Sm90Variant::kFitNarrow80);
+  expect_fitted_width_fits<FitNarrow112>(Sm90Variant::kFitNarrow112);
+  expect_fitted_width_fits<FitSingle144>(Sm90Variant::kFitSingle144);
+  expect_fitted_width_fits<FitSingle176>(Sm90Variant::kFitSingle176);
+  expect_fitted_width_fits<FitSingle208>(Sm90Variant::kFitSingle208);
+  expect_fitted_width_fits<FitSingle240>(Sm90Variant::kFitSingle240);
 }
 
 // The planner's description of each configuration (tile, cluster, stages) is the
@@ -559,6 +565,47 @@ TEST(Plan, NarrowFittedWidthsFillFewTileProblems) {
   EXPECT_EQ(pick(4096, 4096, 4096), Sm90Variant::kWidePair);
   // The (M, N) chooser, which the decode rules ask, never takes them.
   EXPECT_GE(tile_shape(choose_sm90_variant(255, 4096, 1, kH200Sms)).block_n, 128);
+}
+
+// The widths between the 32-column steps refine the finished whole-tile choice where their
+// tiles fill the waves better by more than kStep16MinSaving, and nowhere else.
+TEST(Plan, Step16WidthsFillWavesTheOthersLeavePartlyIdle) {
+  const auto pick = [](Sm90Problem p) { return step16_width_or(choose_sm90_variant(p, kH200Sms), p, kH200Sms); };
+  // 255 x 4608: 96 tiles of 128 x 96 (73% of the SMs), 116 of 128 x 80 (88%).
+  EXPECT_EQ(choose_sm90_variant(problem(255, 4608, 4096), kH200Sms), Sm90Variant::kFitNarrow96);
+  EXPECT_EQ(pick(problem(255, 4608, 4096)), Sm90Variant::kFitNarrow80);
+  // 384 x 6144: 117 single CTAs of 128 x 160, 129 of 128 x 144 - one wave either way,
+  // a tenth less work per CTA.
+  EXPECT_EQ(choose_sm90_variant(problem(384, 6144, 4096), kH200Sms), Sm90Variant::kFitSingle160);
+  EXPECT_EQ(pick(problem(384, 6144, 4096)), Sm90Variant::kFitSingle144);
+  EXPECT_LT(single_cta_cycles(Sm90Variant::kFitSingle144, 384, 6144, 1, kH200Sms),
+            (1.0 - kStep16MinSaving) * single_cta_cycles(Sm90Variant::kFitSingle160, 384, 6144, 1, kH200Sms));
+  // 256 x 9216: 116 tiles of 128 x 160 pairs against 128 single CTAs of 128 x 144, by the
+  // area model (the pairs' multicast counted in their speed).
+  EXPECT_EQ(pick(problem(256, 9216, 4096)), Sm90Variant::kFitSingle144);
+  // Not against lone 128 x 128 tiles in one partial wave (64 of them against 57 wider
+  // ones end later), nor against ping-pong pairs at the same waves.
+  EXPECT_EQ(pick(problem(128, 8192, 8192)), Sm90Variant::kNarrow);
+  EXPECT_EQ(pick(problem(256, 8192, 8192)), Sm90Variant::kPingPongPair);
+  // Large problems keep their tiles.
+  EXPECT_EQ(pick(problem(4096, 4096, 4096)), Sm90Variant::kWidePair);
+  // Never for fused epilogues, SwiGLU, stream-K, folded slices, or with the fitted widths
+  // turned off.
+  Sm90Problem fused = problem(384, 6144, 4096);
+  fused.fused_epilogue = true;
+  EXPECT_FALSE(pick(fused) == Sm90Variant::kFitSingle144);
+  Sm90Problem no_fit = problem(384, 6144, 4096);
+  no_fit.fit_widths = false;
+  EXPECT_EQ(pick(no_fit), choose_sm90_variant(no_fit, kH200Sms));
+  for (Sm90Variant kept : {Sm90Variant::kTallStreamK, Sm90Variant::kSliced96, Sm90Variant::kSlicedPair192}) {
+    EXPECT_EQ(step16_width_or(kept, problem(384, 6144, 4096), kH200Sms), kept);
+  }
+  // The narrow two only where the narrow rule could take a narrow tile: not over a long K
+  // nor on one row of tiles.
+  EXPECT_GE(tile_shape(pick(problem(255, 4608, 14336))).block_n, 128);
+  EXPECT_GE(tile_shape(pick(problem(128, 4608, 4096))).block_n, 128);
+  // 300 x 4352: 3 x 39 = 117 tiles of 128 x 112 in one wave, where 128 x 96 takes 138.
+  EXPECT_EQ(pick(problem(300, 4352, 4096)), Sm90Variant::kFitNarrow112);
 }
 
 // A fused epilogue keeps ping-pong pairs where their waves are as full as the plain GEMM's

@@ -254,7 +254,7 @@ INSTANTIATE_TEST_SUITE_P(AllKernels, KernelSweep,
 
 // One case for every path the dispatcher can take, so that each is run ten times: the
 // production kernel in each of its configurations (narrow, wide, pairs along M and along
-// N, ping-pong, stream-K, the six fitted widths), with operands repacked into the
+// N, ping-pong, stream-K, the fitted widths), with operands repacked into the
 // workspace and with its last rows split off to a decode kernel; the decode kernel; the
 // naive kernel (K = 0).
 // KernelRepeatCoverage checks that the list still reaches them all.
@@ -282,8 +282,10 @@ std::vector<Case> repeat_cases() {
       {"fit160_256x10240x8192", linear(256, 10240, 8192), false, 16},
       {"fit192_768x4096x256", linear(768, 4096, 256), false, 18},
       {"fit224_256x14336x128", linear(256, 14336, 128), false, 19},
-      {"fit_single160_384x6144x128", linear(384, 6144, 128), false, 20},
-      {"fit_single192_384x7168x128", linear(384, 7168, 128), false, 21},
+      // 384 x 6144 goes to 128 x 144 singles (step16_width_or); 257 rows are one live row
+      // past two rows of tiles.
+      {"fit_single160_257x6528x128", linear(257, 6528, 128), false, 20},
+      {"fit_single176_384x7168x128", linear(384, 7168, 128), false, 21},
       {"fit_single224_128x28672x64", linear(128, 28672, 64), false, 22},
       // A last row of tiles one row deep: the single's producer leaves the dead rows out.
       {"fit_single192_dead_rows_257x8192x256", linear(257, 8192, 256), false, 30},
@@ -301,6 +303,16 @@ std::vector<Case> repeat_cases() {
       // A fused epilogue on three rows of tiles: lone 128 x 128 CTAs.
       {"narrow_bias_relu_300x520x1000", with_epilogue(linear(300, 520, 1000), Activation::kReLU, BiasMode::kPerColumn),
        false, 28},
+      // The widths in steps of 16 (step16_width_or), each N leaving a partial last tile: one
+      // wave of 128 x 80 (110 tiles) and of 128 x 112 (117), single CTAs 144, 208 and 240
+      // wide (176: 384 x 7168 above).
+      {"narrow80_255x4352x256", linear(255, 4352, 256), false, 31},
+      {"narrow112_300x4352x256", linear(300, 4352, 256), false, 32},
+      {"fit_single144_255x8704x256", linear(255, 8704, 256), false, 33},
+      {"fit_single208_300x8704x256", linear(300, 8704, 256), false, 35},
+      {"fit_single240_300x19968x256", linear(300, 19968, 256), false, 36},
+      // An fp32 D goes through the staged epilogue, whose last chunk is 16 columns here.
+      {"narrow80_f32_255x4352x256", linear(255, 4352, 256, DataType::kBF16, DataType::kF32), false, 37},
   };
   return cases;
 }
@@ -423,7 +435,8 @@ TEST(KernelRepeatCoverage, CasesReachEveryPathTheDispatcherTakes) {
     const int64_t main_rows = anvil::detail::row_split_main_rows(problem, !c.desc.batch_invariant, 132);
     row_split = row_split || main_rows < c.desc.m;
     problem.m = main_rows;
-    const auto variant = anvil::detail::choose_sm90_variant(problem, 132);
+    const auto variant =
+        anvil::detail::step16_width_or(anvil::detail::choose_sm90_variant(problem, 132), problem, 132);
     sm90_variants.insert(int(variant));
     repacked = repacked || (variant != anvil::detail::Sm90Variant::kTallStreamK && anvil::workspace_size(c.desc) > 0);
   }

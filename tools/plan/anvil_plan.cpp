@@ -296,12 +296,13 @@ void print_gemm_candidates(const GemmDesc& d, const DeviceInfo& dev, const Launc
   std::printf("  %-15s %7s %5s %9s %6s %9s %9s %11s %7s %7s %7s %6s %8s %6s %9s\n", "variant", "tile", "clus",
               "stage KiB", "stages", "fit", "smem KiB", "regs p/c", "CTA/SM", "tiles", "waves", "eff", "step cyc",
               "est us", "");
-  constexpr Sm90Variant kAll[] = {Sm90Variant::kWidePair,     Sm90Variant::kPingPongPair, Sm90Variant::kWidePairN,
-                                  Sm90Variant::kWide,         Sm90Variant::kNarrow,       Sm90Variant::kFitPair160,
-                                  Sm90Variant::kFitPair192,   Sm90Variant::kFitPair224,   Sm90Variant::kFitSingle160,
-                                  Sm90Variant::kFitSingle192, Sm90Variant::kFitSingle224, Sm90Variant::kFitNarrow96,
-                                  Sm90Variant::kFitNarrow64,  Sm90Variant::kTallStreamK,  Sm90Variant::kSliced96,
-                                  Sm90Variant::kSlicedPair128, Sm90Variant::kSlicedPair192};
+  constexpr Sm90Variant kAll[] = {
+      Sm90Variant::kWidePair,      Sm90Variant::kPingPongPair,  Sm90Variant::kWidePairN,     Sm90Variant::kWide,
+      Sm90Variant::kNarrow,        Sm90Variant::kFitPair160,    Sm90Variant::kFitPair192,    Sm90Variant::kFitPair224,
+      Sm90Variant::kFitSingle144,  Sm90Variant::kFitSingle160,  Sm90Variant::kFitSingle176,  Sm90Variant::kFitSingle192,
+      Sm90Variant::kFitSingle208,  Sm90Variant::kFitSingle224,  Sm90Variant::kFitSingle240,  Sm90Variant::kFitNarrow112,
+      Sm90Variant::kFitNarrow96,   Sm90Variant::kFitNarrow80,   Sm90Variant::kFitNarrow64,   Sm90Variant::kTallStreamK,
+      Sm90Variant::kSliced96,      Sm90Variant::kSlicedPair128, Sm90Variant::kSlicedPair192};
   for (Sm90Variant v : kAll) {
     // The folded-slice configurations only for a weight batch-invariant mode splits.
     if (folds_k_slices(v) && !(d.batch_invariant && chosen.k_splits > 1)) continue;

@@ -47,7 +47,7 @@ __device__ __forceinline__ uint64_t advance_desc(uint64_t desc, uint32_t units) 
   return (desc & 0xFFFFFFFF00000000ull) | lo;
 }
 
-// Specialised in wgmma_ops.inc for bf16/fp16 and N in {8,16,32,64,96,128,160,192,224,256}
+// Specialised in wgmma_ops.inc for bf16/fp16 and N in {8,16,32} and 64-256 in steps of 16
 // (k16), and in wgmma_fp8_ops.inc for the 8-bit pairs and N in {64,128,256} (k32), e4m3 x e4m3
 // also N in {8,16,32} (sm90-fp8-decode's token tiles) and the fitted widths 160, 192 and 224
 // (sm90-fp8's fitted tiles; 192 also its block-scaled tiles).

@@ -155,22 +155,6 @@ inline bool prefers_wide_decode(int64_t m, int64_t n, int64_t k, int64_t batch, 
          4 * tiles <= sm_count;
 }
 
-// Clock cycles of one SM per 64-wide K step of a bf16/fp16 tile of `rows` x `cols`
-// outputs, computed by rows / 64 warpgroup slabs of m64 x cols. Small tiles are bound by
-// the SM's shared memory, 128 bytes per clock, not by its tensor cores: in a K step TMA
-// writes both operand boxes, (rows + cols) x 128 bytes, and every slab's wgmma reads its
-// 64 rows of A and all of B, rows x 128 + rows / 64 x cols x 128 bytes; the tensor cores
-// do rows x cols x 64 MACs at 2048 per clock (989 TFLOP/s dense at 1.83 GHz on 132 SMs).
-// A 128 x 256 tile is at both limits (1024 cycles); a 128 x 64 one takes 448 cycles for
-// a quarter of the work, 64 weight rows x 128 tokens (swap-AB) 384 for the same work:
-// measured per K step (255 x 4096 x K sweeps, H200), anvil's lone 128 x 64 CTAs 0.286 us
-// and cuBLAS's 64 x 128 tiles 0.233 (docs/notes/token-tiles-beyond-128.md).
-constexpr double tile_k_step_cycles(int rows, int cols) {
-  const double smem = 2.0 * rows + cols * (1.0 + rows / 64.0);
-  const double tensor = rows * cols / 32.0;
-  return smem > tensor ? smem : tensor;
-}
-
 // Whether sm90-gemm's chosen configuration keeps at least kSm90MinWaveEfficiency of its
 // waves' SM slots busy.
 inline bool sm90_fills_its_waves(int64_t m, int64_t n, int64_t batch, int sm_count) {

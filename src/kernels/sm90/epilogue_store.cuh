@@ -3,7 +3,8 @@
 //   TMA store  - plain GEMM (no bias, activation, alpha or C) with a half output: each
 //                warpgroup writes its slabs as bf16/fp16 into a 128-byte-swizzled shared
 //                buffer, then one thread issues 64x64 TMA stores, which clip the edges
-//                (a tile 160 or 224 wide sends its last 32 columns as pair stores);
+//                (a tile whose width is not a multiple of 64 sends its last 16-48 columns as pair
+//                stores);
 //   pair store - plain GEMM, row-major half output: two neighbouring columns per 32-bit
 //                store, straight from the registers;
 //   staged     - everything else (fused epilogues, SwiGLU, fp32 or column-major output,
@@ -185,10 +186,15 @@ __device__ __forceinline__ void store_plain(const Sm90Params& params, const Tile
 inline constexpr int kStagePitch = 40;
 inline constexpr int kStageChunkBytes = 16 * kStagePitch * 4;
 
-// The chunks of one slab: plain, 32 consecutive GEMM columns; SwiGLU, 16 gate columns
-// in stage columns 0-15 and their up columns (64 further right) in 16-31.
+// The chunks of one slab: plain, 32 consecutive GEMM columns, the last one 16 where the
+// tile width is an odd multiple of 16 (80, 112, ...); SwiGLU, 16 gate columns in stage
+// columns 0-15 and their up columns (64 further right) in 16-31.
 template <int kBlockN>
-inline constexpr int kPlainChunks = kBlockN / 32;
+inline constexpr int kPlainChunks = (kBlockN + 31) / 32;
+template <int kBlockN>
+constexpr int plain_chunk_columns(int chunk) {
+  return kBlockN - 32 * chunk < 32 ? kBlockN - 32 * chunk : 32;
+}
 template <int kBlockN>
 inline constexpr int kSwiGLUChunks = kBlockN / 128 * 4;
 
@@ -218,7 +224,7 @@ __device__ __forceinline__ void park_chunk(uint32_t stage, const float (&acc)[kB
         park_registers<kFirst, 8>(stage, acc, kShift, lane);
         park_registers<kFirst + 32, 8>(stage, acc, kShift + 64 - 16, lane);
       } else {
-        park_registers<kChunk * 16, 16>(stage, acc, kChunk * 32, lane);
+        park_registers<kChunk * 16, plain_chunk_columns<kBlockN>(kChunk) / 2>(stage, acc, kChunk * 32, lane);
       }
       return;
     }
@@ -281,19 +287,22 @@ __device__ __forceinline__ bool finish_rows_of_dtype(const EpilogueParams& p, ui
 }
 
 // Finishes a parked chunk: 16 rows from `row0`; output columns from `out_col0`, GEMM
-// (bias) columns from `gemm_col0`. Lane l takes four neighbouring columns, eight (plain)
-// or four (SwiGLU) groups per row, so a warp step covers whole 64- or 32-byte row
-// segments; the lane's columns are the same on every step, so their bias is loaded once.
-// The step loop stays rolled: unrolled, ptxas interleaves the steps' activation math and
-// runs out of registers next to the live accumulators.
-template <Activation kAct>
+// (bias) columns from `gemm_col0`, the chunk `chunk_cols` wide (32, or a tile's last 16).
+// Lane l takes four neighbouring columns, eight (plain) or four (SwiGLU) groups per row,
+// so a warp step covers whole 64- or 32-byte row segments; the lane's columns are the
+// same on every step, so their bias is loaded once. The step loop stays rolled:
+// unrolled, ptxas interleaves the steps' activation math and runs out of registers next
+// to the live accumulators. kShortChunks: some chunk is narrower than 32 columns (tile
+// widths that are odd multiples of 16); otherwise chunk_cols is not read.
+template <Activation kAct, bool kShortChunks>
 __device__ __forceinline__ void finish_chunk(const EpilogueParams& p, uint32_t stage, int64_t batch, int64_t row0,
-                                             int64_t out_col0, int64_t gemm_col0, int64_t gemm_cols, int lane) {
+                                             int64_t out_col0, int64_t gemm_col0, int64_t gemm_cols, int chunk_cols,
+                                             int lane) {
   constexpr bool kSwiGLU = kAct == Activation::kSwiGLU;
   constexpr int kGroupsPerRow = kSwiGLU ? 4 : 8;
   constexpr int kRowsPerStep = 32 / kGroupsPerRow;
   const int c = (lane % kGroupsPerRow) * 4;
-  if (out_col0 + c >= p.n_out) return;
+  if ((kShortChunks && c >= chunk_cols) || out_col0 + c >= p.n_out) return;
   const ColumnBias bias = load_column_bias(p, kSwiGLU, gemm_col0 + c, gemm_cols);
   if (p.row_major_simple && out_col0 + c + 4 <= p.n_out) {
     const int first_row = lane / kGroupsPerRow;
@@ -335,7 +344,9 @@ __device__ __forceinline__ void store_rows_staged(const EpilogueParams& p, uint3
     // outputs are 64 (c / 4) + 16 (c % 4) ...
     const int64_t gemm_col0 = gemm_tile_col + (kSwiGLU ? (chunk / 4) * 128 + (chunk % 4) * 16 : chunk * 32);
     const int64_t out_col0 = kSwiGLU ? gemm_tile_col / 2 + (chunk / 4) * 64 + (chunk % 4) * 16 : gemm_col0;
-    finish_chunk<kAct>(p, stage, batch, row0, out_col0, gemm_col0, gemm_cols, lane);
+    constexpr bool kShortChunks = !kSwiGLU && kBlockN % 32 != 0;
+    const int chunk_cols = kShortChunks ? plain_chunk_columns<kBlockN>(chunk) : 32;
+    finish_chunk<kAct, kShortChunks>(p, stage, batch, row0, out_col0, gemm_col0, gemm_cols, chunk_cols, lane);
   }
 }
 

@@ -15,6 +15,11 @@ namespace anvil::detail {
 Status launch_fit_width(Sm90Variant variant, const char* name, const GemmDesc& desc, const GemmArgs& args,
                         Diagnostic* diag);
 
+// The widths between those, in steps of 16 columns (kFitNarrow80 ... kFitSingle240), from
+// their own translation unit: gemm_sm90_fit_step16.cu.
+Status launch_fit_width_step16(Sm90Variant variant, const char* name, const GemmDesc& desc, const GemmArgs& args,
+                               Diagnostic* diag);
+
 // Launches sm90-fp8's fitted-width configuration `variant` (fp8_plan.h: kFitPair224 ...
 // kFitSingle160) with e4m3 inputs; batch_is_k_slice: the batch is split-K's slices of K
 // (launch.cuh, LaunchPolicy::batch_is_k_slice). gemm_sm90_fp8_fit.cu.

@@ -19,7 +19,7 @@ Status launch_fit_width(Sm90Variant variant, const char* name, const GemmDesc& d
     case Sm90Variant::kFitSingle224: return sm90_launch<FitSingle224>(name, kSm90GemmPolicy, desc, args, diag);
     case Sm90Variant::kFitNarrow64: return sm90_launch<FitNarrow64>(name, kSm90GemmPolicy, desc, args, diag);
     case Sm90Variant::kFitNarrow96: return sm90_launch<FitNarrow96>(name, kSm90GemmPolicy, desc, args, diag);
-    default: return fail(diag, Status::kInternalError, "%s: not a fitted-width configuration", name);
+    default: return launch_fit_width_step16(variant, name, desc, args, diag);
   }
 }
 

@@ -108,7 +108,8 @@ struct KernelConfig {
   // buffer, so room for another stage, for a wait per extra round.
   static constexpr int kStoreRounds = kSpec.store_rounds;
   // The TMA store writes the tile's whole 64-column boxes; a width that is not a multiple
-  // of 64 (the fitted 160 and 224) stores its last 32 columns from the registers.
+  // of 64 (the fitted 80, 96, 112, 144, 160, ...) stores its last 16-48 columns from the
+  // registers.
   static constexpr int kTmaStoreColumns = kBlockN / 64 * 64;
   // Ping-pong warpgroups each store a whole tile, possibly at the same time.
   static constexpr int kTmaStoreBytes = kBlockM * kTmaStoreColumns * 2 * (kPingPong ? kConsumers : 1) / kStoreRounds;
@@ -118,10 +119,11 @@ struct KernelConfig {
   static constexpr int kProducerRegisters = 40;
   static constexpr int kConsumerRegisters = kConsumers == 1 ? 240 : 232;
 
-  // wgmma takes N in steps of 8 up to 256; the staged epilogue parks 32-column chunks, and
-  // the TMA store writes whole 64-column boxes (a partial box would overwrite the next tile).
-  static_assert(kBlockN % 32 == 0 && kBlockN >= 64 && kBlockN <= 256,
-                "wgmma N, the staged epilogue's 32-column chunks and at least one 64-column store box");
+  // wgmma takes N in steps of 8 up to 256; the staged epilogue parks 32-column chunks and
+  // a last one of 16 (epilogue_store.cuh), and the TMA store writes whole 64-column boxes
+  // (a partial box would overwrite the next tile).
+  static_assert(kBlockN % 16 == 0 && kBlockN >= 64 && kBlockN <= 256,
+                "wgmma N, the staged epilogue's 32- and 16-column chunks and at least one 64-column store box");
   static_assert((kSlabs * kBlockN / 64) % kStoreRounds == 0, "whole 64x64 store boxes per round");
   static_assert((kBlockN / kSlicesB) % 8 == 0 && (kBlockM / kSlicesA) % 8 == 0,
                 "multicast slices are whole 8-row groups (1024-byte swizzle atoms)");

@@ -41,8 +41,18 @@ enum class Sm90Variant : int {
   kSliced96 = 14,
   kSlicedPair128 = 15,
   kSlicedPair192 = 16,
+  // The fitted widths between those, in steps of 16 columns: narrow 80 and 112, single
+  // CTAs 144 to 240. wgmma takes N in steps of 8; with a width every 16 columns some tile
+  // makes whole waves where the 32-column steps leave a wave partly idle or spill into
+  // another (step16_width_or).
+  kFitNarrow80 = 17,
+  kFitNarrow112 = 18,
+  kFitSingle144 = 19,
+  kFitSingle176 = 20,
+  kFitSingle208 = 21,
+  kFitSingle240 = 22,
 };
-inline constexpr int kSm90Variants = static_cast<int>(Sm90Variant::kSlicedPair192) + 1;
+inline constexpr int kSm90Variants = static_cast<int>(Sm90Variant::kFitSingle240) + 1;
 
 // Variants whose CTAs cut each tile's K into the weight's slices (Sm90Params::k_slices).
 constexpr bool folds_k_slices(Sm90Variant v) {
@@ -52,7 +62,9 @@ constexpr bool folds_k_slices(Sm90Variant v) {
 constexpr bool is_fit_width(Sm90Variant v) {
   return (static_cast<int>(v) >= static_cast<int>(Sm90Variant::kFitPair160) &&
           static_cast<int>(v) <= static_cast<int>(Sm90Variant::kFitSingle224)) ||
-         v == Sm90Variant::kFitNarrow64 || v == Sm90Variant::kFitNarrow96;
+         v == Sm90Variant::kFitNarrow64 || v == Sm90Variant::kFitNarrow96 ||
+         (static_cast<int>(v) >= static_cast<int>(Sm90Variant::kFitNarrow80) &&
+          static_cast<int>(v) <= static_cast<int>(Sm90Variant::kFitSingle240));
 }
 
 struct TileShape {
@@ -73,10 +85,32 @@ constexpr TileShape tile_shape(Sm90Variant v) {
     case Sm90Variant::kFitPair224:
     case Sm90Variant::kFitSingle224: return TileShape{128, 224};
     case Sm90Variant::kFitNarrow64: return TileShape{128, 64};
+    case Sm90Variant::kFitNarrow80: return TileShape{128, 80};
     case Sm90Variant::kFitNarrow96:
     case Sm90Variant::kSliced96: return TileShape{128, 96};
+    case Sm90Variant::kFitNarrow112: return TileShape{128, 112};
+    case Sm90Variant::kFitSingle144: return TileShape{128, 144};
+    case Sm90Variant::kFitSingle176: return TileShape{128, 176};
+    case Sm90Variant::kFitSingle208: return TileShape{128, 208};
+    case Sm90Variant::kFitSingle240: return TileShape{128, 240};
     default: return TileShape{128, 256};
   }
+}
+
+// Clock cycles of one SM per 64-wide K step of a bf16/fp16 tile of `rows` x `cols`
+// outputs, computed by rows / 64 warpgroup slabs of m64 x cols. Small tiles are bound by
+// the SM's shared memory, 128 bytes per clock, not by its tensor cores: in a K step TMA
+// writes both operand boxes, (rows + cols) x 128 bytes, and every slab's wgmma reads its
+// 64 rows of A and all of B, rows x 128 + rows / 64 x cols x 128 bytes; the tensor cores
+// do rows x cols x 64 MACs at 2048 per clock (989 TFLOP/s dense at 1.83 GHz on 132 SMs).
+// A 128 x 256 tile is at both limits (1024 cycles); a 128 x 64 one takes 448 cycles for
+// a quarter of the work, 64 weight rows x 128 tokens (swap-AB) 384 for the same work:
+// measured per K step (255 x 4096 x K sweeps, H200), anvil's lone 128 x 64 CTAs 0.286 us
+// and cuBLAS's 64 x 128 tiles 0.233 (docs/notes/token-tiles-beyond-128.md).
+constexpr double tile_k_step_cycles(int rows, int cols) {
+  const double smem = 2.0 * rows + cols * (1.0 + rows / 64.0);
+  const double tensor = rows * cols / 32.0;
+  return smem > tensor ? smem : tensor;
 }
 
 // Variants whose CTAs run in 2-CTA clusters along M (a partial cluster still holds two SMs).
@@ -167,6 +201,11 @@ inline constexpr double kTallRelativeSpeed = 0.92;
 // tile in one wave, where either value gives the same choice.
 inline constexpr double kFitNarrow64RelativeSpeed = 0.73;
 inline constexpr double kFitNarrow96RelativeSpeed = 0.88;
+// The widths between: 80 between 64 and 96, 112 between 96 and the fitted singles. Not
+// measured; step16_width_or sets them against the narrow tiles within one wave, where the
+// tile counts decide.
+inline constexpr double kFitNarrow80RelativeSpeed = 0.80;
+inline constexpr double kFitNarrow112RelativeSpeed = 0.90;
 
 constexpr double relative_speed(Sm90Variant v) {
   switch (v) {
@@ -177,11 +216,17 @@ constexpr double relative_speed(Sm90Variant v) {
     case Sm90Variant::kWide: return kWideRelativeSpeed;
     case Sm90Variant::kTallStreamK: return kTallRelativeSpeed;
     case Sm90Variant::kFitNarrow64: return kFitNarrow64RelativeSpeed;
+    case Sm90Variant::kFitNarrow80: return kFitNarrow80RelativeSpeed;
     case Sm90Variant::kFitNarrow96:
     case Sm90Variant::kSliced96: return kFitNarrow96RelativeSpeed;
+    case Sm90Variant::kFitNarrow112: return kFitNarrow112RelativeSpeed;
+    case Sm90Variant::kFitSingle144:
     case Sm90Variant::kFitSingle160:
+    case Sm90Variant::kFitSingle176:
     case Sm90Variant::kFitSingle192:
-    case Sm90Variant::kFitSingle224: return kFitSingleRelativeSpeed;
+    case Sm90Variant::kFitSingle208:
+    case Sm90Variant::kFitSingle224:
+    case Sm90Variant::kFitSingle240: return kFitSingleRelativeSpeed;
     default: return kFitRelativeSpeed;
   }
 }
@@ -445,6 +490,57 @@ inline Sm90Variant choose_sm90_variant(const Sm90Problem& p, int sm_count) {
       whole_tile_waves_cost(whole, p.m, p.n, p.batch, sm_count) /
       (is_fit_width(whole) ? kFitRelativeSpeed : 1.0);
   return stream_k_cost(p.m, p.n, p.k, p.batch, sm_count) < whole_cost ? Sm90Variant::kTallStreamK : whole;
+}
+
+// The widths between the 32-column ones, in steps of 16: single CTAs 144, 176, 208 and
+// 240 wide and narrow tiles 80 and 112 wide. They refine the finished choice of a plain
+// GEMM's whole tiles (choose_sm90_variant above: its family, row split and stream-K
+// decisions are made without them) where they cost kStep16MinSaving less: the cost
+// model's allowance for widths no measurement has placed yet, the margin the 32-column
+// fitted widths were first given. Against another single-CTA plan the cost is its waves
+// times the shared-memory model's cycles per K step (tile_k_step_cycles): both read their
+// operands whole, so in one partial wave the tile with less work per CTA ends first,
+// which waves x area / speed, whose speeds were fitted on full waves of each kind, does
+// not see (128 x 8192: 64 lone 128 x 128 tiles against 57 of 128 x 144 - the narrower
+// ends first). Against pairs, whose multicast halves one operand's L2 reads, the area
+// model with its measured speeds. The narrow two only where the narrow rule could take a
+// narrow tile (narrow_fit_or: two rows of 128-row tiles, K below stream-K's, one wave).
+inline constexpr double kStep16MinSaving = 0.05;
+
+inline double single_cta_cycles(Sm90Variant v, int64_t m, int64_t n, int64_t batch, int sm_count) {
+  const TileShape t = tile_shape(v);
+  return static_cast<double>(ceil_div(variant_wave_plan(v, m, n, batch, sm_count).tiles, sm_count)) *
+         tile_k_step_cycles(t.block_m, t.block_n);
+}
+
+inline Sm90Variant step16_width_or(Sm90Variant best, const Sm90Problem& p, int sm_count) {
+  if (!p.fit_widths || p.fused_epilogue || p.swiglu || best == Sm90Variant::kTallStreamK || folds_k_slices(best)) {
+    return best;
+  }
+  const Sm90Variant chosen = best;
+  const ClusterShape cluster = cluster_shape(chosen);
+  const auto cost = [&](Sm90Variant v) {
+    return cluster.m * cluster.n == 1 ? single_cta_cycles(v, p.m, p.n, p.batch, sm_count)
+                                      : variant_cost(v, p.m, p.n, p.batch, sm_count);
+  };
+  double bar = (1.0 - kStep16MinSaving) * cost(chosen);
+  for (Sm90Variant v : {Sm90Variant::kFitSingle240, Sm90Variant::kFitSingle208, Sm90Variant::kFitSingle176,
+                        Sm90Variant::kFitSingle144}) {
+    const double c = cost(v);
+    if (c < bar) best = v, bar = c;
+  }
+  if (best != chosen || ceil_div(p.m, 128) < kNarrowFitMinRowTiles || ceil_div(p.k, 64) >= kStreamKMinKTiles) {
+    return best;
+  }
+  // Against a wider choice a narrow tile owes the narrow rule's margin as well.
+  const bool narrow = chosen == Sm90Variant::kFitNarrow64 || chosen == Sm90Variant::kFitNarrow96;
+  bar = (1.0 - kStep16MinSaving) * (narrow ? 1.0 : 1.0 - kNarrowFitMinSaving) *
+        variant_cost(chosen, p.m, p.n, p.batch, sm_count);
+  for (Sm90Variant v : {Sm90Variant::kFitNarrow112, Sm90Variant::kFitNarrow80}) {
+    const double c = variant_cost(v, p.m, p.n, p.batch, sm_count);
+    if (variant_wave_plan(v, p.m, p.n, p.batch, sm_count).tiles <= sm_count && c < bar) best = v, bar = c;
+  }
+  return best;
 }
 
 }  // namespace anvil::detail

@@ -93,6 +93,12 @@ using FitPair224 = FitConfig<224, 4, 2>;
 using FitSingle160 = FitConfig<160, 5, 1>;
 using FitSingle192 = FitConfig<192, 5, 1>;
 using FitSingle224 = FitConfig<224, 4, 1>;
+// The singles between them, in steps of 16 columns: as many stages of 16 + 18 ... 30 KiB
+// as fit beside the 20 KiB staged buffer.
+using FitSingle144 = FitConfig<144, 6, 1>;
+using FitSingle176 = FitConfig<176, 5, 1>;
+using FitSingle208 = FitConfig<208, 4, 1>;
+using FitSingle240 = FitConfig<240, 4, 1>;
 // The narrow fitted widths: 128 x 64 and 128 x 96 tiles in single CTAs, 8 and 7 stages of
 // 24 and 28 KiB beside the staged epilogue's 20 KiB. A 96-wide tile stores its last 32
 // columns from the registers. Their producer leaves out A's rows past M (producer.cuh,
@@ -112,6 +118,9 @@ using NarrowFitConfig = KernelConfig<KernelSpec{.block_n = kBlockN,
                                                 .skip_dead_boxes = true}>;
 using FitNarrow64 = NarrowFitConfig<64, 8>;
 using FitNarrow96 = NarrowFitConfig<96, 7>;
+// The widths between, 7 and 6 stages of 26 and 30 KiB.
+using FitNarrow80 = NarrowFitConfig<80, 7>;
+using FitNarrow112 = NarrowFitConfig<112, 6>;
 
 // Batch-invariant mode's split weights beyond the decode kernels' range (planner.cpp): the
 // narrow 128 x 96 single and the 128 x 128 and 128 x 192 pairs, their consumers summing the
@@ -203,6 +212,12 @@ constexpr auto with_variant_config(Sm90Variant variant, F&& f) {
     case Sm90Variant::kSliced96: return f(Sliced96{});
     case Sm90Variant::kSlicedPair128: return f(SlicedPair128{});
     case Sm90Variant::kSlicedPair192: return f(SlicedPair192{});
+    case Sm90Variant::kFitNarrow80: return f(FitNarrow80{});
+    case Sm90Variant::kFitNarrow112: return f(FitNarrow112{});
+    case Sm90Variant::kFitSingle144: return f(FitSingle144{});
+    case Sm90Variant::kFitSingle176: return f(FitSingle176{});
+    case Sm90Variant::kFitSingle208: return f(FitSingle208{});
+    case Sm90Variant::kFitSingle240: return f(FitSingle240{});
   }
   return f(WidePair{});
 }
