@@ -195,8 +195,8 @@ size_t workspace(const GemmDesc& desc, const GemmArgs* args) {
 extern const KernelInfo kSm90Gemm{kName,
                                   "production: persistent, warp-specialized; 128x256 tiles in multicasting 2-CTA "
                                   "clusters (along M, or along N for an odd number of 128-row tiles), single "
-                                  "128x256 or 128x128 by wave plan, 160/192/224-wide tiles where those fill the "
-                                  "waves better, stream-K on 256x128 tiles where whole tiles leave SMs "
+                                  "128x256 or 128x128 by wave plan, tiles 64-240 wide in steps of 16 where those fill "
+                                  "the waves better, stream-K on 256x128 tiles where whole tiles leave SMs "
                                   "idle; any layout/stride (repacked into the workspace)",
                                   check, launch, workspace};
 }  // namespace anvil::detail
