@@ -495,9 +495,9 @@ inline Sm90Variant choose_sm90_variant(const Sm90Problem& p, int sm_count) {
 // The widths between the 32-column ones, in steps of 16: single CTAs 144, 176, 208 and
 // 240 wide and narrow tiles 80 and 112 wide. They refine the finished choice of a plain
 // GEMM's whole tiles (choose_sm90_variant above: its family, row split and stream-K
-// decisions are made without them) where they cost kStep16MinSaving less: the cost
-// model's allowance for widths no measurement has placed yet, the margin the 32-column
-// fitted widths were first given. Against another single-CTA plan the cost is its waves
+// decisions are made without them) where they cost kStep16MinSaving less, the margin the
+// 32-column fitted widths were first given (on the shapes it changes: 1.034x, H200,
+// docs/notes/step16-widths.md). Against another single-CTA plan the cost is its waves
 // times the shared-memory model's cycles per K step (tile_k_step_cycles): both read their
 // operands whole, so in one partial wave the tile with less work per CTA ends first,
 // which waves x area / speed, whose speeds were fitted on full waves of each kind, does
