@@ -88,8 +88,34 @@ __device__ __forceinline__ void stage_boxes_for_tma_store(uint8_t* buffer,
   }
 }
 
-// One round of the TMA-store epilogue: wait until the buffer's previous stores have read
-// it, fill it with the round's boxes, and send them (one thread issues the copies).
+// Sends boxes [kFirstBox, kFirstBox + kBoxes) through the warpgroup's buffer: waits until
+// the previous round's stores have read it, lets stage() fill it, makes the writes visible
+// to the TMA engine's async-proxy reads, and issues the copies from one thread (coord(box):
+// the box's coordinates in map_d, inner dimension first).
+template <int kFirstBox, int kBoxes, int kBoxBytes, class Stage, class Coord>
+__device__ __forceinline__ void send_store_boxes(const Sm90Params& params, const TileCoord& tile, int consumer,
+                                                 uint8_t* buffer, int t, Stage stage, Coord coord) {
+  if (t == 0) sm90::tma_store_wait_read<0>();
+  sm90::warpgroup_sync(consumer);
+  stage();
+  sm90::fence_proxy_async_shared();
+  sm90::warpgroup_sync(consumer);
+  if (t == 0) {
+#pragma unroll
+    for (int box = kFirstBox; box < kFirstBox + kBoxes; ++box) {
+      const uint8_t* src = buffer + (box - kFirstBox) * kBoxBytes;
+      const int2 at = coord(box);
+      if (params.batched) {
+        sm90::tma_store_3d(&params.map_d, src, at.x, at.y, tile.batch);
+      } else {
+        sm90::tma_store_2d(&params.map_d, src, at.x, at.y);
+      }
+    }
+    sm90::tma_store_commit_group();
+  }
+}
+
+// One round of the TMA-store epilogue: the round's 64 x 64 boxes, then the next round.
 template <class Config, int kRound>
 __device__ __forceinline__ void tma_store_round(const Sm90Params& params, const TileCoord& tile, int consumer,
                                                 const float (&acc)[Config::kSlabs][Config::kBlockN / 2],
@@ -97,30 +123,19 @@ __device__ __forceinline__ void tma_store_round(const Sm90Params& params, const 
   constexpr int kBoxesPerSlab = Config::kBlockN / 64;
   constexpr int kBoxes = Config::kSlabs * kBoxesPerSlab / Config::kStoreRounds;
   constexpr int kFirstBox = kRound * kBoxes;
-  if (t == 0) sm90::tma_store_wait_read<0>();
-  sm90::warpgroup_sync(consumer);
-  if (params.epilogue.d.dtype == DataType::kBF16) {
-    stage_boxes_for_tma_store<Config, __nv_bfloat162, kFirstBox, kBoxes>(buffer, acc, t);
-  } else {
-    stage_boxes_for_tma_store<Config, __half2, kFirstBox, kBoxes>(buffer, acc, t);
-  }
-  // Generic-proxy writes must be visible to the TMA engine's async-proxy reads.
-  sm90::fence_proxy_async_shared();
-  sm90::warpgroup_sync(consumer);
-  if (t == 0) {
-#pragma unroll
-    for (int box = kFirstBox; box < kFirstBox + kBoxes; ++box) {
-      const uint8_t* src = buffer + (box - kFirstBox) * kStoreBoxBytes;
-      const int x = static_cast<int>(col0) + (box % kBoxesPerSlab) * 64;
-      const int y = static_cast<int>(row0) + (box / kBoxesPerSlab) * 64;
-      if (params.batched) {
-        sm90::tma_store_3d(&params.map_d, src, x, y, tile.batch);
-      } else {
-        sm90::tma_store_2d(&params.map_d, src, x, y);
-      }
-    }
-    sm90::tma_store_commit_group();
-  }
+  send_store_boxes<kFirstBox, kBoxes, kStoreBoxBytes>(
+      params, tile, consumer, buffer, t,
+      [&] {
+        if (params.epilogue.d.dtype == DataType::kBF16) {
+          stage_boxes_for_tma_store<Config, __nv_bfloat162, kFirstBox, kBoxes>(buffer, acc, t);
+        } else {
+          stage_boxes_for_tma_store<Config, __half2, kFirstBox, kBoxes>(buffer, acc, t);
+        }
+      },
+      [&](int box) {
+        return make_int2(static_cast<int>(col0) + (box % kBoxesPerSlab) * 64,
+                         static_cast<int>(row0) + (box / kBoxesPerSlab) * 64);
+      });
   if constexpr (kRound + 1 < Config::kStoreRounds) {
     tma_store_round<Config, kRound + 1>(params, tile, consumer, acc, buffer, row0, col0, t);
   }
@@ -177,29 +192,20 @@ __device__ __forceinline__ void tma_store_column_round(const Sm90Params& params,
   constexpr int kFirstBox = kRound * kPerRound;
   constexpr int kBoxes = kTotal - kFirstBox < kPerRound ? kTotal - kFirstBox : kPerRound;
   static_assert(kPerRound >= 1 && Config::kBlockN % kColumnStoreBoxColumns == 0, "whole column boxes in the buffer");
-  if (t == 0) sm90::tma_store_wait_read<0>();
-  sm90::warpgroup_sync(consumer);
-  if (params.epilogue.d.dtype == DataType::kBF16) {
-    stage_column_boxes<Config, __nv_bfloat162, kFirstBox, kBoxes>(buffer, acc, t);
-  } else {
-    stage_column_boxes<Config, __half2, kFirstBox, kBoxes>(buffer, acc, t);
-  }
-  sm90::fence_proxy_async_shared();
-  sm90::warpgroup_sync(consumer);
-  if (t == 0) {
-#pragma unroll
-    for (int box = kFirstBox; box < kFirstBox + kBoxes; ++box) {
-      const uint8_t* src = buffer + (box - kFirstBox) * kColumnStoreBoxBytes;
-      const int x = static_cast<int>(row0) + (box / kBoxesPerSlab) * 64;  // the map's inner dimension: rows
-      const int y = static_cast<int>(col0) + (box % kBoxesPerSlab) * kColumnStoreBoxColumns;
-      if (params.batched) {
-        sm90::tma_store_3d(&params.map_d, src, x, y, tile.batch);
-      } else {
-        sm90::tma_store_2d(&params.map_d, src, x, y);
-      }
-    }
-    sm90::tma_store_commit_group();
-  }
+  send_store_boxes<kFirstBox, kBoxes, kColumnStoreBoxBytes>(
+      params, tile, consumer, buffer, t,
+      [&] {
+        if (params.epilogue.d.dtype == DataType::kBF16) {
+          stage_column_boxes<Config, __nv_bfloat162, kFirstBox, kBoxes>(buffer, acc, t);
+        } else {
+          stage_column_boxes<Config, __half2, kFirstBox, kBoxes>(buffer, acc, t);
+        }
+      },
+      // map_d's inner dimension is D's rows here.
+      [&](int box) {
+        return make_int2(static_cast<int>(row0) + (box / kBoxesPerSlab) * 64,
+                         static_cast<int>(col0) + (box % kBoxesPerSlab) * kColumnStoreBoxColumns);
+      });
   if constexpr (kFirstBox + kBoxes < kTotal) {
     tma_store_column_round<Config, kRound + 1>(params, tile, consumer, acc, buffer, row0, col0, t);
   }
