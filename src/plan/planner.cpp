@@ -287,9 +287,14 @@ bool readable_in_place(const MatrixLayout& layout, Order k_major, int64_t batch,
 constexpr size_t kWorkspaceAlign = 256;
 size_t align_up(size_t bytes) { return (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign; }
 
+// As the launch decides it (tma_operands.h: d_layout_tma_storable, and by columns for a
+// column-major D of 16-bit inputs).
 bool tma_storable(const GemmDesc& desc) {
-  return desc.d.dtype != DataType::kF32 && desc.d.order == Order::kRowMajor && desc.d.ld % 8 == 0 && desc.n % 8 == 0 &&
-         (desc.batch == 1 || desc.d.batch_stride % 8 == 0);
+  if (desc.d.dtype == DataType::kF32 || desc.d.ld % 8 != 0 || (desc.batch > 1 && desc.d.batch_stride % 8 != 0)) {
+    return false;
+  }
+  if (desc.d.order == Order::kRowMajor) return desc.n % 8 == 0;
+  return desc.m % 8 == 0 && desc.a.dtype != DataType::kE4M3 && desc.a.dtype != DataType::kE5M2;
 }
 
 bool plain(const GemmDesc& desc) {
@@ -574,7 +579,8 @@ void plan_sm90(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, co
             static_cast<long long>(tail), static_cast<int>(kRowSplitGranule), static_cast<int>(kRowSplitMaxTailRows));
       else say(p.row_split_reason, "none: the estimates save less than %.0f%%", 100 * kRowSplitMinSaving);
     }
-    describe_variant(p, step16_width_or(choose_sm90_variant(problem, sms), problem, sms));
+    const Sm90Variant whole = choose_sm90_variant(problem, sms);
+    describe_variant(p, facts.d_by_column_boxes ? whole : step16_width_or(whole, problem, sms));
     describe_tile_choice(p, problem, sms, false);
   }
   p.workspace_bytes = repack_bytes + (p.variant == Sm90Variant::kTallStreamK ? sk_bytes : 0);
@@ -816,6 +822,52 @@ bool plan_swapped_decode(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& 
   say(swapped_plan.family_reason, "swap-AB: N = %lld columns as tokens on A's %lld rows; %s",
       static_cast<long long>(desc.n), static_cast<long long>(desc.m), why);
   p = swapped_plan;
+  return true;
+}
+
+// sm90-gemm's plan in the variant choice's units (plan.h, estimated_cost: waves x tile
+// area / speed, a pair's dead row counted; stream-K's dealt-out waves and fixup).
+double sm90_plan_cost(const LaunchPlan& p, const GemmDesc& desc, int sms) {
+  if (p.variant == Sm90Variant::kTallStreamK) return stream_k_cost(desc.m, desc.n, desc.k, desc.batch, sms);
+  return fit_variant_cost(p.variant, desc.m, desc.n, desc.batch, sms);
+}
+
+// sm90-gemm on D^T = B^T A^T: the weight's features on the tiles' 128 rows, the tokens on
+// their N side. The tile widths (64-256 in steps of 32) then cut the tokens, so a token
+// count that 128-row tiles round up badly may fit the widths better, and the features,
+// usually a multiple of 256, make whole cluster pairs: 404 x 32768 x 6144 is 512 tiles of
+// 128 x 256 either way, but transposed each covers 224 tokens instead of 256 of them, so the
+// tiles hold 404 / 448 live tokens against 404 / 512 live rows. D^T is a column-major D,
+// stored through TMA boxes of 64 rows x 32 columns (epilogue_store.cuh); so plain GEMMs
+// with 16-bit inputs only (the fused epilogues' staged store into a column-major D is a
+// strided store per output). Whole tiles both ways, no repacked operand and no row split;
+// never in batch-invariant mode. Taken where the variant choice's cost falls by
+// kTransposedMinSaving.
+constexpr double kTransposedMinSaving = 0.05;
+bool plan_transposed_sm90(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides& ov,
+                          const CallFacts& facts) {
+  if (ov.swap_ab == PlanOverrides::SwapAb::kNever || desc.batch_invariant || !transposable(desc) || !plain(desc) ||
+      !facts.transposed_accepts[index(KernelFamily::kSm90Gemm)] || ov.sm90_variant >= 0 || ov.sm90_fit_only) {
+    return false;
+  }
+  const auto whole_in_place = [](const LaunchPlan& q) {
+    return q.family == KernelFamily::kSm90Gemm && !q.repack.a && !q.repack.b && !q.row_split() && q.k_splits == 1;
+  };
+  const GemmDesc t = transposed_problem(desc);
+  if (!whole_in_place(p) || !tma_storable(t)) return false;
+  LaunchPlan q;
+  q.batch_invariant = desc.batch_invariant;
+  q.main_rows = t.m;
+  CallFacts facts_t = swapped_facts(facts);
+  facts_t.d_by_column_boxes = true;
+  plan_sm90(q, t, device, ov, facts_t);
+  if (!whole_in_place(q)) return false;
+  const double cost = sm90_plan_cost(p, desc, device.sm_count), cost_t = sm90_plan_cost(q, t, device.sm_count);
+  if (cost_t >= (1.0 - kTransposedMinSaving) * cost) return false;
+  say(q.family_reason, "sm90-gemm transposed: %lld tokens on %s's N side cost %.0f%% less than on %s's rows",
+      static_cast<long long>(desc.m), variant_name(q.variant), 100.0 * (1.0 - cost_t / cost), variant_name(p.variant));
+  q.swap_ab = true;
+  p = q;
   return true;
 }
 
@@ -1152,7 +1204,9 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
         say(p.family_reason, "sm90-gemm forced with swap-AB, but it does not take the transposed problem");
         return p;  // family kNone
       }
-      plan_sm90(p, transposed_problem(desc), device, ov, swapped_facts(*facts));
+      CallFacts facts_t = swapped_facts(*facts);
+      facts_t.d_by_column_boxes = true;
+      plan_sm90(p, transposed_problem(desc), device, ov, facts_t);
       p.swap_ab = true;
     } else if (ov.family == KernelFamily::kSm90Gemm) {
       plan_sm90(p, desc, device, ov, *facts);
@@ -1228,15 +1282,21 @@ LaunchPlan plan(const GemmDesc& desc, const DeviceInfo& device, const PlanOverri
              static_cast<long long>(desc.m), 100 * kSm90MinWaveEfficiency);
     plan_sm90(p, desc, device, ov, *facts);
     if (decode) plan_decode_on_copies(p, desc, device, ov);
+    LaunchPlan transposed = p;
+    const bool swap = !decode && plan_transposed_sm90(transposed, desc, device, ov, *facts);
+    const double gemm_cycles = swap ? sm90_plan_cycles(transposed, transposed_problem(desc), device.sm_count)
+                                    : sm90_plan_cycles(p, desc, device.sm_count);
     char reason[kReasonChars];
     const bool in_place = !p.repack.a && !p.repack.b && !p.row_split();
     if (!decode && in_place &&
-        prefers_rows64_token_tiles(sm90_plan_cycles(p, desc, device.sm_count), kTokenTilesMinSaving, "sm90-gemm's plan",
-                                   desc, device, *facts, reason)) {
+        prefers_rows64_token_tiles(gemm_cycles, kTokenTilesMinSaving, "sm90-gemm's plan", desc, device, *facts,
+                                   reason)) {
       p = LaunchPlan{};
       p.batch_invariant = desc.batch_invariant;
       std::memcpy(p.family_reason, reason, kReasonChars);
       plan_decode_family(p, KernelFamily::kDecodeR64, desc, device, ov, *facts);
+    } else if (swap) {
+      p = transposed;
     }
     p.kernel_name = family_name(p.family);
     return p;

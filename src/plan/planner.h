@@ -128,6 +128,9 @@ struct CallFacts {
   bool accepts[kKernelFamilies] = {true, true, true, true, true, true, true, true};
   // The same for the transposed problem (transposed_problem: A and B swapped).
   bool transposed_accepts[kKernelFamilies] = {true, true, true, true, true, true, true, true};
+  // sm90-gemm's D leaves as D^T through the column TMA store (plan_transposed_sm90), whose
+  // boxes are 32 columns wide: only widths in steps of 32.
+  bool d_by_column_boxes = false;
 };
 
 // One decode launch: the configuration, its grid and its K split.

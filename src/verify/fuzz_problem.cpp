@@ -107,6 +107,54 @@ int64_t& largest_extent(GemmDesc& d) {
 
 }  // namespace
 
+namespace {
+
+// The problems drawn in the transposed plan's shapes (planner.cpp, plan_transposed_sm90):
+// indices kTransposedShapeSlot mod kTransposedShapeEvery, from a stream of their own.
+constexpr int64_t kTransposedShapeEvery = 7;
+constexpr int64_t kTransposedShapeSlot = 5;
+
+// A plain GEMM of a few hundred to a thousand tokens on a weight of 2048-6144 rows, K-major
+// operands and a 16-bit row-major D in whole 16-byte lines: the shapes sm90-gemm may run
+// transposed, storing D^T through the column TMA store. The dtypes are the draw's inputs.
+// Only where the limits take such a problem (large ones drawn, 2048 columns, the MAC cap
+// at 129 x 2048 x 64); p stays the draw's otherwise.
+void make_transposed_shape(FuzzProblem& p, const FuzzLimits& limits) {
+  if (limits.large_percent == 0 || limits.max_extent < 2048 || limits.max_large_macs < int64_t{129} * 2048 * 64) {
+    return;
+  }
+  Random rng(Random(p.data_seed ^ 0x7A5570EDull).next());
+  GemmDesc& d = p.desc;
+  d.batch = 1;
+  d.batch_invariant = false;
+  d.m = rng.between(129, std::min<int64_t>(1100, limits.max_extent));
+  d.n = 256 * rng.between(8, std::min<int64_t>(24, limits.max_extent / 256));
+  d.k = 8 * rng.between(8, std::min<int64_t>(128, limits.max_extent / 8));
+  while (fuzz_macs(d) > limits.max_large_macs && d.k > 64) d.k = std::max<int64_t>(64, d.k / 16 * 8);
+  while (fuzz_macs(d) > limits.max_large_macs && d.m > 129) d.m = std::max<int64_t>(129, d.m / 2);
+  while (fuzz_macs(d) > limits.max_large_macs && d.n > 2048) d.n = std::max<int64_t>(2048, d.n / 512 * 256);
+  d.epilogue = EpilogueDesc{};
+  d.alpha = 1.0f;
+  d.beta = 0.0f;
+  const auto line = [&](DataType t, Order order, int64_t ld) {
+    MatrixLayout l;
+    l.dtype = t;
+    l.order = order;
+    l.ld = ld + 8 * (rng.percent(70) ? 0 : rng.between(1, 4));
+    return l;
+  };
+  const DataType in = d.a.dtype;
+  d.a = line(in, Order::kRowMajor, d.k);
+  d.b = line(in, Order::kColMajor, d.k);
+  d.d = line(rng.percent(50) ? DataType::kBF16 : DataType::kF16, Order::kRowMajor, d.n);
+  d.c = d.d;
+  p.c_is_d = false;
+  p.unread_c = false;
+  p.a_offset = p.b_offset = p.d_offset = 0;
+}
+
+}  // namespace
+
 FuzzLimits default_fuzz_limits() {
   // About 5 TFLOP of reference GEMM over 2000 problems, most of it in the large ones.
   return FuzzLimits{9000, 2100, 10, int64_t{1} << 32, int64_t{1} << 36, 4};
@@ -236,7 +284,11 @@ void reshape_for_step16_widths(FuzzProblem& p, const FuzzLimits& limits) {
 
 FuzzProblem make_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits& limits) {
   FuzzProblem p = draw_problem(seed, index, limits);
-  if (index % kStep16ShapeEvery == kStep16ShapeSlot) reshape_for_step16_widths(p, limits);
+  if (index % kStep16ShapeEvery == kStep16ShapeSlot) {
+    reshape_for_step16_widths(p, limits);
+  } else if (index % kTransposedShapeEvery == kTransposedShapeSlot) {
+    make_transposed_shape(p, limits);
+  }
   return p;
 }
 

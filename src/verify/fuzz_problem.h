@@ -44,6 +44,10 @@ struct FuzzProblem {
   uint64_t data_seed = 0;
 };
 
+// Every seventh problem (index 5 mod 7), where the limits allow large problems of 2048
+// columns, takes the shapes sm90-gemm may run transposed instead: one matrix of 129-1100
+// tokens on a weight of 2048-6144 rows, K of 64-1024, K-major operands and a plain
+// epilogue into a 16-bit row-major D (the column TMA store of D^T).
 FuzzProblem make_fuzz_problem(uint64_t seed, int64_t index, const FuzzLimits& limits);
 
 // The same draw made an FP8 problem that sm90-fp8 must take (docs/fp8.md): e4m3 x e4m3

@@ -161,6 +161,16 @@ TEST(FuzzProblem, ReachesEveryCornerItPromises) {
       }
     }
     mark("D column-major", d.d.order == Order::kColMajor);
+    // The column TMA store (epilogue_store.cuh): a plain GEMM into a half column-major D
+    // with rows a multiple of 8 and 16-byte lines; and the dispatcher's transposed plans.
+    const bool plain = d.alpha == 1.0f && d.beta == 0.0f && d.epilogue.bias == BiasMode::kNone &&
+                       d.epilogue.activation == Activation::kIdentity;
+    mark("D column-major through TMA", plain && d.d.order == Order::kColMajor && d.d.dtype != DataType::kF32 &&
+                                           d.m % 8 == 0 && d.d.ld % 8 == 0 &&
+                                           (p.d_offset * int64_t(verify::dtype_bytes(d.d.dtype))) % 16 == 0);
+    mark("sm90-gemm transposed", anvil::detail::plan(d, anvil::detail::DeviceInfo::h200()).swap_ab &&
+                                     anvil::detail::plan(d, anvil::detail::DeviceInfo::h200()).family ==
+                                         anvil::detail::KernelFamily::kSm90Gemm);
     for (int act = 0; act <= int(Activation::kSwiGLU); ++act) {
       mark("activation " + std::to_string(act), int(d.epilogue.activation) == act);
     }

@@ -142,6 +142,38 @@ TEST(PlannerSwapAb, NeverInBatchInvariantModeForSwiGLUOrWhenForcedNever) {
   EXPECT_FALSE(plan(linear(1024, 256, 1024), h200).swap_ab);
 }
 
+// sm90-gemm transposed (plan_transposed_sm90): the tokens on the tiles' N side where the
+// variant choice's cost falls by at least 5%; plain 16-bit GEMMs whose D^T TMA can store.
+TEST(PlannerSwapAb, Sm90GemmRunsTransposedWhereTheTokensFitItsWidthsBetter) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  // 404 tokens: 4 rows of 128 x 256 tiles (79% live) or 2 columns of 128 x 224 (90%), 512
+  // tiles either way.
+  const LaunchPlan wide = plan(linear(404, 32768, 6144), h200);
+  EXPECT_EQ(wide.family, KernelFamily::kSm90Gemm);
+  EXPECT_TRUE(wide.swap_ab) << wide.family_reason;
+  EXPECT_EQ(wide.variant, Sm90Variant::kFitPair224);
+  EXPECT_NE(std::string(wide.family_reason).find("transposed"), std::string::npos) << wide.family_reason;
+  // 383 tokens: three rows of lone 128 x 128 CTAs, or 40 feature tiles in ping-pong pairs.
+  const LaunchPlan pairs = plan(linear(383, 5120, 2048), h200);
+  EXPECT_TRUE(pairs.swap_ab) << pairs.family_reason;
+  EXPECT_EQ(pairs.variant, Sm90Variant::kPingPongPair);
+  // Not where both orientations cost the same, nor for the other outputs, epilogues and modes.
+  EXPECT_FALSE(plan(linear(4096, 4096, 4096), h200).swap_ab);
+  GemmDesc bias = linear(404, 32768, 6144);
+  bias.epilogue.bias = BiasMode::kPerColumn;
+  EXPECT_FALSE(plan(bias, h200).swap_ab);
+  GemmDesc invariant = linear(404, 32768, 6144);
+  invariant.batch_invariant = true;
+  EXPECT_FALSE(plan(invariant, h200).swap_ab);
+  GemmDesc fp32_out = linear(404, 32768, 6144);
+  fp32_out.d.dtype = fp32_out.c.dtype = DataType::kF32;
+  EXPECT_FALSE(plan(fp32_out, h200).swap_ab);  // D^T through the staged store: a store per output
+  EXPECT_FALSE(plan(linear(404, 32765, 6144), h200).swap_ab);  // D^T's rows not whole 16-byte groups
+  PlanOverrides never;
+  never.swap_ab = PlanOverrides::SwapAb::kNever;
+  EXPECT_FALSE(plan(linear(404, 32768, 6144), h200, &never).swap_ab);
+}
+
 // Forced (anvil-bench --kernels sm90-gemm --swap-ab always): sm90-gemm on the transposed
 // problem, the tokens on its tiles' N side, whatever the costs; not where sm90-gemm does not
 // take the transposed problem (FP8 scales, SwiGLU).

@@ -132,6 +132,22 @@ std::vector<Case> sweep_cases() {
   cases.push_back({"moved_last_box_residual_268x520x1000", moved, true});
   cases.push_back({"moved_last_box_777x1000x384", linear(777, 1000, 384)});
   cases.push_back({"moved_last_box_fp32_out_1033x264x520", linear(1033, 264, 520, bf, f32)});
+  // A column-major D: with 16-bit output, rows a multiple of 8 and 16-byte lines, the plain
+  // GEMM leaves through TMA boxes of 64 rows x 32 columns staged transposed
+  // (epilogue_store.cuh, tma_store_column_round); other rows take the staged store.
+  const auto column_d = [&](GemmDesc d, int64_t pad) {
+    d.d = anvil_test::padded_layout(d.d.dtype, C, d.m, d.n, pad, d.batch, 64);
+    d.c = d.d;
+    return d;
+  };
+  cases.push_back({"col_d_296x520x1000", column_d(linear(296, 520, 1000), 0)});
+  cases.push_back({"col_d_padded_fp16_264x1000x512", column_d(linear(264, 1000, 512, hf, hf), 8)});
+  cases.push_back({"col_d_batch3_256x520x256", column_d(make_desc(256, 520, 256, bf, R, C, bf, 8, 3), 8)});
+  cases.push_back({"col_d_ragged_rows_300x520x1000", column_d(linear(300, 520, 1000), 0)});
+  // Plans the dispatcher runs transposed (planner.cpp, plan_transposed_sm90): the 300 tokens
+  // on the tiles' N side of 3072 weight rows, D^T stored through column boxes.
+  cases.push_back({"transposed_300x3072x512", linear(300, 3072, 512)});
+  cases.push_back({"transposed_fp16_777x2048x1024", linear(777, 2048, 1024, hf, hf)});
   GemmDesc scaled = linear(300, 520, 1000, bf, f32);
   scaled.alpha = 0.5f;
   scaled.beta = -0.75f;
@@ -313,6 +329,8 @@ std::vector<Case> repeat_cases() {
       {"fit_single240_300x19968x256", linear(300, 19968, 256), false, 36},
       // An fp32 D goes through the staged epilogue, whose last chunk is 16 columns here.
       {"narrow80_f32_255x4352x256", linear(255, 4352, 256, DataType::kBF16, DataType::kF32), false, 37},
+      // sm90-gemm on D^T = B^T A^T (plan_transposed_sm90): D leaves through column boxes.
+      {"transposed_300x3072x512", linear(300, 3072, 512), false, 38},
   };
   return cases;
 }

@@ -288,10 +288,17 @@ void print_fp8_decode(const GemmDesc& d, const DeviceInfo& dev, const LaunchPlan
               chosen.family == KernelFamily::kSm90Fp8Decode ? "  <- planned" : "");
 }
 
-void print_gemm_candidates(const GemmDesc& d, const DeviceInfo& dev, const LaunchPlan& chosen) {
+// transposed: d is the transposed problem D^T = B^T A^T (planner.cpp, plan_transposed_sm90),
+// the weight's rows on the tiles' 128 rows and the tokens on their N side.
+void print_gemm_candidates(const GemmDesc& d, const DeviceInfo& dev, const LaunchPlan& chosen, bool transposed) {
   const int sms = dev.sm_count;
   const double k_steps = static_cast<double>(ceil_div(d.k, 64));
-  std::printf("\nsm90-gemm candidates (setmaxnreg: producer / consumer registers per thread; est: the planner's cost model)\n");
+  if (transposed) {
+    std::printf("\nsm90-gemm candidates on D^T = B^T A^T (%lld weight rows x %lld tokens: the tokens on the tiles' N side)\n",
+                static_cast<long long>(d.m), static_cast<long long>(d.n));
+  } else {
+    std::printf("\nsm90-gemm candidates (setmaxnreg: producer / consumer registers per thread; est: the planner's cost model)\n");
+  }
   std::printf("  (step cyc: SM cycles per 64-wide K step in the shared-memory model, tile_k_step_cycles)\n");
   std::printf("  %-15s %7s %5s %9s %6s %9s %9s %11s %7s %7s %7s %6s %8s %6s %9s\n", "variant", "tile", "clus",
               "stage KiB", "stages", "fit", "smem KiB", "regs p/c", "CTA/SM", "tiles", "waves", "eff", "step cyc",
@@ -321,7 +328,7 @@ void print_gemm_candidates(const GemmDesc& d, const DeviceInfo& dev, const Launc
     std::snprintf(regtext, sizeof(regtext), "%d/%d", r.producer_registers, r.consumer_registers);
     if (std::isfinite(est_us)) std::snprintf(est, sizeof(est), "%.1f", est_us);
     else std::snprintf(est, sizeof(est), "-");
-    const bool picked = chosen.family == KernelFamily::kSm90Gemm && chosen.variant == v;
+    const bool picked = chosen.family == KernelFamily::kSm90Gemm && chosen.variant == v && chosen.swap_ab == transposed;
     std::printf("  %-15s %7s %5s %9.1f %6d %9d %9.1f %11s %7d %7lld %7.2f %5.0f%% %8.0f %6s %s\n", variant_name(v), tile,
                 cluster, r.stage_bytes / 1024.0, r.stages, stages_fit, r.smem_bytes / 1024.0, regtext, per_sm,
                 static_cast<long long>(w.tiles), w.waves, 100 * w.efficiency, tile_k_step_cycles(r.block_m, r.block_n),
@@ -422,7 +429,11 @@ int run(int argc, char** argv) {
     return chosen.family == KernelFamily::kNone ? 1 : 0;
   }
   print_roofline(d, dev, 2, out_bytes, 1.0);
-  print_gemm_candidates(d, dev, chosen);
+  print_gemm_candidates(d, dev, chosen, false);
+  // The planner weighs sm90-gemm's plan of the transposed problem too (plain 16-bit GEMMs).
+  if (chosen.family == KernelFamily::kSm90Gemm && transposable(d) && !d.batch_invariant) {
+    print_gemm_candidates(transposed_problem(d), dev, chosen, true);
+  }
   print_decode_candidates(d, dev, chosen);
   std::printf("\n");
   print_plan(chosen, d, stdout);

@@ -17,4 +17,13 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t smem_row_addr, uint32_t til
                : "memory");
 }
 
+// The transposing form: tile i is written transposed, so lane l's address receives column
+// l % 8 of tile l / 8 (its eight rows' elements of that column, in row order).
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t smem_row_addr, uint32_t tile0, uint32_t tile1,
+                                                  uint32_t tile2, uint32_t tile3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_row_addr),
+               "r"(tile0), "r"(tile1), "r"(tile2), "r"(tile3)
+               : "memory");
+}
+
 }  // namespace anvil::sm90

@@ -89,8 +89,34 @@ __device__ __forceinline__ void stage_boxes_for_tma_store(uint8_t* buffer,
   }
 }
 
-// One round of the TMA-store epilogue: wait until the buffer's previous stores have read
-// it, fill it with the round's boxes, and send them (one thread issues the copies).
+// Sends boxes [kFirstBox, kFirstBox + kBoxes) through the warpgroup's buffer: waits until
+// the previous round's stores have read it, lets stage() fill it, makes the writes visible
+// to the TMA engine's async-proxy reads, and issues the copies from one thread (coord(box):
+// the box's coordinates in map_d, inner dimension first).
+template <int kFirstBox, int kBoxes, int kBoxBytes, class Stage, class Coord>
+__device__ __forceinline__ void send_store_boxes(const Sm90Params& params, const TileCoord& tile, int consumer,
+                                                 uint8_t* buffer, int t, Stage stage, Coord coord) {
+  if (t == 0) sm90::tma_store_wait_read<0>();
+  sm90::warpgroup_sync(consumer);
+  stage();
+  sm90::fence_proxy_async_shared();
+  sm90::warpgroup_sync(consumer);
+  if (t == 0) {
+#pragma unroll
+    for (int box = kFirstBox; box < kFirstBox + kBoxes; ++box) {
+      const uint8_t* src = buffer + (box - kFirstBox) * kBoxBytes;
+      const int2 at = coord(box);
+      if (params.batched) {
+        sm90::tma_store_3d(&params.map_d, src, at.x, at.y, tile.batch);
+      } else {
+        sm90::tma_store_2d(&params.map_d, src, at.x, at.y);
+      }
+    }
+    sm90::tma_store_commit_group();
+  }
+}
+
+// One round of the TMA-store epilogue: the round's 64 x 64 boxes, then the next round.
 template <class Config, int kRound>
 __device__ __forceinline__ void tma_store_round(const Sm90Params& params, const TileCoord& tile, int consumer,
                                                 const float (&acc)[Config::kSlabs][Config::kBlockN / 2],
@@ -98,32 +124,91 @@ __device__ __forceinline__ void tma_store_round(const Sm90Params& params, const 
   constexpr int kBoxesPerSlab = Config::kBlockN / 64;
   constexpr int kBoxes = Config::kSlabs * kBoxesPerSlab / Config::kStoreRounds;
   constexpr int kFirstBox = kRound * kBoxes;
-  if (t == 0) sm90::tma_store_wait_read<0>();
-  sm90::warpgroup_sync(consumer);
-  if (params.epilogue.d.dtype == DataType::kBF16) {
-    stage_boxes_for_tma_store<Config, __nv_bfloat162, kFirstBox, kBoxes>(buffer, acc, t);
-  } else {
-    stage_boxes_for_tma_store<Config, __half2, kFirstBox, kBoxes>(buffer, acc, t);
-  }
-  // Generic-proxy writes must be visible to the TMA engine's async-proxy reads.
-  sm90::fence_proxy_async_shared();
-  sm90::warpgroup_sync(consumer);
-  if (t == 0) {
-#pragma unroll
-    for (int box = kFirstBox; box < kFirstBox + kBoxes; ++box) {
-      const uint8_t* src = buffer + (box - kFirstBox) * kStoreBoxBytes;
-      const int x = static_cast<int>(col0) + (box % kBoxesPerSlab) * 64;
-      const int y = static_cast<int>(row0) + (box / kBoxesPerSlab) * 64;
-      if (params.batched) {
-        sm90::tma_store_3d(&params.map_d, src, x, y, tile.batch);
-      } else {
-        sm90::tma_store_2d(&params.map_d, src, x, y);
-      }
-    }
-    sm90::tma_store_commit_group();
-  }
+  send_store_boxes<kFirstBox, kBoxes, kStoreBoxBytes>(
+      params, tile, consumer, buffer, t,
+      [&] {
+        if (params.epilogue.d.dtype == DataType::kBF16) {
+          stage_boxes_for_tma_store<Config, __nv_bfloat162, kFirstBox, kBoxes>(buffer, acc, t);
+        } else {
+          stage_boxes_for_tma_store<Config, __half2, kFirstBox, kBoxes>(buffer, acc, t);
+        }
+      },
+      [&](int box) {
+        return make_int2(static_cast<int>(col0) + (box % kBoxesPerSlab) * 64,
+                         static_cast<int>(row0) + (box / kBoxesPerSlab) * 64);
+      });
   if constexpr (kRound + 1 < Config::kStoreRounds) {
     tma_store_round<Config, kRound + 1>(params, tile, consumer, acc, buffer, row0, col0, t);
+  }
+}
+
+// A column-major D (a transposed launch, D^T = B^T A^T: the rows are the weight's
+// features, the columns the tokens) leaves through TMA boxes of 64 rows x 32 columns. In
+// shared memory a box is the tile's transpose: 32 lines, one per column, of 128 bytes (the
+// slab's 64 rows), 16-byte chunks XOR-swizzled by line as the 64 x 64 boxes are. stmatrix's
+// transposing form writes it from the same fragment registers as the row-major boxes: of
+// an instruction's four 8 x 8 tiles (rows 0-7 and 8-15 of the warp's 16, column groups g
+// and g + 1), tile i lands as 8 lines (its columns) of one 16-byte chunk (its rows). Every
+// width here is a multiple of 32, so the whole tile leaves through TMA.
+inline constexpr int kColumnStoreBoxColumns = 32;
+inline constexpr int kColumnStoreBoxBytes = kColumnStoreBoxColumns * 128;
+
+// Writes a warpgroup's accumulators for column boxes [kFirstBox, kFirstBox + kBoxes) of its
+// slabs (box b: slab b / (kBlockN / 32), columns 32 (b % (kBlockN / 32)) ..) into the buffer.
+template <class Config, class Pair, int kFirstBox, int kBoxes>
+__device__ __forceinline__ void stage_column_boxes(uint8_t* buffer, const float (&acc)[Config::kSlabs][Config::kBlockN / 2],
+                                                   int t) {
+  constexpr int kBoxesPerSlab = Config::kBlockN / kColumnStoreBoxColumns;
+  const int warp = t / 32, lane = t % 32;
+  const int tile = lane / 8, line = lane % 8;
+  // This lane's line: column 8 (tile / 2) + line of the instruction's 16; its chunk holds
+  // rows 8 (tile % 2) .. + 8 of the warp's 16, i.e. slab rows 16 warp + 8 (tile % 2) ...
+  const uint32_t lane_addr = sm90::smem_addr(buffer) + static_cast<uint32_t>((8 * (tile / 2) + line) * 128) +
+                             static_cast<uint32_t>(((2 * warp + tile % 2) ^ line) * 16);
+#pragma unroll
+  for (int box = kFirstBox; box < kFirstBox + kBoxes; ++box) {
+    const float(&slab)[Config::kBlockN / 2] = acc[box / kBoxesPerSlab];
+    constexpr int kGroupsPerBox = kColumnStoreBoxColumns / 8;
+#pragma unroll
+    for (int h = 0; h < kGroupsPerBox; h += 2) {
+      const int g = (box % kBoxesPerSlab) * kGroupsPerBox + h;
+      const float* r = &slab[4 * g];
+      const uint32_t offset = static_cast<uint32_t>((box - kFirstBox) * kColumnStoreBoxBytes + h * 8 * 128);
+      sm90::stmatrix_x4_trans(lane_addr + offset, pack_pair<Pair>(r[0], r[1]), pack_pair<Pair>(r[2], r[3]),
+                              pack_pair<Pair>(r[4], r[5]), pack_pair<Pair>(r[6], r[7]));
+    }
+  }
+}
+
+// One round of the column-major TMA store: as many column boxes as the warpgroup's buffer
+// holds, then the next round.
+template <class Config, int kRound>
+__device__ __forceinline__ void tma_store_column_round(const Sm90Params& params, const TileCoord& tile, int consumer,
+                                                       const float (&acc)[Config::kSlabs][Config::kBlockN / 2],
+                                                       uint8_t* buffer, int64_t row0, int64_t col0, int t) {
+  constexpr int kBufferBytes = Config::kSlabs * (Config::kBlockN / 64) / Config::kStoreRounds * kStoreBoxBytes;
+  constexpr int kPerRound = kBufferBytes / kColumnStoreBoxBytes;
+  constexpr int kBoxesPerSlab = Config::kBlockN / kColumnStoreBoxColumns;
+  constexpr int kTotal = Config::kSlabs * kBoxesPerSlab;
+  constexpr int kFirstBox = kRound * kPerRound;
+  constexpr int kBoxes = kTotal - kFirstBox < kPerRound ? kTotal - kFirstBox : kPerRound;
+  static_assert(kPerRound >= 1 && Config::kBlockN % kColumnStoreBoxColumns == 0, "whole column boxes in the buffer");
+  send_store_boxes<kFirstBox, kBoxes, kColumnStoreBoxBytes>(
+      params, tile, consumer, buffer, t,
+      [&] {
+        if (params.epilogue.d.dtype == DataType::kBF16) {
+          stage_column_boxes<Config, __nv_bfloat162, kFirstBox, kBoxes>(buffer, acc, t);
+        } else {
+          stage_column_boxes<Config, __half2, kFirstBox, kBoxes>(buffer, acc, t);
+        }
+      },
+      // map_d's inner dimension is D's rows here.
+      [&](int box) {
+        return make_int2(static_cast<int>(row0) + (box / kBoxesPerSlab) * 64,
+                         static_cast<int>(col0) + (box % kBoxesPerSlab) * kColumnStoreBoxColumns);
+      });
+  if constexpr (kFirstBox + kBoxes < kTotal) {
+    tma_store_column_round<Config, kRound + 1>(params, tile, consumer, acc, buffer, row0, col0, t);
   }
 }
 
@@ -167,6 +252,12 @@ __device__ __forceinline__ void store_plain(const Sm90Params& params, const Tile
     if (params.tma_store) {
       constexpr int kBufferBoxes = Config::kSlabs * (Config::kBlockN / 64) / Config::kStoreRounds;
       uint8_t* buffer = epilogue_smem + consumer * kBufferBoxes * kStoreBoxBytes;
+      if constexpr (Config::kElementBytes == 2 && Config::kBlockN % kColumnStoreBoxColumns == 0) {
+        if (params.tma_store_columns) {
+          tma_store_column_round<Config, 0>(params, tile, consumer, acc, buffer, row0, col0, t);
+          return;
+        }
+      }
       tma_store_round<Config, 0>(params, tile, consumer, acc, buffer, row0, col0, t);
       // TMA-storable implies pair-storable (16-byte rows and base).
       if constexpr (Config::kTmaStoreColumns < Config::kBlockN) {

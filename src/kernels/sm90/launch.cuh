@@ -98,16 +98,22 @@ Status build_sm90_params(LaunchPolicy policy, const GemmDesc& desc, const GemmAr
                               &params.scales.a_map_shift, diag);
     if (s != Status::kSuccess) return s;
   }
-  params.tma_store = Config::kTmaStore && plain_epilogue(desc) && d_layout_tma_storable(desc) && aligned16(args.d);
+  const bool tma_storable_d = Config::kTmaStore && plain_epilogue(desc) && aligned16(args.d);
+  // The column store moves whole 32-column boxes: the widths between the 32-column steps
+  // (step16_width_or) store a column-major D through the staged path instead.
+  params.tma_store_columns = Config::kElementBytes == 2 && Config::kBlockN % kColumnStoreBoxColumns == 0 &&
+                             tma_storable_d && d_layout_tma_storable_by_columns(desc);
+  params.tma_store = params.tma_store_columns || (tma_storable_d && d_layout_tma_storable(desc));
   if (params.tma_store) {
     TensorMapRequest store;
     store.base = args.d;
     store.dtype = desc.d.dtype;
-    store.inner = static_cast<uint64_t>(params.epilogue.n_out);
-    store.outer = static_cast<uint64_t>(desc.m);
+    const uint64_t rows = static_cast<uint64_t>(desc.m), cols = static_cast<uint64_t>(params.epilogue.n_out);
+    store.inner = params.tma_store_columns ? rows : cols;
+    store.outer = params.tma_store_columns ? cols : rows;
     store.line_stride = static_cast<uint64_t>(desc.d.ld);
     store.box_inner = 64;
-    store.box_outer = 64;
+    store.box_outer = params.tma_store_columns ? kColumnStoreBoxColumns : 64;
     store.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
     store.batches = static_cast<uint64_t>(desc.batch);
     store.batch_stride = static_cast<uint64_t>(desc.d.batch_stride);

@@ -55,6 +55,9 @@ struct Sm90Params {
   int k_tiles;
   bool batched;     // operand maps are 3-D (k, rows, batch)
   bool tma_store;   // plain GEMM: through shared memory and TMA stores (map_d valid)
+  // ... into a column-major D: map_d's boxes are 64 rows x 32 columns, staged transposed
+  // (epilogue_store.cuh, tma_store_column_round). 16-bit configurations only.
+  bool tma_store_columns;
   bool pair_store;  // plain GEMM: two adjacent outputs per 32-bit store; neither: staged
   TileScheduler scheduler;
   EpilogueParams epilogue;

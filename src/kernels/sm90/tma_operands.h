@@ -76,6 +76,12 @@ inline bool d_layout_tma_storable(const GemmDesc& desc) {
          (desc.batch == 1 || desc.d.batch_stride % 8 == 0);
 }
 
+// The same for a column-major D (a transposed launch's D^T): its columns are the lines.
+inline bool d_layout_tma_storable_by_columns(const GemmDesc& desc) {
+  return desc.d.dtype != DataType::kF32 && desc.d.order == Order::kColMajor && desc.d.ld % 8 == 0 &&
+         desc.m % 8 == 0 && (desc.batch == 1 || desc.d.batch_stride % 8 == 0);
+}
+
 // A K-major operand (rows x k, `layout.ld` elements between rows; `batches` matrices
 // `layout.batch_stride` apart) as boxes of box_rows rows, one 128-byte swizzle row wide:
 // 64 bf16/fp16 or 128 fp8 values.
