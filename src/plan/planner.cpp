@@ -842,11 +842,17 @@ double sm90_plan_cost(const LaunchPlan& p, const GemmDesc& desc, int sms) {
 // with 16-bit inputs only (the fused epilogues' staged store into a column-major D is a
 // strided store per output). Whole tiles both ways, no repacked operand and no row split;
 // never in batch-invariant mode. Taken where the variant choice's cost falls by
-// kTransposedMinSaving.
+// kTransposedMinSaving, and only past one row of 128-row tiles: up to 128 tokens both
+// orientations hold all of them in one tile, so the swap only trades one variant for
+// another, and the model's pair speeds misjudge that on long LM heads (96 x 152064 x 5120
+// and 128 x 151936 x 2048: 8% promised, 1-3% slower; H200,
+// docs/notes/transposed-sm90-gemm.md).
 constexpr double kTransposedMinSaving = 0.05;
+constexpr int64_t kTransposedMinTokens = 129;
 bool plan_transposed_sm90(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides& ov,
                           const CallFacts& facts) {
-  if (ov.swap_ab == PlanOverrides::SwapAb::kNever || desc.batch_invariant || !transposable(desc) || !plain(desc) ||
+  if (ov.swap_ab == PlanOverrides::SwapAb::kNever || desc.m < kTransposedMinTokens || desc.batch_invariant ||
+      !transposable(desc) || !plain(desc) ||
       !facts.transposed_accepts[index(KernelFamily::kSm90Gemm)] || ov.sm90_variant >= 0 || ov.sm90_fit_only) {
     return false;
   }
