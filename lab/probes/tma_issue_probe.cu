@@ -165,6 +165,17 @@ __global__ void __launch_bounds__(160) probe_kernel(const __grid_constant__ CUte
   }
 }
 
+// Hashed 32-bit words: data that differs from line to line, as a weight does.
+__global__ void fill_random(uint32_t* data, int64_t words) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < words; i += int64_t{gridDim.x} * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    data[i] = h;
+  }
+}
+
 using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                             const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
                             CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
@@ -231,7 +242,23 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaEventCreate(&e1));
   FILE* js = json_path ? std::fopen(json_path, "w") : nullptr;
   if (js) std::fprintf(js, "{\"tool\": \"anvil-tma-issue-probe\", \"variants\": [\n");
-  for (int v = 0; v < kVariants; ++v) {
+  // Every variant on a constant weight, then the base and four producers again on hashed
+  // data (whether what the weight holds changes the rate).
+  std::vector<int> order;
+  for (int v = 0; v < kVariants; ++v) order.push_back(v);
+  order.push_back(-1);  // the switch to hashed data
+  order.push_back(kBase);
+  order.push_back(kFourProducers);
+  bool hashed = false;
+  for (size_t o = 0; o < order.size(); ++o) {
+    const int v = order[o];
+    if (v < 0) {
+      fill_random<<<1024, 256>>>(static_cast<uint32_t*>(weight), static_cast<int64_t>(bytes / 4));
+      CHECK_CUDA(cudaGetLastError());
+      CHECK_CUDA(cudaDeviceSynchronize());
+      hashed = true;
+      continue;
+    }
     // kTwoBoxes copies each stage as two boxes of the 32-row map.
     const CUtensorMap& m = v == kTwoBoxes ? map_half : map;
     // One CTA alone: its timeline (warm the descriptor and the code first).
@@ -257,14 +284,15 @@ int main(int argc, char** argv) {
     const double us = ms[2] * 1e3;
     const double tbps = double(kRows) * kCols * 2 / (us * 1e-6) / 1e12;
     // One CTA: mean issue spacing over stages 1..15 and landing of stage 15.
-    std::printf("%-26s 128 CTAs %7.1f us %5.2f TB/s | one CTA: issue", kNames[v], us, tbps);
+    const std::string name = std::string(kNames[v]) + (hashed ? ", hashed data" : "");
+    std::printf("%-38s 128 CTAs %7.1f us %5.2f TB/s | one CTA: issue", name.c_str(), us, tbps);
     for (int i = 0; i < 8; ++i) std::printf(" %6lld", t[i] - t0);
     std::printf(" | land");
     for (int i = 0; i < 8; ++i) std::printf(" %6lld", t[kTimeline + i] - t0);
     std::printf(" | stage 31 issued %lld landed %lld\n", t[31] - t0, t[kTimeline + 31] - t0);
     if (js) {
-      std::fprintf(js, "%s  {\"name\": \"%s\", \"us_128_ctas\": %.2f, \"tbps_128_ctas\": %.3f, \"issue\": [", v ? ",\n" : "",
-                   kNames[v], us, tbps);
+      std::fprintf(js, "%s  {\"name\": \"%s\", \"us_128_ctas\": %.2f, \"tbps_128_ctas\": %.3f, \"issue\": [", o ? ",\n" : "",
+                   name.c_str(), us, tbps);
       for (int i = 0; i < kTimeline; ++i) std::fprintf(js, "%s%lld", i ? ", " : "", t[i] - t0);
       std::fprintf(js, "], \"land\": [");
       for (int i = 0; i < kTimeline; ++i) std::fprintf(js, "%s%lld", i ? ", " : "", t[kTimeline + i] - t0);
