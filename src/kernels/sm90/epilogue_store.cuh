@@ -148,8 +148,10 @@ __device__ __forceinline__ void tma_store_round(const Sm90Params& params, const 
 // slab's 64 rows), 16-byte chunks XOR-swizzled by line as the 64 x 64 boxes are. stmatrix's
 // transposing form writes it from the same fragment registers as the row-major boxes: of
 // an instruction's four 8 x 8 tiles (rows 0-7 and 8-15 of the warp's 16, column groups g
-// and g + 1), tile i lands as 8 lines (its columns) of one 16-byte chunk (its rows). Every
-// width here is a multiple of 32, so the whole tile leaves through TMA.
+// and g + 1), tile i lands as 8 lines (its columns) of one 16-byte chunk (its rows). Tiles
+// whose width is a multiple of 32 leave whole through TMA; the widths between (80, 112,
+// 144, ...) store a column-major D through the staged path (launch.cuh), and the planner
+// never runs them transposed.
 inline constexpr int kColumnStoreBoxColumns = 32;
 inline constexpr int kColumnStoreBoxBytes = kColumnStoreBoxColumns * 128;
 
