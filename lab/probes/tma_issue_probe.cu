@@ -9,7 +9,11 @@
 //
 // The weight: 8192 x 8192 bf16 (two copies alternate, 256 MiB, so L2 never holds it);
 // CTA c streams rows [64 c, 64 c + 64) over all of K in 64 x 64 boxes (8 KiB, 128-byte
-// swizzle), 16-stage ring, a consumer thread that frees each stage once it lands.
+// swizzle), 16-stage ring, a consumer thread that frees each stage once it lands. Every
+// variant runs on a constant weight, then the base loop and four producers again on
+// hashed data, as anvil-stream-probe's weight holds.
+// Measured (docs/notes/tma-ring-rate.md): on an H100 no variant waits for the previous
+// stage's landing; whether the H200 does is the open question this probe is for.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
