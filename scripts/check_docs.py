@@ -25,6 +25,7 @@ import sys
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 DATA_DIRS = ("bench/results", "bench/profiles")
 INDEX = "bench/README.md"
+SELF = "scripts/check_docs.py"
 # Text files that may cite results: documents, sources, scripts, suites.
 TEXT_EXTENSIONS = (".md", ".py", ".sh", ".cpp", ".h", ".cu", ".cuh", ".txt", ".cmake", ".toml")
 
@@ -122,8 +123,9 @@ def check_data(files, read, data_files, index_text, history_commit=None):
     problems = []
     cited_by = {}
     for path in files:
-        if path.startswith(DATA_DIRS) or not path.endswith(TEXT_EXTENSIONS):
-            continue
+        if (path.startswith(DATA_DIRS) or not path.endswith(TEXT_EXTENSIONS)
+                or path == SELF):
+            continue  # the data themselves, binaries, and this script's test names
         for name in data_mentions(read(path)):
             cited_by.setdefault(name, set()).add(path)
     present = {os.path.basename(f) for f in data_files}
