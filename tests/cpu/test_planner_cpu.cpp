@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "cpu/dispatch_pins.h"
 #include "plan/planner.h"
@@ -577,6 +578,37 @@ TEST(PlannerOverrides, ForcedFamilyAndVariant) {
   EXPECT_EQ(plan(swiglu, h200, &r64).family, KernelFamily::kNone);
 }
 
+// A forced family outside what the problem allows gives no plan, with the reason; the
+// fallback can always be forced.
+TEST(PlannerOverrides, ForcedLoadPathFamiliesRefuseABatchInvariantSplit) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  GemmDesc d = linear(16, 1536, 40960);
+  d.batch_invariant = true;
+  ASSERT_GT(weight_split(d, h200), 1);
+  for (KernelFamily forced : {KernelFamily::kDecodeLdg, KernelFamily::kDecodeLdgR64}) {
+    PlanOverrides ov;
+    ov.family = forced;
+    const LaunchPlan p = plan(d, h200, &ov);
+    EXPECT_EQ(p.family, KernelFamily::kNone) << family_name(forced);
+    EXPECT_NE(std::strstr(p.family_reason, "batch-invariant"), nullptr) << p.family_reason;
+  }
+  // The same families take a weight the mode does not split.
+  d.n = 8192;
+  d.c.ld = d.d.ld = 8192;
+  ASSERT_EQ(weight_split(d, h200), 1);
+  PlanOverrides ldg;
+  ldg.family = KernelFamily::kDecodeLdg;
+  EXPECT_EQ(plan(d, h200, &ldg).family, KernelFamily::kDecodeLdg);
+}
+
+TEST(PlannerOverrides, ForcedFallback) {
+  PlanOverrides ov;
+  ov.family = KernelFamily::kFallback;
+  const LaunchPlan p = plan(linear(4096, 4096, 4096), DeviceInfo::h200(), &ov);
+  EXPECT_EQ(p.family, KernelFamily::kFallback);
+  EXPECT_STREQ(p.kernel_name, family_name(KernelFamily::kFallback));
+}
+
 TEST(PlannerOverrides, PowersOfTwoOnlyWithoutFittedWidths) {
   PlanOverrides ov;
   ov.fit_widths = false;
@@ -975,6 +1007,57 @@ TEST(PlannerReasons, EveryChoiceSaysWhy) {
       }
     }
   }
+}
+
+// What anvil-plan and the trace print: one line per decision, the lines each family has.
+std::string printed(const LaunchPlan& p, const GemmDesc& d) {
+  std::FILE* f = std::tmpfile();
+  if (f == nullptr) return "";
+  print_plan(p, d, f);
+  std::string text(static_cast<size_t>(std::ftell(f)), '\0');
+  std::rewind(f);
+  const size_t read = std::fread(text.data(), 1, text.size(), f);
+  std::fclose(f);
+  text.resize(read);
+  return text;
+}
+
+bool has(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
+
+TEST(PlannerReasons, PrintedPlansShowEveryDecision) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  struct Case {
+    GemmDesc desc;
+    std::vector<const char*> lines;
+  };
+  GemmDesc fp8 = linear(4096, 4096, 4096);
+  fp8.a.dtype = fp8.b.dtype = DataType::kE4M3;
+  fp8.scales = ScaleMode::kBlock128;
+  GemmDesc fp8_decode = fp8;
+  fp8_decode.m = 1;
+  GemmDesc narrow_output = linear(8192, 64, 4096);  // swap-AB: the weight's 64 rows are few
+  const Case cases[] = {
+      {linear(4096, 4096, 4096), {"plan 4096 x 4096 x 4096", "kernel:", "tile:", "schedule", "repack:", "K split:",
+                                  "row split:"}},
+      {linear(1, 8192, 8192), {"plan 1 x 8192 x 8192", "kernel:", "tile:", "K split:", "row split:"}},
+      {linear(1025, 4096, 4096), {"row split:", "tail:"}},
+      {fp8, {"scales block128", "K split:"}},
+      {fp8_decode, {"tile:", "scales block128"}},
+      {narrow_output, {"swap-AB:"}},
+      {linear(64, 64, 0), {"plan 64 x 64 x 0", "kernel:"}},
+  };
+  for (const Case& c : cases) {
+    const LaunchPlan p = plan(c.desc, h200);
+    const std::string text = printed(p, c.desc);
+    for (const char* line : c.lines) EXPECT_TRUE(has(text, line)) << "missing '" << line << "' in:\n" << text;
+    if (p.family == KernelFamily::kFallback) {
+      EXPECT_FALSE(has(text, "K split:")) << text;
+    }
+  }
+  // The batch-invariant mode says so in the heading.
+  GemmDesc invariant = linear(64, 4096, 4096);
+  invariant.batch_invariant = true;
+  EXPECT_TRUE(has(printed(plan(invariant, h200), invariant), ", batch-invariant)"));
 }
 
 }  // namespace
