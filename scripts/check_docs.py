@@ -14,7 +14,9 @@ Rules (bench/README.md states the policy they enforce):
      bench/README.md: a file nobody cites does not describe the current state and belongs to
      git history;
   4. bench/README.md's index names every result (bench/results/) that README.md or a
-     docs/*.md design document cites.
+     docs/*.md design document cites;
+  5. every repository path a document writes in backticks (`src/...`, `scripts/...`,
+     `suites/...`) is a tracked file or folder; patterns (`*`, `<name>`) are not checked.
 """
 import argparse
 import os
@@ -95,6 +97,28 @@ def check_links(files, read):
     return problems
 
 
+CODE_PATH = re.compile(r"`((?:src|include|scripts|suites|tools|tests|docs|lab|python|examples|cmake|\.ci)"
+                       r"/[\w./-]+)`")
+
+
+def check_paths(files, read):
+    tracked = set(files)
+    folders = {os.path.dirname(f) for f in files}
+    for f in list(folders):
+        while f:
+            f = os.path.dirname(f)
+            folders.add(f)
+    problems = []
+    for path in files:
+        if not path.endswith(".md"):
+            continue
+        for name in CODE_PATH.findall(strip_code_blocks(read(path))):
+            name = name.rstrip("/.")
+            if name not in tracked and name not in folders:
+                problems.append(f"{path}: names {name}, which is not in the tree")
+    return problems
+
+
 def data_mentions(text):
     """Names of data files a text mentions, leaving out git-history references."""
     names = set()
@@ -171,6 +195,9 @@ def self_test():
     problems = check_data(files, texts.get, files[2:], texts["bench/README.md"])
     assert any("h200-2026-01-01-b.json: committed but cited by no document" in p for p in problems), problems
     assert any("index lacks h200-2026-01-01-a.json" in p for p in problems), problems
+    files = ["docs/a.md", "src/plan/planner.cpp"]
+    texts = {"docs/a.md": "`src/plan/planner.cpp`, `src/plan/`, `src/plan/gone.h`"}
+    assert check_paths(files, texts.get) == ["docs/a.md: names src/plan/gone.h, which is not in the tree"]
     print("check_docs self-test: ok")
 
 
@@ -188,6 +215,7 @@ def main():
         return 77
     data_files = [f for f in files if f.startswith(DATA_DIRS) and f != INDEX]
     problems = check_links(files, read_file)
+    problems += check_paths(files, read_file)
     history = HISTORY_COMMIT.search(read_file("docs/notes/README.md"))
     problems += check_data(files, read_file, data_files, read_file(INDEX),
                            history.group(1) if history else None)
