@@ -13,6 +13,11 @@ Each output is checked against an fp32 reference first.
 
 Usage: python3 scripts/bench_tokens_torch.py [--m 1,16] [--nk 8192x8192,28672x8192,10240x8192]
                                             [--json OUT.json] [--repeats 7] [--min-replay-ms 10]
+                                            [--without-anvil]
+
+--without-anvil times cuBLAS and max-autotune alone, where the anvil package is not built:
+anvil-bench then times anvil's kernels beside cuBLAS in its own process, and cuBLAS, timed
+in both, carries the comparison across.
 """
 
 import argparse
@@ -30,12 +35,15 @@ def main():
     p.add_argument("--json", default=None)
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--min-replay-ms", type=float, default=10.0)
+    p.add_argument("--without-anvil", action="store_true", help="cuBLAS and max-autotune only")
     args = p.parse_args()
 
     import torch
     import torch.nn.functional as F
 
-    import anvil
+    anvil = None
+    if not args.without_anvil:
+        import anvil
 
     if not torch.cuda.is_available():
         print("bench_tokens_torch: no CUDA device", file=sys.stderr)
@@ -52,8 +60,9 @@ def main():
             xs = [(torch.rand(m, k, device=dev) * 2 - 1).to(torch.bfloat16) for _ in range(sets)]
             torch._dynamo.reset()
             compiled = torch.compile(lambda x, w: F.linear(x, w), mode="max-autotune-no-cudagraphs", dynamic=False)
-            variants = {"cuBLAS": lambda x, w: F.linear(x, w), "anvil": lambda x, w: anvil.linear(x, w),
-                        "max-autotune": compiled}
+            variants = {"cuBLAS": lambda x, w: F.linear(x, w), "max-autotune": compiled}
+            if anvil is not None:
+                variants["anvil"] = lambda x, w: anvil.linear(x, w)
             ref = xs[0].float() @ weights[0].float().T
             graphs, iters = {}, {}
             for name, fn in variants.items():
@@ -99,7 +108,7 @@ def main():
                 line.append(f"{name} {us:8.2f} us ({2.0 * n * k / us / 1e6:.2f} TB/s)")
             print("  ".join(line), flush=True)
     info = dict(gpu=props.name, sm_count=props.multi_processor_count, torch=torch.__version__, cuda=torch.version.cuda,
-                anvil=anvil.__version__,
+                anvil=anvil.__version__ if anvil is not None else None,
                 date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 repeats=args.repeats, min_replay_ms=args.min_replay_ms)
     if args.json:
