@@ -1028,6 +1028,7 @@ TEST(PlannerReasons, PrintedPlansShowEveryDecision) {
   const DeviceInfo h200 = DeviceInfo::h200();
   struct Case {
     GemmDesc desc;
+    KernelFamily family;  // kNone: any decode family
     std::vector<const char*> lines;
   };
   GemmDesc fp8 = linear(4096, 4096, 4096);
@@ -1037,17 +1038,24 @@ TEST(PlannerReasons, PrintedPlansShowEveryDecision) {
   fp8_decode.m = 1;
   GemmDesc narrow_output = linear(8192, 64, 4096);  // swap-AB: the weight's 64 rows are few
   const Case cases[] = {
-      {linear(4096, 4096, 4096), {"plan 4096 x 4096 x 4096", "kernel:", "tile:", "schedule", "repack:", "K split:",
-                                  "row split:"}},
-      {linear(1, 8192, 8192), {"plan 1 x 8192 x 8192", "kernel:", "tile:", "K split:", "row split:"}},
-      {linear(1025, 4096, 4096), {"row split:", "tail:"}},
-      {fp8, {"scales block128", "K split:"}},
-      {fp8_decode, {"tile:", "scales block128"}},
-      {narrow_output, {"swap-AB:"}},
-      {linear(64, 64, 0), {"plan 64 x 64 x 0", "kernel:"}},
+      {linear(4096, 4096, 4096), KernelFamily::kSm90Gemm,
+       {"plan 4096 x 4096 x 4096", "kernel:", "tile:", "schedule", "repack:", "K split:", "row split:"}},
+      {linear(1, 8192, 8192), KernelFamily::kNone, {"plan 1 x 8192 x 8192", "kernel:", "tile:", "K split:", "row split:"}},
+      {linear(1025, 4096, 4096), KernelFamily::kSm90Gemm, {"row split:", "tail:"}},
+      {fp8, KernelFamily::kSm90Fp8, {"scales block128", "K split:"}},
+      {fp8_decode, KernelFamily::kSm90Fp8Decode, {"tile:", "scales block128"}},
+      {narrow_output, KernelFamily::kNone, {"swap-AB:"}},
+      {linear(64, 64, 0), KernelFamily::kFallback, {"plan 64 x 64 x 0", "kernel:"}},
   };
   for (const Case& c : cases) {
     const LaunchPlan p = plan(c.desc, h200);
+    if (c.family != KernelFamily::kNone) {
+      EXPECT_EQ(p.family, c.family) << p.family_reason;
+    } else {
+      EXPECT_TRUE(p.family == KernelFamily::kDecodeTma || p.family == KernelFamily::kDecodeLdg ||
+                  p.family == KernelFamily::kDecodeR64 || p.family == KernelFamily::kDecodeLdgR64)
+          << p.family_reason;
+    }
     const std::string text = printed(p, c.desc);
     for (const char* line : c.lines) EXPECT_TRUE(has(text, line)) << "missing '" << line << "' in:\n" << text;
     if (p.family == KernelFamily::kFallback) {
