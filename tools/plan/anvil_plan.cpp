@@ -4,13 +4,16 @@
 //   anvil-plan M N K [--dtype bf16|fp16|e4m3] [--scales none|tensor|rowcol|block]
 //              [--out-dtype bf16|fp16|fp32] [--batch B]
 //              [--epilogue none|bias|relu|gelu|silu|bias-gelu|swiglu] [--batch-invariant] [--sm100]
+//              [--tuning-cache FILE]
 //
 // For each sm90-gemm configuration: shared memory per stage and in total, the stages that
 // would fit, registers (the setmaxnreg split), CTAs per SM, tiles, waves and wave
 // efficiency, and the planner's cost estimate; for each decode kernel, its grid and K
 // split; for e4m3, sm90-fp8's configurations and its split-K candidates. Then the
 // problem's arithmetic intensity and its roofline floor at the clock the card sustains,
-// and the plan. --sm100 prints Blackwell's budget for the shape instead.
+// and the plan. Where a tuning cache names the problem - the built-in table, or FILE
+// (anvil-tune's output) - the plan the library runs instead on that cache's GPU
+// (docs/tuning.md). --sm100 prints Blackwell's budget for the shape instead.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +27,13 @@
 #include "kernels/sm90/plan.h"
 #include "kernels/sm90/row_split.h"
 #include "plan/planner.h"
+#if ANVIL_PLAN_TUNED
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "plan/tuning.h"
+#endif
 
 namespace anvil::detail {
 namespace {
@@ -35,6 +45,7 @@ struct Options {
   bool batch_invariant = false;
   bool sm100 = false;
   ScaleMode scales = ScaleMode::kTensor;  // e4m3 inputs only
+  std::string tuning_cache;               // --tuning-cache FILE
 };
 
 [[noreturn]] void usage(const char* why) {
@@ -42,7 +53,8 @@ struct Options {
   std::fprintf(stderr,
                "usage: anvil-plan M N K [--dtype bf16|fp16|e4m3] [--scales none|tensor|rowcol|block]\n"
                "                  [--out-dtype bf16|fp16|fp32] [--batch B]\n"
-               "                  [--epilogue none|bias|relu|gelu|silu|bias-gelu|swiglu] [--batch-invariant] [--sm100]\n");
+               "                  [--epilogue none|bias|relu|gelu|silu|bias-gelu|swiglu] [--batch-invariant] [--sm100]\n"
+               "                  [--tuning-cache FILE]\n");
   std::exit(2);
 }
 
@@ -93,6 +105,8 @@ Options parse(int argc, char** argv) {
       o.batch_invariant = true;
     } else if (std::strcmp(a, "--sm100") == 0) {
       o.sm100 = true;
+    } else if (std::strcmp(a, "--tuning-cache") == 0) {
+      o.tuning_cache = value();
     } else if (std::strcmp(a, "--help") == 0 || std::strcmp(a, "-h") == 0) {
       usage(nullptr);
     } else if (a[0] == '-') {
@@ -401,9 +415,71 @@ void print_sm100_budget(const GemmDesc& d, int out_bytes) {
               budget::kAccumulatorColumns);
 }
 
+#if ANVIL_PLAN_TUNED
+// The plans tuning caches make the library run instead of the planner's (plan_with_tuning,
+// as gemm() applies them), on each cache's GPU with this model's SM count: the built-in
+// table's, then those of --tuning-cache FILE, which is read and checked before anything is
+// printed (a loaded cache comes first where both name the problem on one GPU).
+class TunedPlans {
+ public:
+  bool read(const std::string& path) {
+    std::ifstream file(path);
+    std::stringstream text;
+    text << file.rdbuf();
+    Diagnostic diag;
+    if (!file || parse_tuning_cache(text.str(), &user_, &diag) != Status::kSuccess) {
+      std::fprintf(stderr, "anvil-plan: %s: %s\n", path.c_str(), file ? diag.message : "cannot be read");
+      return false;
+    }
+    path_ = path;
+    return true;
+  }
+
+  void print(const GemmDesc& d, const DeviceInfo& dev) {
+    for (const TuningCache& c : builtin_tuning_caches()) print_for(d, dev, c.device, "the built-in table");
+    if (path_.empty()) return;
+    const DeviceIdentity gpu = user_.device;
+    Diagnostic diag;
+    if (install_tuning_cache(std::move(user_), path_.c_str(), &diag) != Status::kSuccess) {
+      std::fprintf(stderr, "anvil-plan: %s: %s\n", path_.c_str(), diag.message);
+      return;
+    }
+    print_for(d, dev, gpu, path_.c_str());
+  }
+
+ private:
+  static void print_for(const GemmDesc& d, const DeviceInfo& dev, const DeviceIdentity& gpu, const char* source) {
+    if (gpu.sm_count != dev.sm_count) return;
+    PlanOverrides tuned;
+    if (!find_tuned_overrides(d, gpu, &tuned)) {
+      std::printf("\ntuned: %s has no entry for this problem on %s (%d SMs, CUDA runtime %d)\n", source,
+                  gpu.gpu.c_str(), gpu.sm_count, gpu.cuda_runtime);
+      return;
+    }
+    std::printf("\ntuned: %s names this problem on %s (%d SMs, CUDA runtime %d): %s; the library runs there\n",
+                source, gpu.gpu.c_str(), gpu.sm_count, gpu.cuda_runtime, describe_overrides(tuned).c_str());
+    print_plan(plan_with_tuning(d, dev, &gpu, CallFacts{}), d, stdout);
+  }
+
+  std::string path_;
+  TuningCache user_;
+};
+#else
+class TunedPlans {
+ public:
+  bool read(const std::string&) {
+    std::fprintf(stderr, "anvil-plan: built without the JSON reader: --tuning-cache is not available\n");
+    return false;
+  }
+  void print(const GemmDesc&, const DeviceInfo&) {}
+};
+#endif
+
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
   const GemmDesc d = describe(o);
+  TunedPlans tuned;
+  if (!o.tuning_cache.empty() && !tuned.read(o.tuning_cache)) return 2;
   const int out_bytes = o.out == DataType::kF32 ? 4 : 2;
   std::printf("anvil-plan %lld x %lld x %lld, batch %lld, %s in, %s out, epilogue %s%s\n", static_cast<long long>(o.m),
               static_cast<long long>(o.n), static_cast<long long>(o.k), static_cast<long long>(o.batch),
@@ -426,6 +502,7 @@ int run(int argc, char** argv) {
     print_fp8_decode(d, dev, chosen);
     std::printf("\n");
     print_plan(chosen, d, stdout);
+    tuned.print(d, dev);
     return chosen.family == KernelFamily::kNone ? 1 : 0;
   }
   print_roofline(d, dev, 2, out_bytes, 1.0);
@@ -437,6 +514,7 @@ int run(int argc, char** argv) {
   print_decode_candidates(d, dev, chosen);
   std::printf("\n");
   print_plan(chosen, d, stdout);
+  tuned.print(d, dev);
   return chosen.family == KernelFamily::kNone ? 1 : 0;
 }
 
