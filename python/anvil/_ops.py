@@ -9,6 +9,7 @@ messages; stride checks need concrete strides and run only in C++.
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Iterator, Optional
 
 import torch
@@ -102,6 +103,19 @@ def bmm(a: torch.Tensor, b: torch.Tensor, *, batch_invariant: Optional[bool] = N
 def dispatch_name(m: int, n: int, k: int, dtype: torch.dtype = torch.bfloat16, batch_invariant: bool = False) -> str:
     """The kernel anvil's dispatcher picks for the nn.Linear problem [m, k] x [n, k]^T."""
     return torch.ops.anvil.dispatch_name(m, n, k, "fp16" if dtype == torch.float16 else "bf16", batch_invariant)
+
+
+def load_tuning_cache(path: str) -> None:
+    """Loads a tuning cache that anvil-tune wrote (docs/tuning.md), replacing any loaded
+    before: the library then runs its plans for the problems it names, on the GPU it was
+    made on. Raises ValueError, with the reason, for a file that is not a valid cache. The
+    environment variable ANVIL_TUNING_CACHE names one too, read at the first op."""
+    torch.ops.anvil.load_tuning_cache(os.fspath(path))
+
+
+def clear_tuning_cache() -> None:
+    """Forgets the loaded tuning cache; the built-in table stays."""
+    torch.ops.anvil.clear_tuning_cache()
 
 
 # ---- grouped GEMM (mixture of experts) ------------------------------------------------------

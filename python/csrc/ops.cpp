@@ -774,6 +774,18 @@ std::string dispatch_name_linear(int64_t m, int64_t n, int64_t k, c10::string_vi
   return name != nullptr ? name : "";
 }
 
+// Tuning caches (docs/tuning.md): anvil-tune's plans for the user's GPU, named from
+// Python as from C++. A file that cannot be read or is not a valid cache is refused with
+// the library's message; the built-in table stays either way.
+void load_tuning_cache_op(c10::string_view path) {
+  const std::string file(path.data(), path.size());
+  anvil::Diagnostic diag;
+  TORCH_CHECK_VALUE(anvil::load_tuning_cache(file.c_str(), &diag) == anvil::Status::kSuccess,
+                    "anvil.load_tuning_cache: ", diag.message);
+}
+
+void clear_tuning_cache_op() { anvil::clear_tuning_cache(); }
+
 }  // namespace
 
 TORCH_LIBRARY(anvil, m) {
@@ -786,6 +798,8 @@ TORCH_LIBRARY(anvil, m) {
   m.def("bmm(Tensor a, Tensor b, *, bool batch_invariant=False) -> Tensor");
   m.def("dispatch_name(int m, int n, int k, str dtype='bf16', bool batch_invariant=False) -> str",
         &dispatch_name_linear);
+  m.def("load_tuning_cache(str path) -> ()", &load_tuning_cache_op);
+  m.def("clear_tuning_cache() -> ()", &clear_tuning_cache_op);
   m.def("grouped_mm(Tensor x, Tensor weight, Tensor offsets, Tensor? bias=None, str activation='none') -> Tensor");
   m.def("grouped_mm_masked(Tensor x, Tensor weight, Tensor counts, Tensor? bias=None, str activation='none') -> Tensor");
   // bias is not keyword-only in the schema (torch.library.register_autograd refuses keyword-only

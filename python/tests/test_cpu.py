@@ -3,6 +3,7 @@ tracing), argument errors raised before any launch, the fused gate/up layout, au
 plumbing on meta tensors, and anvil.patch on a model built on the meta device."""
 
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -421,6 +422,26 @@ def test_dispatch_name_answers_without_a_gpu():
     for m, bi in ((1, False), (2048, False), (64, True)):
         assert anvil.dispatch_name(m, 4096, 4096, batch_invariant=bi).startswith("sm90-"), (m, bi)
     assert anvil.dispatch_name(8, 4096, 4096, torch.float16).startswith("sm90-")
+
+
+def test_tuning_caches_load_or_are_refused_with_the_reason(tmp_path):
+    # anvil-tune's format (tests/data holds a one-entry H100 cache); the file is checked as
+    # it loads, without a GPU. Its plans apply only on the GPU it was made on.
+    example = Path(__file__).resolve().parents[2] / "tests" / "data" / "tuning-cache-example.json"
+    assert anvil.load_tuning_cache(example) is None
+    anvil.clear_tuning_cache()
+    missing = tmp_path / "missing.json"
+    with pytest.raises(ValueError, match=r"anvil\.load_tuning_cache: .*missing\.json"):
+        anvil.load_tuning_cache(missing)
+    not_a_cache = tmp_path / "not-a-cache.json"
+    not_a_cache.write_text('{"format": "something else"}')
+    with pytest.raises(ValueError, match=r"anvil\.load_tuning_cache: "):
+        anvil.load_tuning_cache(str(not_a_cache))
+    broken = tmp_path / "broken.json"
+    broken.write_text(example.read_text().replace('"narrow"', '"no-such-variant"'))
+    with pytest.raises(ValueError, match="no-such-variant"):
+        anvil.load_tuning_cache(broken)
+    anvil.clear_tuning_cache()
 
 
 # ---- grouped GEMM and FP8: fake kernels ---------------------------------------------------------

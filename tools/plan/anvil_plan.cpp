@@ -428,7 +428,7 @@ class TunedPlans {
     text << file.rdbuf();
     Diagnostic diag;
     if (!file || parse_tuning_cache(text.str(), &user_, &diag) != Status::kSuccess) {
-      std::fprintf(stderr, "anvil-plan: %s: %s\n", path.c_str(), file ? diag.message : "cannot be read");
+      std::fprintf(stderr, "anvil-plan: %s: %s\n", path.c_str(), file ? diag.message : "cannot be opened");
       return false;
     }
     path_ = path;
