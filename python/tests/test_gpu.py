@@ -13,6 +13,9 @@ so only the accumulation and the output rounding count: the output dtype's toler
 every 128 K), 2^-12 (K/32 + 8) with tensor or row/column scales (the whole K in the tensor
 cores' truncating accumulator)."""
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -276,6 +279,33 @@ def test_device_guard():
         y = anvil.linear(x, w)
     assert y.device == torch.device("cuda:1")
     assert rel_err(y, ref_linear(x, w, None, "none", None)) < TOL[BF16]
+
+
+def test_loaded_tuning_cache_changes_the_plan(tmp_path):
+    # A cache made for this GPU (anvil-tune's format, tests/data's example retargeted) that
+    # names 1 x 8192 x 8192 with sm90-gemm, where the planner streams the weight on a decode
+    # kernel: the dispatcher then runs sm90-gemm, the result still matches, and forgetting
+    # the cache restores the planner's choice.
+    example = Path(__file__).resolve().parents[2] / "tests" / "data" / "tuning-cache-example.json"
+    props = torch.cuda.get_device_properties(0)
+    major, minor = (int(v) for v in torch.version.cuda.split(".")[:2])
+    cache = json.loads(example.read_text())
+    cache.update(gpu=props.name, sm_count=props.multi_processor_count, cuda_runtime=major * 1000 + minor * 10)
+    entry = cache["entries"][0]
+    entry["problem"].update(m=1, n=8192, k=8192)
+    entry["plan"].update(family="sm90-gemm", sm90_variant=None)
+    path = tmp_path / "cache.json"
+    path.write_text(json.dumps(cache))
+    planned = anvil.dispatch_name(1, 8192, 8192)
+    assert planned != "sm90-gemm", planned
+    anvil.load_tuning_cache(path)
+    try:
+        assert anvil.dispatch_name(1, 8192, 8192) == "sm90-gemm"
+        x, w = rand(1, 8192), rand(8192, 8192, scale=1 / 64)
+        assert rel_err(anvil.linear(x, w), ref_linear(x, w, None, "none", None)) < TOL[BF16]
+    finally:
+        anvil.clear_tuning_cache()
+    assert anvil.dispatch_name(1, 8192, 8192) == planned
 
 
 def test_batch_invariance():
