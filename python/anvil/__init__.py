@@ -57,6 +57,7 @@ from ._ops import (  # noqa: E402  (the ops must be loaded before their fake ker
 )
 from . import nn  # noqa: E402
 from ._patch import PatchReport, patch  # noqa: E402
+from .shapes import tuning_shapes  # noqa: E402
 
 __all__ = [
     "ACTIVATIONS",
@@ -78,5 +79,6 @@ __all__ = [
     "patch",
     "quantize_fp8",
     "scaled_grouped_mm",
+    "tuning_shapes",
     "unfuse_gate_up",
 ]

@@ -2,6 +2,7 @@
 tracing), argument errors raised before any launch, the fused gate/up layout, autograd
 plumbing on meta tensors, and anvil.patch on a model built on the meta device."""
 
+import json
 import re
 from pathlib import Path
 
@@ -442,6 +443,49 @@ def test_tuning_caches_load_or_are_refused_with_the_reason(tmp_path):
     with pytest.raises(ValueError, match="no-such-variant"):
         anvil.load_tuning_cache(broken)
     anvil.clear_tuning_cache()
+
+
+def test_tuning_shapes_list_the_tunable_linear_layers():
+    # One entry per weight shape and token count, named after the first layer of the shape;
+    # what anvil-tune cannot tune (a bias, a weight anvil does not compute) is listed apart.
+    with torch.device("meta"):
+        model = torch.nn.Sequential(
+            torch.nn.Linear(64, 128, bias=False, dtype=BF16),
+            torch.nn.Linear(128, 64, bias=False, dtype=BF16),
+            torch.nn.Linear(64, 128, bias=False, dtype=BF16),
+            torch.nn.Linear(64, 32, dtype=BF16),
+            torch.nn.Linear(64, 16, bias=False),
+        )
+    shapes = anvil.tuning_shapes(model, tokens=(16, 1, 16))
+    assert shapes["shapes"] == [
+        {"name": "0-m1", "M": 1, "N": 128, "K": 64},
+        {"name": "0-m16", "M": 16, "N": 128, "K": 64},
+        {"name": "1-m1", "M": 1, "N": 64, "K": 128},
+        {"name": "1-m16", "M": 16, "N": 64, "K": 128},
+    ]
+    assert shapes["skipped"] == [["3", "has a bias"], ["4", "weight dtype float32 (anvil computes bf16 and fp16)"]]
+    with pytest.raises(ValueError, match="token counts must be positive"):
+        anvil.tuning_shapes(model, tokens=(0, 8))
+
+
+def test_tuning_shapes_of_a_patched_model_and_the_command_line(tmp_path):
+    # A Llama config in a folder, as `python -m anvil shapes FOLDER` reads it: built on the
+    # meta device, patched (gate/up fused: skipped), its other linear layers listed.
+    transformers = pytest.importorskip("transformers")
+    from anvil import shapes as shapes_cli
+
+    cfg = transformers.LlamaConfig(vocab_size=256, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2)
+    cfg.save_pretrained(tmp_path)
+    out = tmp_path / "shapes.json"
+    assert shapes_cli.main([str(tmp_path), "--tokens", "1,8", "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    dims = {(s["N"], s["K"]) for s in doc["shapes"]}
+    # q_proj and o_proj (128 x 128), k/v_proj (64 x 128: two KV heads of 32), down_proj
+    # (128 x 256), lm_head (256 x 128); the fused gate/up GEMMs are skipped.
+    assert dims == {(128, 128), (64, 128), (128, 256), (256, 128)}, dims
+    assert {s["M"] for s in doc["shapes"]} == {1, 8}
+    assert [why for _, why in doc["skipped"]] == ["fused SwiGLU MLP (its gate/up GEMM carries the activation)"] * 2
 
 
 # ---- grouped GEMM and FP8: fake kernels ---------------------------------------------------------
