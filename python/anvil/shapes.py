@@ -10,9 +10,10 @@ linear layers listed. Then, on the GPU the model will run on:
     anvil-tune --shapes shapes.json --out my-cache.json
     ANVIL_TUNING_CACHE=my-cache.json python serve.py   # or anvil.load_tuning_cache(...)
 
-anvil-tune measures plain products (no bias, no activation), the problems of bias-free
-layers; a tuned entry names its problem whole, so layers with a bias or a fused activation
-(the SwiGLU MLPs anvil.patch fuses) keep the planner's choice and are listed as skipped.
+anvil-tune measures nn.Linear's products, with the layer's bias where it has one; a tuned
+entry names its problem whole, epilogue included, so layers with a fused activation (the
+SwiGLU MLPs anvil.patch fuses, an anvil.nn.Linear's activation) keep the planner's choice and
+are listed as skipped.
 """
 
 from __future__ import annotations
@@ -32,13 +33,14 @@ DEFAULT_TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 
 def tuning_shapes(model: torch.nn.Module, tokens: Iterable[int] = DEFAULT_TOKENS) -> dict:
     """The linear problems model runs, at each token count, in anvil-tune's shape format:
-    {"about", "shapes": [{"name", "M", "N", "K"}], "skipped": [[module, why], ...]}. One
-    entry per weight shape (N, K) and token count M, named after the first module of that
-    shape (batch 1, the weight's dtype). Modules anvil-tune cannot tune are in "skipped"."""
+    {"about", "shapes": [{"name", "M", "N", "K"[, "bias": true]}], "skipped": [[module, why]]}.
+    One entry per weight shape (N, K), bias or none, and token count M, named after the first
+    module of that kind (batch 1, the weight's dtype). Modules anvil-tune cannot tune are in
+    "skipped"."""
     tokens = sorted({int(m) for m in tokens})
     if not tokens or tokens[0] < 1:
         raise ValueError(f"anvil.tuning_shapes: token counts must be positive, got {tokens}")
-    layers: dict[tuple[int, int], str] = {}
+    layers: dict[tuple[int, int, bool], str] = {}
     dtypes: set[str] = set()
     skipped: list[list[str]] = []
     for name, module in model.named_modules():
@@ -46,9 +48,6 @@ def tuning_shapes(model: torch.nn.Module, tokens: Iterable[int] = DEFAULT_TOKENS
             skipped.append([name, "fused SwiGLU MLP (its gate/up GEMM carries the activation)"])
             continue
         if not isinstance(module, torch.nn.Linear):
-            continue
-        if module.bias is not None:
-            skipped.append([name, "has a bias"])
             continue
         if getattr(module, "activation", "none") != "none":
             skipped.append([name, f"fused activation {module.activation}"])
@@ -58,8 +57,10 @@ def tuning_shapes(model: torch.nn.Module, tokens: Iterable[int] = DEFAULT_TOKENS
             skipped.append([name, f"weight dtype {str(dtype).replace('torch.', '')} (anvil computes bf16 and fp16)"])
             continue
         dtypes.add("fp16" if dtype == torch.float16 else "bf16")
-        layers.setdefault((module.out_features, module.in_features), name or type(module).__name__)
-    shapes = [{"name": f"{layer}-m{m}", "M": m, "N": n, "K": k} for (n, k), layer in layers.items() for m in tokens]
+        key = (module.out_features, module.in_features, module.bias is not None)
+        layers.setdefault(key, name or type(module).__name__)
+    shapes = [dict(name=f"{layer}-m{m}", M=m, N=n, K=k, **({"bias": True} if bias else {}))
+              for (n, k, bias), layer in layers.items() for m in tokens]
     about = (f"{len(layers)} linear weight shapes of {type(model).__name__} at {len(tokens)} token counts "
              f"({', '.join(sorted(dtypes)) or 'no'} weights; anvil-tune --dtype accordingly)")
     return {"about": about, "shapes": shapes, "skipped": skipped}

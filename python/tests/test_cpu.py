@@ -446,8 +446,8 @@ def test_tuning_caches_load_or_are_refused_with_the_reason(tmp_path):
 
 
 def test_tuning_shapes_list_the_tunable_linear_layers():
-    # One entry per weight shape and token count, named after the first layer of the shape;
-    # what anvil-tune cannot tune (a bias, a weight anvil does not compute) is listed apart.
+    # One entry per weight shape, bias or none, and token count, named after the first layer
+    # of the kind; what anvil-tune cannot tune (a weight anvil does not compute) is listed apart.
     with torch.device("meta"):
         model = torch.nn.Sequential(
             torch.nn.Linear(64, 128, bias=False, dtype=BF16),
@@ -462,8 +462,10 @@ def test_tuning_shapes_list_the_tunable_linear_layers():
         {"name": "0-m16", "M": 16, "N": 128, "K": 64},
         {"name": "1-m1", "M": 1, "N": 64, "K": 128},
         {"name": "1-m16", "M": 16, "N": 64, "K": 128},
+        {"name": "3-m1", "M": 1, "N": 32, "K": 64, "bias": True},
+        {"name": "3-m16", "M": 16, "N": 32, "K": 64, "bias": True},
     ]
-    assert shapes["skipped"] == [["3", "has a bias"], ["4", "weight dtype float32 (anvil computes bf16 and fp16)"]]
+    assert shapes["skipped"] == [["4", "weight dtype float32 (anvil computes bf16 and fp16)"]]
     with pytest.raises(ValueError, match="token counts must be positive"):
         anvil.tuning_shapes(model, tokens=(0, 8))
 

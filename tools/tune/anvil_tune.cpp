@@ -49,7 +49,8 @@ constexpr const char* kUsage =
     "Measures the planner's candidate plans for each nn.Linear shape in FILE on the current\n"
     "GPU and writes a tuning cache for load_tuning_cache() / ANVIL_TUNING_CACHE.\n"
     "\n"
-    "  --shapes FILE          {\"shapes\": [{\"name\", \"M\", \"N\", \"K\"}, ...]} (anvil-bench's format)\n"
+    "  --shapes FILE          {\"shapes\": [{\"name\", \"M\", \"N\", \"K\"}, ...]} (anvil-bench's format; a\n"
+    "                         shape with \"bias\": true is the layer with its bias, per column)\n"
     "  --dtype bf16|fp16      inputs and output [bf16]\n"
     "  --batch-invariant      tune GemmDesc::batch_invariant problems (only plans that keep it)\n"
     "  --out FILE             the cache to write [anvil-tuning-cache.json]; rewritten after each shape\n"
@@ -154,7 +155,17 @@ Options parse(int argc, char** argv) {
 struct Shape {
   std::string name;
   int64_t m = 0, n = 0, k = 0;
+  bool bias = false;  // nn.Linear's bias, one per output column in the inputs' dtype
 };
+
+// The problem a shape names: nn.Linear's layout, with its bias where it has one (a tuned
+// entry names the epilogue too, so a biased layer needs entries of its own).
+GemmDesc shape_desc(const Shape& sh, DataType dtype, bool batch_invariant) {
+  GemmDesc desc = anvil::linear_desc(sh.m, sh.n, sh.k, dtype, dtype);
+  desc.batch_invariant = batch_invariant;
+  if (sh.bias) desc.epilogue.bias = anvil::BiasMode::kPerColumn, desc.epilogue.bias_dtype = dtype;
+  return desc;
+}
 
 std::vector<Shape> load_shapes(const std::string& path) {
   std::ifstream in(path);
@@ -177,6 +188,7 @@ std::vector<Shape> load_shapes(const std::string& path) {
       sh.n = s.at("N").get<int64_t>();
       sh.k = s.at("K").get<int64_t>();
       sh.name = s.contains("name") ? s["name"].get<std::string>() : std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k);
+      sh.bias = s.contains("bias") && s["bias"].get<bool>();
     } catch (const std::exception& e) {
       usage_error(path + ": shapes[" + std::to_string(i) + "]: " + e.what());
     }
@@ -320,7 +332,7 @@ std::vector<Candidate> enumerate(const GemmDesc& desc, const Options& opt) {
 
 struct Buffers {
   void* base = nullptr;
-  size_t set_bytes = 0, a_bytes = 0, w_bytes = 0;
+  size_t set_bytes = 0, a_bytes = 0, w_bytes = 0, d_bytes = 0, bias_bytes = 0;
   int sets = 0;
   float* ref = nullptr;
   void* workspace = nullptr;
@@ -340,6 +352,7 @@ anvil::GemmArgs args_for(const Buffers& b, int s, cudaStream_t stream) {
   a.a = b.set(s);
   a.b = b.set(s) + align_up(b.a_bytes);
   a.d = b.set(s) + align_up(b.a_bytes) + align_up(b.w_bytes);
+  if (b.bias_bytes > 0) a.bias = b.set(s) + align_up(b.a_bytes) + align_up(b.w_bytes) + align_up(b.d_bytes);
   a.workspace = b.workspace;
   a.workspace_bytes = b.workspace_bytes;
   a.stream = stream;
@@ -459,13 +472,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 bool tune_shape(const Shape& sh, int index, int total, const Options& opt, const cudaDeviceProp& prop,
                 cudaStream_t stream, anvil::detail::TunedEntry* entry, nlohmann::json* record) {
   const auto t0 = std::chrono::steady_clock::now();
-  GemmDesc desc = anvil::linear_desc(sh.m, sh.n, sh.k, opt.dtype, opt.dtype);
-  desc.batch_invariant = opt.batch_invariant;
+  const GemmDesc desc = shape_desc(sh, opt.dtype, opt.batch_invariant);
   std::vector<Candidate> cands = enumerate(desc, opt);
   const auto shape_text = [&] {
     char buf[160];
-    std::snprintf(buf, sizeof(buf), "[%d/%d] %s %lldx%lldx%lld", index, total, sh.name.c_str(), static_cast<long long>(sh.m),
-                  static_cast<long long>(sh.n), static_cast<long long>(sh.k));
+    std::snprintf(buf, sizeof(buf), "[%d/%d] %s %lldx%lldx%lld%s", index, total, sh.name.c_str(),
+                  static_cast<long long>(sh.m), static_cast<long long>(sh.n), static_cast<long long>(sh.k),
+                  sh.bias ? " + bias" : "");
     return std::string(buf);
   };
   if (cands.empty()) {
@@ -478,8 +491,9 @@ bool tune_shape(const Shape& sh, int index, int total, const Options& opt, const
   const size_t in = anvil::verify::dtype_bytes(opt.dtype);
   b.a_bytes = size_t(sh.m * sh.k) * in;
   b.w_bytes = size_t(sh.n * sh.k) * in;
-  const size_t d_bytes = size_t(sh.m * sh.n) * in;
-  b.set_bytes = align_up(b.a_bytes) + align_up(b.w_bytes) + align_up(d_bytes);
+  b.d_bytes = size_t(sh.m * sh.n) * in;
+  b.bias_bytes = sh.bias ? size_t(sh.n) * in : 0;
+  b.set_bytes = align_up(b.a_bytes) + align_up(b.w_bytes) + align_up(b.d_bytes) + align_up(b.bias_bytes);
   b.sets = bench::rotating_set_count(b.set_bytes, size_t(prop.l2CacheSize), kMaxInputSets);
   while (b.sets > 1 && double(b.sets) * double(b.set_bytes) > kMemoryCapBytes) --b.sets;
   for (const auto& c : cands) b.workspace_bytes = std::max(b.workspace_bytes, anvil::detail::workspace_size(desc, nullptr, &c.overrides));
@@ -490,6 +504,9 @@ bool tune_shape(const Shape& sh, int index, int total, const Options& opt, const
     const anvil::GemmArgs a = args_for(b, s, stream);
     BENCH_CUDA(anvil::verify::fill_random(const_cast<void*>(a.a), opt.dtype, sh.m * sh.k, 1000 + 2 * s, 1.0f, stream));
     BENCH_CUDA(anvil::verify::fill_random(const_cast<void*>(a.b), opt.dtype, sh.n * sh.k, 1001 + 2 * s, 1.0f, stream));
+    if (sh.bias) {
+      BENCH_CUDA(anvil::verify::fill_random(const_cast<void*>(a.bias), opt.dtype, sh.n, 5000 + s, 1.0f, stream));
+    }
   }
   BENCH_CUDA(anvil::verify::reference_gemm(desc, args_for(b, 0, stream), b.ref, stream));
   BENCH_CUDA(cudaStreamSynchronize(stream));
@@ -554,6 +571,7 @@ bool tune_shape(const Shape& sh, int index, int total, const Options& opt, const
     row["M"] = sh.m;
     row["N"] = sh.n;
     row["K"] = sh.k;
+    if (sh.bias) row["bias"] = true;
     row["planner"] = untuned != nullptr ? untuned->label : std::string("planner (failed)");
     row["planner_us"] = planner_us > 0 ? planner_us : 0.0;
     row["best"] = best->label;
@@ -588,12 +606,11 @@ int run(int argc, char** argv) {
   if (opt.list) {
     // The planner's view only: the H200's description where no GPU answers.
     for (size_t i = 0; i < shapes.size(); ++i) {
-      GemmDesc desc = anvil::linear_desc(shapes[i].m, shapes[i].n, shapes[i].k, opt.dtype, opt.dtype);
-      desc.batch_invariant = opt.batch_invariant;
+      const GemmDesc desc = shape_desc(shapes[i], opt.dtype, opt.batch_invariant);
       const std::vector<Candidate> cands = enumerate(desc, opt);
-      std::printf("[%zu/%zu] %s %lldx%lldx%lld: %zu plans\n", i + 1, shapes.size(), shapes[i].name.c_str(),
+      std::printf("[%zu/%zu] %s %lldx%lldx%lld%s: %zu plans\n", i + 1, shapes.size(), shapes[i].name.c_str(),
                   static_cast<long long>(shapes[i].m), static_cast<long long>(shapes[i].n),
-                  static_cast<long long>(shapes[i].k), cands.size());
+                  static_cast<long long>(shapes[i].k), shapes[i].bias ? " + bias" : "", cands.size());
       for (const auto& c : cands) std::printf("    %s\n", c.label.c_str());
     }
     return 0;
