@@ -93,15 +93,15 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="list the model as it is, without anvil.patch's SwiGLU fusion")
     parser.add_argument("-o", "--out", default=None, help="the shape file (default: standard output)")
     args = parser.parse_args(argv)
+    try:
+        tokens = [int(t) for t in args.tokens.split(",") if t.strip()]
+    except ValueError:
+        parser.error(f"--tokens must be comma-separated whole numbers, got '{args.tokens}'")
     model = _build_meta_model(args.model)
     if not args.no_patch:
         from ._patch import patch
 
         patch(model)
-    try:
-        tokens = [int(t) for t in args.tokens.split(",") if t.strip()]
-    except ValueError:
-        parser.error(f"--tokens must be comma-separated whole numbers, got '{args.tokens}'")
     shapes = tuning_shapes(model, tokens)
     shapes["about"] = f"{args.model}: {shapes['about']}"
     text = json.dumps(shapes, indent=1)
