@@ -10,10 +10,10 @@ linear layers listed. Then, on the GPU the model will run on:
     anvil-tune --shapes shapes.json --out my-cache.json
     ANVIL_TUNING_CACHE=my-cache.json python serve.py   # or anvil.load_tuning_cache(...)
 
-anvil-tune measures nn.Linear's products, with the layer's bias where it has one; a tuned
-entry names its problem whole, epilogue included, so layers with a fused activation (the
-SwiGLU MLPs anvil.patch fuses, an anvil.nn.Linear's activation) keep the planner's choice and
-are listed as skipped.
+Each layer is listed with its epilogue - nn.Linear's bias, an anvil.nn.Linear's fused
+activation, the SwiGLU of the gate/up GEMM that anvil.patch fuses (N = 2F) - since a tuned
+entry names its problem whole, epilogue included. Layers anvil does not run (weights other
+than bf16/fp16) are listed as skipped.
 """
 
 from __future__ import annotations
@@ -27,40 +27,43 @@ import torch
 
 from .nn import SwiGLUMLP
 
+# anvil.linear's activation names as tuning caches spell them.
+_CACHE_ACTIVATIONS = {"none": "identity", "relu": "relu", "gelu": "gelu-erf", "gelu_tanh": "gelu-tanh", "silu": "silu"}
+
 # Decode batches, prefill chunks and rows per expert: where the planner's choice changes most.
 DEFAULT_TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 
 
 def tuning_shapes(model: torch.nn.Module, tokens: Iterable[int] = DEFAULT_TOKENS) -> dict:
     """The linear problems model runs, at each token count, in anvil-tune's shape format:
-    {"about", "shapes": [{"name", "M", "N", "K"[, "bias": true]}], "skipped": [[module, why]]}.
-    One entry per weight shape (N, K), bias or none, and token count M, named after the first
-    module of that kind (batch 1, the weight's dtype). Modules anvil-tune cannot tune are in
-    "skipped"."""
+    {"about", "shapes": [{"name", "M", "N", "K"[, "bias": true][, "activation"]}],
+    "skipped": [[module, why]]}. One entry per problem - weight shape (N, K) and epilogue -
+    and token count M, named after the first module of that kind (batch 1, the weight's
+    dtype). Modules anvil does not run are in "skipped"."""
     tokens = sorted({int(m) for m in tokens})
     if not tokens or tokens[0] < 1:
         raise ValueError(f"anvil.tuning_shapes: token counts must be positive, got {tokens}")
-    layers: dict[tuple[int, int, bool], str] = {}
+    layers: dict[tuple[int, int, bool, str], str] = {}
     dtypes: set[str] = set()
     skipped: list[list[str]] = []
     for name, module in model.named_modules():
-        if isinstance(module, SwiGLUMLP):
-            skipped.append([name, "fused SwiGLU MLP (its gate/up GEMM carries the activation)"])
+        if isinstance(module, SwiGLUMLP):  # its gate/up GEMM; down_proj comes as a Linear
+            weight, bias, activation = module.gate_up, module.gate_up_bias, "swiglu"
+        elif isinstance(module, torch.nn.Linear):
+            weight, bias = module.weight, module.bias
+            activation = _CACHE_ACTIVATIONS[getattr(module, "activation", "none")]
+        else:
             continue
-        if not isinstance(module, torch.nn.Linear):
+        if weight.dtype not in (torch.bfloat16, torch.float16):
+            dtype = str(weight.dtype).replace("torch.", "")
+            skipped.append([name, f"weight dtype {dtype} (anvil computes bf16 and fp16)"])
             continue
-        if getattr(module, "activation", "none") != "none":
-            skipped.append([name, f"fused activation {module.activation}"])
-            continue
-        dtype = module.weight.dtype
-        if dtype not in (torch.bfloat16, torch.float16):
-            skipped.append([name, f"weight dtype {str(dtype).replace('torch.', '')} (anvil computes bf16 and fp16)"])
-            continue
-        dtypes.add("fp16" if dtype == torch.float16 else "bf16")
-        key = (module.out_features, module.in_features, module.bias is not None)
-        layers.setdefault(key, name or type(module).__name__)
-    shapes = [dict(name=f"{layer}-m{m}", M=m, N=n, K=k, **({"bias": True} if bias else {}))
-              for (n, k, bias), layer in layers.items() for m in tokens]
+        dtypes.add("fp16" if weight.dtype == torch.float16 else "bf16")
+        n, k = weight.shape
+        layers.setdefault((n, k, bias is not None, activation), name or type(module).__name__)
+    shapes = [dict(name=f"{layer}-m{m}", M=m, N=n, K=k, **({"bias": True} if bias else {}),
+                   **({"activation": act} if act != "identity" else {}))
+              for (n, k, bias, act), layer in layers.items() for m in tokens]
     about = (f"{len(layers)} linear weight shapes of {type(model).__name__} at {len(tokens)} token counts "
              f"({', '.join(sorted(dtypes)) or 'no'} weights; anvil-tune --dtype accordingly)")
     return {"about": about, "shapes": shapes, "skipped": skipped}
@@ -74,7 +77,9 @@ def _build_meta_model(source: str) -> torch.nn.Module:
     except ImportError as e:
         raise SystemExit(f"python -m anvil shapes: building a model from '{source}' needs transformers ({e})")
     config = transformers.AutoConfig.from_pretrained(source)
-    dtype = getattr(config, "torch_dtype", None)
+    dtype = config.dtype if hasattr(config, "dtype") else getattr(config, "torch_dtype", None)  # transformers 5 / 4
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype, None)
     dtype = dtype if dtype in (torch.bfloat16, torch.float16) else torch.bfloat16
     with torch.device("meta"):
         try:

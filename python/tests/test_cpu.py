@@ -446,8 +446,8 @@ def test_tuning_caches_load_or_are_refused_with_the_reason(tmp_path):
 
 
 def test_tuning_shapes_list_the_tunable_linear_layers():
-    # One entry per weight shape, bias or none, and token count, named after the first layer
-    # of the kind; what anvil-tune cannot tune (a weight anvil does not compute) is listed apart.
+    # One entry per problem (weight shape and epilogue) and token count, named after the first
+    # layer of the kind; a weight anvil does not compute is listed apart.
     with torch.device("meta"):
         model = torch.nn.Sequential(
             torch.nn.Linear(64, 128, bias=False, dtype=BF16),
@@ -455,6 +455,7 @@ def test_tuning_shapes_list_the_tunable_linear_layers():
             torch.nn.Linear(64, 128, bias=False, dtype=BF16),
             torch.nn.Linear(64, 32, dtype=BF16),
             torch.nn.Linear(64, 16, bias=False),
+            anvil.nn.Linear(64, 128, bias=False, dtype=BF16, activation="gelu_tanh"),
         )
     shapes = anvil.tuning_shapes(model, tokens=(16, 1, 16))
     assert shapes["shapes"] == [
@@ -464,6 +465,8 @@ def test_tuning_shapes_list_the_tunable_linear_layers():
         {"name": "1-m16", "M": 16, "N": 64, "K": 128},
         {"name": "3-m1", "M": 1, "N": 32, "K": 64, "bias": True},
         {"name": "3-m16", "M": 16, "N": 32, "K": 64, "bias": True},
+        {"name": "5-m1", "M": 1, "N": 128, "K": 64, "activation": "gelu-tanh"},
+        {"name": "5-m16", "M": 16, "N": 128, "K": 64, "activation": "gelu-tanh"},
     ]
     assert shapes["skipped"] == [["4", "weight dtype float32 (anvil computes bf16 and fp16)"]]
     with pytest.raises(ValueError, match="token counts must be positive"):
@@ -472,7 +475,7 @@ def test_tuning_shapes_list_the_tunable_linear_layers():
 
 def test_tuning_shapes_of_a_patched_model_and_the_command_line(tmp_path):
     # A Llama config in a folder, as `python -m anvil shapes FOLDER` reads it: built on the
-    # meta device, patched (gate/up fused: skipped), its other linear layers listed.
+    # meta device, patched (gate and up fused into one SwiGLU GEMM of 2F rows), listed.
     transformers = pytest.importorskip("transformers")
     from anvil import shapes as shapes_cli
 
@@ -482,12 +485,13 @@ def test_tuning_shapes_of_a_patched_model_and_the_command_line(tmp_path):
     out = tmp_path / "shapes.json"
     assert shapes_cli.main([str(tmp_path), "--tokens", "1,8", "-o", str(out)]) == 0
     doc = json.loads(out.read_text())
-    dims = {(s["N"], s["K"]) for s in doc["shapes"]}
+    problems = {(s["N"], s["K"], s.get("activation", "identity")) for s in doc["shapes"]}
     # q_proj and o_proj (128 x 128), k/v_proj (64 x 128: two KV heads of 32), down_proj
-    # (128 x 256), lm_head (256 x 128); the fused gate/up GEMMs are skipped.
-    assert dims == {(128, 128), (64, 128), (128, 256), (256, 128)}, dims
+    # (128 x 256), lm_head (256 x 128), and the fused gate/up GEMM (2 x 256 rows, SwiGLU).
+    assert problems == {(128, 128, "identity"), (64, 128, "identity"), (128, 256, "identity"),
+                        (256, 128, "identity"), (512, 128, "swiglu")}, problems
     assert {s["M"] for s in doc["shapes"]} == {1, 8}
-    assert [why for _, why in doc["skipped"]] == ["fused SwiGLU MLP (its gate/up GEMM carries the activation)"] * 2
+    assert doc["skipped"] == []
 
 
 # ---- grouped GEMM and FP8: fake kernels ---------------------------------------------------------

@@ -405,6 +405,18 @@ GemmDesc tuning_desc(const TuningProblem& p) {
   return d;
 }
 
+const char* activation_name(Activation a) { return name_of(kActivations, a); }
+
+bool parse_activation_name(const std::string& name, Activation* out) {
+  for (const auto& t : kActivations) {
+    if (name == t.name) {
+      *out = t.value;
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string describe_overrides(const PlanOverrides& o) {
   std::string s = o.family == KernelFamily::kNone ? "auto" : family_name(o.family);
   if (o.sm90_variant >= 0) s += std::string("/") + variant_name(static_cast<Sm90Variant>(o.sm90_variant));

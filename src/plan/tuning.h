@@ -78,6 +78,10 @@ std::string tuning_cache_json(const TuningCache& cache);
 // The overrides as the cache spells them ("family", "sm90_variant", ...), e.g. for
 // anvil-tune's progress lines: "sm90-gemm/wide-pair", "sm90-decode/splits=4".
 std::string describe_overrides(const PlanOverrides& overrides);
+// An epilogue activation as caches spell it: "identity", "relu", "gelu-erf", "gelu-tanh",
+// "silu", "swiglu"; the parse is false for any other name.
+const char* activation_name(Activation a);
+bool parse_activation_name(const std::string& name, Activation* out);
 
 // Whether a plan made with tuned overrides may run the call these facts describe: its
 // family takes the problem, the workspace holds what it needs, and in batch-invariant

@@ -50,7 +50,9 @@ constexpr const char* kUsage =
     "GPU and writes a tuning cache for load_tuning_cache() / ANVIL_TUNING_CACHE.\n"
     "\n"
     "  --shapes FILE          {\"shapes\": [{\"name\", \"M\", \"N\", \"K\"}, ...]} (anvil-bench's format; a\n"
-    "                         shape with \"bias\": true is the layer with its bias, per column)\n"
+    "                         shape may add \"bias\": true, nn.Linear's bias, and \"activation\":\n"
+    "                         \"relu\", \"gelu-erf\", \"gelu-tanh\", \"silu\" or \"swiglu\" (gate/up fused,\n"
+    "                         N = 2F: include/anvil/swiglu.h), the epilogue it is tuned with)\n"
     "  --dtype bf16|fp16      inputs and output [bf16]\n"
     "  --batch-invariant      tune GemmDesc::batch_invariant problems (only plans that keep it)\n"
     "  --out FILE             the cache to write [anvil-tuning-cache.json]; rewritten after each shape\n"
@@ -156,15 +158,29 @@ struct Shape {
   std::string name;
   int64_t m = 0, n = 0, k = 0;
   bool bias = false;  // nn.Linear's bias, one per output column in the inputs' dtype
+  anvil::Activation activation = anvil::Activation::kIdentity;
 };
 
-// The problem a shape names: nn.Linear's layout, with its bias where it has one (a tuned
-// entry names the epilogue too, so a biased layer needs entries of its own).
+// The problem a shape names, as a tuned entry keys it (tuning_desc): nn.Linear's layout
+// with the shape's epilogue - a tuned entry names the epilogue too, so a biased layer or a
+// fused SwiGLU MLP needs entries of its own.
 GemmDesc shape_desc(const Shape& sh, DataType dtype, bool batch_invariant) {
-  GemmDesc desc = anvil::linear_desc(sh.m, sh.n, sh.k, dtype, dtype);
-  desc.batch_invariant = batch_invariant;
-  if (sh.bias) desc.epilogue.bias = anvil::BiasMode::kPerColumn, desc.epilogue.bias_dtype = dtype;
+  anvil::detail::TuningProblem p;
+  p.m = sh.m, p.n = sh.n, p.k = sh.k;
+  p.a = p.b = p.d = dtype;
+  p.activation = sh.activation;
+  p.bias = sh.bias ? anvil::BiasMode::kPerColumn : anvil::BiasMode::kNone;
+  p.batch_invariant = batch_invariant;
+  GemmDesc desc = anvil::detail::tuning_desc(p);
+  desc.epilogue.bias_dtype = dtype;
   return desc;
+}
+
+// " + bias + silu": a shape's epilogue in its progress line.
+std::string epilogue_text(const Shape& sh) {
+  std::string t = sh.bias ? " + bias" : "";
+  if (sh.activation != anvil::Activation::kIdentity) t += std::string(" + ") + anvil::detail::activation_name(sh.activation);
+  return t;
 }
 
 std::vector<Shape> load_shapes(const std::string& path) {
@@ -189,6 +205,13 @@ std::vector<Shape> load_shapes(const std::string& path) {
       sh.k = s.at("K").get<int64_t>();
       sh.name = s.contains("name") ? s["name"].get<std::string>() : std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k);
       sh.bias = s.contains("bias") && s["bias"].get<bool>();
+      if (s.contains("activation")) {
+        const std::string act = s["activation"].get<std::string>();
+        if (!anvil::detail::parse_activation_name(act, &sh.activation)) {
+          usage_error(path + ": shapes[" + std::to_string(i) + "]: unknown activation '" + act +
+                      "' (identity, relu, gelu-erf, gelu-tanh, silu, swiglu)");
+        }
+      }
     } catch (const std::exception& e) {
       usage_error(path + ": shapes[" + std::to_string(i) + "]: " + e.what());
     }
@@ -478,7 +501,7 @@ bool tune_shape(const Shape& sh, int index, int total, const Options& opt, const
     char buf[160];
     std::snprintf(buf, sizeof(buf), "[%d/%d] %s %lldx%lldx%lld%s", index, total, sh.name.c_str(),
                   static_cast<long long>(sh.m), static_cast<long long>(sh.n), static_cast<long long>(sh.k),
-                  sh.bias ? " + bias" : "");
+                  epilogue_text(sh).c_str());
     return std::string(buf);
   };
   if (cands.empty()) {
@@ -491,7 +514,7 @@ bool tune_shape(const Shape& sh, int index, int total, const Options& opt, const
   const size_t in = anvil::verify::dtype_bytes(opt.dtype);
   b.a_bytes = size_t(sh.m * sh.k) * in;
   b.w_bytes = size_t(sh.n * sh.k) * in;
-  b.d_bytes = size_t(sh.m * sh.n) * in;
+  b.d_bytes = size_t(sh.m * anvil::verify::output_cols(desc)) * in;
   b.bias_bytes = sh.bias ? size_t(sh.n) * in : 0;
   b.set_bytes = align_up(b.a_bytes) + align_up(b.w_bytes) + align_up(b.d_bytes) + align_up(b.bias_bytes);
   b.sets = bench::rotating_set_count(b.set_bytes, size_t(prop.l2CacheSize), kMaxInputSets);
@@ -572,6 +595,7 @@ bool tune_shape(const Shape& sh, int index, int total, const Options& opt, const
     row["N"] = sh.n;
     row["K"] = sh.k;
     if (sh.bias) row["bias"] = true;
+    if (sh.activation != anvil::Activation::kIdentity) row["activation"] = anvil::detail::activation_name(sh.activation);
     row["planner"] = untuned != nullptr ? untuned->label : std::string("planner (failed)");
     row["planner_us"] = planner_us > 0 ? planner_us : 0.0;
     row["best"] = best->label;
@@ -610,7 +634,7 @@ int run(int argc, char** argv) {
       const std::vector<Candidate> cands = enumerate(desc, opt);
       std::printf("[%zu/%zu] %s %lldx%lldx%lld%s: %zu plans\n", i + 1, shapes.size(), shapes[i].name.c_str(),
                   static_cast<long long>(shapes[i].m), static_cast<long long>(shapes[i].n),
-                  static_cast<long long>(shapes[i].k), shapes[i].bias ? " + bias" : "", cands.size());
+                  static_cast<long long>(shapes[i].k), epilogue_text(shapes[i]).c_str(), cands.size());
       for (const auto& c : cands) std::printf("    %s\n", c.label.c_str());
     }
     return 0;
