@@ -425,6 +425,13 @@ def test_dispatch_name_answers_without_a_gpu():
     assert anvil.dispatch_name(8, 4096, 4096, torch.float16).startswith("sm90-")
 
 
+def test_every_public_name_is_documented():
+    # docs/python.md's API table names everything `from anvil import *` gives.
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "python.md").read_text()
+    missing = [n for n in anvil.__all__ if f"anvil.{n}" not in doc and f"`{n}`" not in doc]
+    assert not missing, f"docs/python.md does not mention {missing}"
+
+
 def test_tuning_caches_load_or_are_refused_with_the_reason(tmp_path):
     # anvil-tune's format (tests/data holds a one-entry H100 cache); the file is checked as
     # it loads, without a GPU. Its plans apply only on the GPU it was made on.
