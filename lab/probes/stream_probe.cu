@@ -45,6 +45,7 @@
 #include "json.h"
 #include "system_info.h"
 #include "verify/device_probe.h"
+#include "probe_check.h"
 
 namespace {
 
@@ -52,15 +53,6 @@ constexpr int kRows = 8192, kCols = 8192;  // the weight: 8192 x 8192 bf16
 constexpr int kBoxCols = 64;                // 128 bytes: the 128-byte swizzle's width
 constexpr int kBoxesPerRow = kCols / kBoxCols;
 constexpr int kBulkBytes = 16384;
-
-#define CHECK_CUDA(call)                                                                       \
-  do {                                                                                         \
-    cudaError_t err_ = (call);                                                                 \
-    if (err_ != cudaSuccess) {                                                                 \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
 
 struct Pattern {
   const char* name;
@@ -361,8 +353,6 @@ double median_us_per_launch(Launch launch) {
   std::sort(samples.begin(), samples.end());
   return samples[samples.size() / 2];
 }
-
-
 
 struct Measured {
   double us, tbps;

@@ -26,15 +26,7 @@
 
 #include "arch/sm90/mbarrier.cuh"
 #include "arch/sm90/tma.cuh"
-
-#define CHECK_CUDA(call)                                                                           \
-  do {                                                                                             \
-    cudaError_t err_ = (call);                                                                     \
-    if (err_ != cudaSuccess) {                                                                     \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
+#include "probe_check.h"
 
 namespace {
 
