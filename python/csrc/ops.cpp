@@ -811,9 +811,9 @@ TORCH_LIBRARY(anvil, m) {
         "Tensor? bias=None, Tensor? scale_result=None, ScalarType? out_dtype=None, bool use_fast_accum=False) -> Tensor");
 }
 
-// The CUDA kernels; the same functions serve CPU tensors, which fail on the device check
+// The same functions serve CUDA tensors and CPU ones, which fail on the device check
 // after every other argument check has run.
-TORCH_LIBRARY_IMPL(anvil, CUDA, m) {
+static void register_kernels(torch::Library& m) {
   m.impl("linear", &linear);
   m.impl("linear_into", &linear_into);
   m.impl("linear_swiglu", &linear_swiglu);
@@ -826,15 +826,5 @@ TORCH_LIBRARY_IMPL(anvil, CUDA, m) {
   m.impl("scaled_grouped_mm", &scaled_grouped_mm);
 }
 
-TORCH_LIBRARY_IMPL(anvil, CPU, m) {
-  m.impl("linear", &linear);
-  m.impl("linear_into", &linear_into);
-  m.impl("linear_swiglu", &linear_swiglu);
-  m.impl("matmul", &matmul);
-  m.impl("bmm", &bmm);
-  m.impl("grouped_mm", &grouped_mm);
-  m.impl("grouped_mm_masked", &grouped_mm_masked);
-  m.impl("linear_fp8", &linear_fp8);
-  m.impl("quantize_fp8", &quantize_fp8);
-  m.impl("scaled_grouped_mm", &scaled_grouped_mm);
-}
+TORCH_LIBRARY_IMPL(anvil, CUDA, m) { register_kernels(m); }
+TORCH_LIBRARY_IMPL(anvil, CPU, m) { register_kernels(m); }

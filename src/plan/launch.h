@@ -49,6 +49,12 @@ Status launch_plan(const LaunchPlan& plan, const GemmDesc& desc, const GemmArgs&
 
 // A registry entry's launch: the planner with `family` forced, then that plan.
 Status launch_with_family(KernelFamily family, const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag);
+// The same as a registry entry's (KernelInfo's) function pointers: its launch, and the
+// workspace its forced plan may use.
+template <KernelFamily kFamily>
+Status launch_family(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
+  return launch_with_family(kFamily, desc, args, diag);
+}
 
 // The internal entry point: anvil::gemm with the planner's choices overridden (null: none)
 // and, optionally, the plan it ran. For anvil-bench, the tests and the tuner; a desc that
@@ -58,6 +64,12 @@ Status gemm(const GemmDesc& desc, const GemmArgs& args, const PlanOverrides* ove
 // Workspace bytes the overridden plan uses with these arguments - stream-K's part only where
 // args' workspace holds it (args null: the most it may use, the size to ask for).
 size_t workspace_size(const GemmDesc& desc, const GemmArgs* args, const PlanOverrides* overrides);
+template <KernelFamily kFamily>
+size_t family_workspace(const GemmDesc& desc, const GemmArgs* args) {
+  PlanOverrides overrides;
+  overrides.family = kFamily;
+  return workspace_size(desc, args, &overrides);
+}
 // The plan the overridden planner makes for desc (args null: a description-only query).
 Status plan_for(const GemmDesc& desc, const GemmArgs* args, const PlanOverrides* overrides, LaunchPlan* out,
                 Diagnostic* diag);

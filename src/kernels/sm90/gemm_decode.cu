@@ -105,27 +105,17 @@ Status launch_decode_tma_plan(const DecodePlan& plan, const GemmDesc& desc, cons
   }
 }
 
-namespace {
-// The registry entries run the planner with the family forced.
-Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_with_family(KernelFamily::kDecodeTma, desc, args, diag);
-}
-Status launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_with_family(KernelFamily::kDecodeR64, desc, args, diag);
-}
-}  // namespace
-
 extern const KernelInfo kSm90DecodeR64{kRows64Name,
                                        "decode with 64 weight rows per CTA (two CTAs per SM up to 16 tokens, four "
                                        "64-wide K boxes per stage from 17, one 96- or 128-token tile from 65, "
                                        "128-token tiles beyond 128): twice "
                                        "sm90-decode's CTAs, so no K split where the weight's 64-row tiles are all "
                                        "resident at once (no SwiGLU)",
-                                       check_rows64, launch_rows64, nullptr};
+                                       check_rows64, launch_family<KernelFamily::kDecodeR64>, nullptr};
 
 extern const KernelInfo kSm90Decode{kName,
                                     "decode: swap-AB (weights on wgmma M, tokens on N = 8..256), K split across a "
                                     "cluster and reduced in rank order through distributed shared memory",
-                                    check, launch, nullptr};
+                                    check, launch_family<KernelFamily::kDecodeTma>, nullptr};
 
 }  // namespace anvil::detail

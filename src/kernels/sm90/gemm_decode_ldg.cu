@@ -139,26 +139,16 @@ Status launch_decode_ldg_plan(const DecodePlan& plan, const GemmDesc& desc, cons
   }
 }
 
-namespace {
-// The registry entries run the planner with the family forced.
-Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_with_family(KernelFamily::kDecodeLdg, desc, args, diag);
-}
-Status launch_rows64(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_with_family(KernelFamily::kDecodeLdgR64, desc, args, diag);
-}
-}  // namespace
-
 extern const KernelInfo kSm90DecodeLdgR64{kRows64Name,
                                           "decode through the load path with 64 weight rows per CTA and three or "
                                           "four warpgroups along K: twice sm90-decode-ldg's CTAs, so up to 24 tokens "
                                           "need no K split where the weight's 64-row tiles fill one wave (no SwiGLU)",
-                                          check_rows64, launch_rows64, nullptr};
+                                          check_rows64, launch_family<KernelFamily::kDecodeLdgR64>, nullptr};
 
 extern const KernelInfo kSm90DecodeLdg{kName,
                                        "decode through the load path: every thread cp.asyncs weight and token pieces "
                                        "into per-warpgroup stage rings (no TMA), tokens N = 8 or 16, K split across "
                                        "warpgroups and a cluster, reduced in a fixed order",
-                                       check, launch, nullptr};
+                                       check, launch_family<KernelFamily::kDecodeLdg>, nullptr};
 
 }  // namespace anvil::detail

@@ -101,18 +101,11 @@ Status launch_fp8_decode_plan(const DecodePlan& plan, const GemmDesc& desc, cons
   }
 }
 
-namespace {
-// The registry entry runs the planner with the family forced.
-Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_with_family(KernelFamily::kSm90Fp8Decode, desc, args, diag);
-}
-}  // namespace
-
 extern const KernelInfo kSm90Fp8Decode{kName,
                                        "FP8 decode (e4m3 x e4m3): swap-AB (128 weight rows on wgmma M, tokens on N = "
                                        "8..128), 128-wide K stages, K split across a cluster and reduced in rank order "
                                        "through distributed shared memory; per-tensor or row/column scales applied "
                                        "once to the total, DeepSeek-V3 block scales per K block",
-                                       check, launch, nullptr};
+                                       check, launch_family<KernelFamily::kSm90Fp8Decode>, nullptr};
 
 }  // namespace anvil::detail

@@ -176,27 +176,12 @@ Status launch_sm90_plan(const LaunchPlan& plan, const GemmDesc& desc, const Gemm
              : launch_decode_tma_plan(plan.tail, tail.desc, tail.args, diag);
 }
 
-namespace {
-
-// The registry entry runs the planner with the family forced: the production choice of
-// configuration and row split.
-Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_with_family(KernelFamily::kSm90Gemm, desc, args, diag);
-}
-
-size_t workspace(const GemmDesc& desc, const GemmArgs* args) {
-  PlanOverrides overrides;
-  overrides.family = KernelFamily::kSm90Gemm;
-  return workspace_size(desc, args, &overrides);
-}
-
-}  // namespace
-
 extern const KernelInfo kSm90Gemm{kName,
                                   "production: persistent, warp-specialized; 128x256 tiles in multicasting 2-CTA "
                                   "clusters (along M, or along N for an odd number of 128-row tiles), single "
                                   "128x256 or 128x128 by wave plan, tiles 64-240 wide in steps of 16 where those fill "
                                   "the waves better, stream-K on 256x128 tiles where whole tiles leave SMs "
                                   "idle; any layout/stride (repacked into the workspace)",
-                                  check, launch, workspace};
+                                  check, launch_family<KernelFamily::kSm90Gemm>,
+                                  family_workspace<KernelFamily::kSm90Gemm>};
 }  // namespace anvil::detail

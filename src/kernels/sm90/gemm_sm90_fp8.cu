@@ -69,26 +69,12 @@ Status launch_fp8_plan(const LaunchPlan& plan, const GemmDesc& desc, const GemmA
   return launch_fp8_variant(plan.fp8_variant, false, desc, args, diag);
 }
 
-namespace {
-
-Status launch(const GemmDesc& desc, const GemmArgs& args, Diagnostic* diag) {
-  return launch_with_family(KernelFamily::kSm90Fp8, desc, args, diag);
-}
-
-// Split-K's partials, where the plan splits (the registry entry's plan, as its launch).
-size_t workspace(const GemmDesc& desc, const GemmArgs* args) {
-  PlanOverrides overrides;
-  overrides.family = KernelFamily::kSm90Fp8;
-  return workspace_size(desc, args, &overrides);
-}
-
-}  // namespace
-
 extern const KernelInfo kSm90Fp8{kName,
                                  "FP8 (e4m3 x e4m3, e5m2 x e4m3, e4m3 x e5m2), fp32 accumulation: sm90-gemm's kernel "
                                  "with 128-wide K stages; per-tensor, per-row/column or DeepSeek-V3 block scales "
                                  "(1x128 activations, 128x128 weights, promoted to fp32 every K block); "
                                  "K-major operands read in place; split-K in whole K blocks for few tiles",
-                                 check, launch, workspace};
+                                 check, launch_family<KernelFamily::kSm90Fp8>,
+                                 family_workspace<KernelFamily::kSm90Fp8>};
 
 }  // namespace anvil::detail
