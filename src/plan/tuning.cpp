@@ -63,6 +63,18 @@ const char* name_of(const Named<E> (&table)[N], E value) {
   return "?";
 }
 
+// The value a table spells `name`; false where no entry does.
+template <class E, size_t N>
+bool value_of(const Named<E> (&table)[N], const std::string& name, E* out) {
+  for (const auto& t : table) {
+    if (name == t.name) {
+      *out = t.value;
+      return true;
+    }
+  }
+  return false;
+}
+
 // A parse failure with the place it happened, caught once at the top.
 struct CacheError {
   std::string message;
@@ -74,10 +86,9 @@ struct CacheError {
 template <class E, size_t N>
 E parse_name(const Named<E> (&table)[N], const Json& v, const std::string& where) {
   if (!v.is_string()) refuse(where, "expected a string, got " + v.dump());
+  E value{};
+  if (value_of(table, v.get<std::string>(), &value)) return value;
   const std::string s = v.get<std::string>();
-  for (const auto& t : table) {
-    if (s == t.name) return t.value;
-  }
   std::string known;
   for (const auto& t : table) known += std::string(known.empty() ? "" : ", ") + t.name;
   refuse(where, "unknown name '" + s + "' (known: " + known + ")");
@@ -407,15 +418,7 @@ GemmDesc tuning_desc(const TuningProblem& p) {
 
 const char* activation_name(Activation a) { return name_of(kActivations, a); }
 
-bool parse_activation_name(const std::string& name, Activation* out) {
-  for (const auto& t : kActivations) {
-    if (name == t.name) {
-      *out = t.value;
-      return true;
-    }
-  }
-  return false;
-}
+bool parse_activation_name(const std::string& name, Activation* out) { return value_of(kActivations, name, out); }
 
 std::string describe_overrides(const PlanOverrides& o) {
   std::string s = o.family == KernelFamily::kNone ? "auto" : family_name(o.family);
