@@ -37,7 +37,13 @@ struct Named {
   E value;
   const char* name;
 };
-constexpr Named<DataType> kDtypes[] = {{DataType::kBF16, "bf16"}, {DataType::kF16, "fp16"}, {DataType::kF32, "f32"}};
+constexpr Named<DataType> kDtypes[] = {{DataType::kBF16, "bf16"}, {DataType::kF16, "fp16"}, {DataType::kF32, "f32"},
+                                       {DataType::kE4M3, "e4m3"}, {DataType::kE5M2, "e5m2"}};
+// As ScaleMode's to_string spells them (anvil-bench's --scales takes the short forms).
+constexpr Named<ScaleMode> kScaleModes[] = {{ScaleMode::kNone, "none"},
+                                            {ScaleMode::kTensor, "tensor"},
+                                            {ScaleMode::kRowColumn, "row-column"},
+                                            {ScaleMode::kBlock128, "block128"}};
 constexpr Named<Order> kOrders[] = {{Order::kRowMajor, "row"}, {Order::kColMajor, "col"}};
 constexpr Named<Activation> kActivations[] = {{Activation::kIdentity, "identity"}, {Activation::kReLU, "relu"},
                                               {Activation::kGeluErf, "gelu-erf"},   {Activation::kGeluTanh, "gelu-tanh"},
@@ -150,12 +156,15 @@ Json problem_json(const TuningProblem& p) {
   j["activation"] = name_of(kActivations, p.activation);
   j["bias"] = name_of(kBiasModes, p.bias);
   j["batch_invariant"] = p.batch_invariant;
+  if (p.scales != ScaleMode::kNone) j["scales"] = name_of(kScaleModes, p.scales);
   return j;
 }
 
+bool is_fp8(DataType t) { return t == DataType::kE4M3 || t == DataType::kE5M2; }
+
 TuningProblem parse_problem(const Json& j, const std::string& where) {
   require_object(j, where, {"m", "n", "k", "batch", "a", "b", "d", "a_order", "b_order", "strides_aligned",
-                            "activation", "bias", "batch_invariant"});
+                            "activation", "bias", "batch_invariant", "scales"});
   TuningProblem p;
   p.m = parse_int(field(j, "m", where), where + ".m", 1, kMaxExtent);
   p.n = parse_int(field(j, "n", where), where + ".n", 1, kMaxExtent);
@@ -170,7 +179,14 @@ TuningProblem parse_problem(const Json& j, const std::string& where) {
   p.activation = parse_name(kActivations, field(j, "activation", where), where + ".activation");
   p.bias = parse_name(kBiasModes, field(j, "bias", where), where + ".bias");
   p.batch_invariant = parse_bool(field(j, "batch_invariant", where), where + ".batch_invariant");
-  if (p.a != p.b || p.a == DataType::kF32) refuse(where, "A and B must share a 16-bit dtype (bf16 or fp16)");
+  // Absent in caches of 16-bit problems: no scales.
+  if (j.contains("scales")) p.scales = parse_name(kScaleModes, j["scales"], where + ".scales");
+  const bool sixteen = p.a == p.b && (p.a == DataType::kBF16 || p.a == DataType::kF16);
+  if (!sixteen && !(is_fp8(p.a) && is_fp8(p.b))) {
+    refuse(where, "A and B must share a 16-bit dtype (bf16 or fp16) or both be 8-bit (e4m3, e5m2)");
+  }
+  if (is_fp8(p.d)) refuse(where, "D must be bf16, fp16 or f32");
+  if (sixteen && p.scales != ScaleMode::kNone) refuse(where, "scales apply to 8-bit inputs only");
   if (p.activation == Activation::kSwiGLU && p.n % 2 != 0) refuse(where, "SwiGLU needs an even N");
   return p;
 }
@@ -186,12 +202,13 @@ Json plan_json(const PlanOverrides& o) {
   j["row_split"] = name_of(kRowSplits, o.row_split);
   j["split_k_slices"] = o.split_k_slices;
   if (o.swap_ab != PlanOverrides::SwapAb::kAuto) j["swap_ab"] = name_of(kSwapAbs, o.swap_ab);
+  if (o.fp8_variant >= 0) j["fp8_variant"] = fp8_variant_name(static_cast<Fp8Variant>(o.fp8_variant));
   return j;
 }
 
 PlanOverrides parse_plan(const Json& j, const std::string& where) {
   require_object(j, where, {"family", "sm90_variant", "fit_widths", "allow_stream_k", "decode_splits", "row_split",
-                            "split_k_slices", "swap_ab"});
+                            "split_k_slices", "swap_ab", "fp8_variant"});
   PlanOverrides o;
   const std::string family = parse_string(field(j, "family", where), where + ".family");
   if (family != "auto") {
@@ -218,7 +235,17 @@ PlanOverrides parse_plan(const Json& j, const std::string& where) {
   if (j.contains("swap_ab")) o.swap_ab = parse_name(kSwapAbs, j["swap_ab"], where + ".swap_ab");
   if (j.contains("split_k_slices")) {
     o.split_k_slices = static_cast<int>(parse_int(j["split_k_slices"], where + ".split_k_slices", 0, kSplitKMaxSlices));
-    if (o.split_k_slices > 1 && o.family != KernelFamily::kSm90Gemm) refuse(where, "split_k_slices needs family sm90-gemm");
+    if (o.split_k_slices > 1 && o.family != KernelFamily::kSm90Gemm && o.family != KernelFamily::kSm90Fp8) {
+      refuse(where, "split_k_slices needs family sm90-gemm or sm90-fp8");
+    }
+  }
+  if (j.contains("fp8_variant") && !j["fp8_variant"].is_null()) {
+    const std::string v = parse_string(j["fp8_variant"], where + ".fp8_variant");
+    for (int i = 0; i < kFp8Variants && o.fp8_variant < 0; ++i) {
+      if (v == fp8_variant_name(static_cast<Fp8Variant>(i))) o.fp8_variant = i;
+    }
+    if (o.fp8_variant < 0) refuse(where + ".fp8_variant", "unknown sm90-fp8 configuration '" + v + "'");
+    if (o.family != KernelFamily::kSm90Fp8) refuse(where, "an fp8_variant needs family sm90-fp8");
   }
   return o;
 }
@@ -232,7 +259,7 @@ struct ProblemHash {
     mix(uint64_t(p.m)), mix(uint64_t(p.n)), mix(uint64_t(p.k)), mix(uint64_t(p.batch));
     mix(uint64_t(p.a) | uint64_t(p.b) << 4 | uint64_t(p.d) << 8 | uint64_t(p.a_order) << 12 |
         uint64_t(p.b_order) << 14 | uint64_t(p.strides_aligned) << 16 | uint64_t(p.activation) << 17 |
-        uint64_t(p.bias) << 21 | uint64_t(p.batch_invariant) << 23);
+        uint64_t(p.bias) << 21 | uint64_t(p.batch_invariant) << 23 | uint64_t(p.scales) << 24);
     return static_cast<size_t>(h);
   }
 };
@@ -394,6 +421,7 @@ TuningProblem tuning_problem(const GemmDesc& desc) {
   p.activation = desc.epilogue.activation;
   p.bias = desc.epilogue.bias;
   p.batch_invariant = desc.batch_invariant;
+  p.scales = desc.scales;
   return p;
 }
 
@@ -413,6 +441,7 @@ GemmDesc tuning_desc(const TuningProblem& p) {
   d.epilogue.activation = p.activation;
   d.epilogue.bias = p.bias;
   d.batch_invariant = p.batch_invariant;
+  d.scales = p.scales;
   return d;
 }
 
@@ -423,6 +452,7 @@ bool parse_activation_name(const std::string& name, Activation* out) { return va
 std::string describe_overrides(const PlanOverrides& o) {
   std::string s = o.family == KernelFamily::kNone ? "auto" : family_name(o.family);
   if (o.sm90_variant >= 0) s += std::string("/") + variant_name(static_cast<Sm90Variant>(o.sm90_variant));
+  if (o.fp8_variant >= 0) s += std::string("/") + fp8_variant_name(static_cast<Fp8Variant>(o.fp8_variant));
   if (o.decode_splits > 0) s += "/splits=" + std::to_string(o.decode_splits);
   if (o.row_split != PlanOverrides::RowSplit::kAuto) s += std::string("/row-split=") + name_of(kRowSplits, o.row_split);
   if (o.split_k_slices > 1) s += "/split-k=" + std::to_string(o.split_k_slices);
@@ -452,12 +482,17 @@ bool tuned_plan_usable(const LaunchPlan& p, const PlanOverrides& o, const GemmDe
   if (sm90 && tile_shape(p.variant).block_n % 128 != 0 && desc.epilogue.activation == Activation::kSwiGLU) {
     return no("fitted widths cannot hold SwiGLU's 128-column gate/up pairs");
   }
-  const bool decode = p.family != KernelFamily::kSm90Gemm && p.family != KernelFamily::kFallback;
+  const bool fp8 = p.family == KernelFamily::kSm90Fp8;
+  const bool decode = !sm90 && !fp8 && p.family != KernelFamily::kFallback;
   if (decode && o.decode_splits > 0 && p.decode.splits != o.decode_splits) {
     return no("a K split of %d is not possible here (the plan splits %d)", o.decode_splits, p.decode.splits);
   }
-  if (sm90 && o.split_k_slices > 1 && p.k_splits != o.split_k_slices) {
+  if ((sm90 || fp8) && o.split_k_slices > 1 && p.k_splits != o.split_k_slices) {
     return no("a split-K of %d slices is not possible here (the plan splits %d)", o.split_k_slices, p.k_splits);
+  }
+  // The planner runs its own configuration where a forced one does not take the problem.
+  if (fp8 && o.fp8_variant >= 0 && static_cast<int>(p.fp8_variant) != o.fp8_variant) {
+    return no("%s does not take this problem", fp8_variant_name(static_cast<Fp8Variant>(o.fp8_variant)));
   }
   if (desc.batch_invariant) {
     const auto ldg = [](KernelFamily k) { return k == KernelFamily::kDecodeLdg || k == KernelFamily::kDecodeLdgR64; };

@@ -3,7 +3,7 @@
 // the tests include it.
 //
 // A tuned entry is a PlanOverrides for one problem (dtypes, layouts, epilogue, batch
-// invariance, M, N, K, batch). It is applied where the planner runs - once per problem
+// invariance, FP8 scale mode, M, N, K, batch). It is applied where the planner runs - once per problem
 // and pointer set, on a plan-cache miss - so a lookup costs nothing on the calls that
 // replay a cached plan.
 #pragma once
@@ -45,6 +45,7 @@ struct TuningProblem {
   Activation activation = Activation::kIdentity;
   BiasMode bias = BiasMode::kNone;
   bool batch_invariant = false;
+  ScaleMode scales = ScaleMode::kNone;  // 8-bit inputs: how their sums are scaled
   bool operator==(const TuningProblem&) const = default;
 };
 TuningProblem tuning_problem(const GemmDesc& desc);

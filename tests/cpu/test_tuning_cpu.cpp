@@ -304,6 +304,71 @@ TEST_F(Tuning, PlansTheKernelsWouldRefuseAreRefusedAtLoad) {
   EXPECT_NE(std::string(d.message).find("already tuned by entry 0"), std::string::npos) << d.message;
 }
 
+// FP8 problems are keyed by their scale mode too, and their plans name sm90-fp8's
+// configuration and split-K or sm90-fp8-decode's K split.
+TEST_F(Tuning, Fp8EntriesKeyOnTheScaleModeAndRun) {
+  const DeviceInfo h200 = DeviceInfo::h200();
+  GemmDesc gate_up = linear_desc(64, 36864, 7168, DataType::kE4M3, DataType::kBF16);
+  gate_up.scales = ScaleMode::kTensor;
+  GemmDesc prefill = linear_desc(4096, 7168, 2048, DataType::kE4M3, DataType::kBF16);
+  prefill.scales = ScaleMode::kBlock128;
+  PlanOverrides pair;
+  pair.family = KernelFamily::kSm90Fp8;
+  pair.fp8_variant = static_cast<int>(Fp8Variant::kBlockPair);
+  pair.split_k_slices = 2;
+  const TuningCache c = cache_of({entry(gate_up, decode(KernelFamily::kSm90Fp8Decode, 4)), entry(prefill, pair)});
+  TuningCache back;
+  Diagnostic diag;
+  ASSERT_EQ(parse_tuning_cache(tuning_cache_json(c), &back, &diag), Status::kSuccess) << diag.message;
+  ASSERT_EQ(back.entries.size(), 2u);
+  EXPECT_EQ(back.entries[0].problem.scales, ScaleMode::kTensor);
+  EXPECT_EQ(back.entries[1].problem.a, DataType::kE4M3);
+  EXPECT_EQ(back.entries[1].plan.fp8_variant, static_cast<int>(Fp8Variant::kBlockPair));
+  EXPECT_EQ(back.entries[1].plan.split_k_slices, 2);
+  EXPECT_EQ(describe_overrides(back.entries[1].plan), "sm90-fp8/fp8-block-pair/split-k=2");
+  EXPECT_EQ(tuning_cache_json(back), tuning_cache_json(c));
+
+  install(c);
+  PlanOverrides o;
+  ASSERT_TRUE(find_tuned_overrides(gate_up, kH200, &o));
+  GemmDesc other = gate_up;
+  other.scales = ScaleMode::kBlock128;
+  EXPECT_FALSE(find_tuned_overrides(other, kH200, &o)) << "another scale mode";
+  other = gate_up;
+  other.a.dtype = other.b.dtype = DataType::kBF16;
+  other.scales = ScaleMode::kNone;
+  EXPECT_FALSE(find_tuned_overrides(other, kH200, &o)) << "16-bit inputs";
+
+  const LaunchPlan decoded = plan_with_tuning(gate_up, h200, &kH200, CallFacts{});
+  EXPECT_EQ(decoded.family, KernelFamily::kSm90Fp8Decode) << decoded.family_reason;
+  EXPECT_EQ(decoded.k_splits, 4);
+  EXPECT_EQ(std::strncmp(decoded.family_reason, "tuned: ", 7), 0) << decoded.family_reason;
+  const LaunchPlan split = plan_with_tuning(prefill, h200, &kH200, CallFacts{});
+  EXPECT_EQ(split.family, KernelFamily::kSm90Fp8);
+  EXPECT_EQ(split.fp8_variant, Fp8Variant::kBlockPair);
+  EXPECT_EQ(split.k_splits, 2);
+
+  // Refused at load: a configuration the scale mode does not run, scales on 16-bit inputs,
+  // an FP8 configuration on another family.
+  PlanOverrides wrong = pair;
+  wrong.fp8_variant = static_cast<int>(Fp8Variant::kWidePair);  // no block scales
+  wrong.split_k_slices = 0;
+  TuningCache parsed;
+  Diagnostic d;
+  EXPECT_EQ(parse_tuning_cache(tuning_cache_json(cache_of({entry(prefill, wrong)})), &parsed, &d), Status::kInvalidArgument);
+  EXPECT_NE(std::string(d.message).find("fp8-wide-pair does not take this problem"), std::string::npos) << d.message;
+  const GemmDesc bf16 = linear_desc(4096, 4096, 4096, DataType::kBF16, DataType::kBF16);
+  const std::string text = tuning_cache_json(cache_of({entry(bf16, sm90(Sm90Variant::kNarrow))}));
+  EXPECT_EQ(parse_tuning_cache(replaced(text, "\"batch_invariant\": false", "\"batch_invariant\": false, \"scales\": \"tensor\""),
+                               &parsed, &d),
+            Status::kInvalidArgument);
+  EXPECT_NE(std::string(d.message).find("scales apply to 8-bit inputs only"), std::string::npos) << d.message;
+  EXPECT_EQ(parse_tuning_cache(replaced(text, "\"split_k_slices\": 0", "\"split_k_slices\": 0, \"fp8_variant\": \"fp8-narrow-pair\""),
+                               &parsed, &d),
+            Status::kInvalidArgument);
+  EXPECT_NE(std::string(d.message).find("needs family sm90-fp8"), std::string::npos) << d.message;
+}
+
 TEST_F(Tuning, TunedEntryReplacesThePlannersChoice) {
   const DeviceInfo h200 = DeviceInfo::h200();
   const CallFacts facts;

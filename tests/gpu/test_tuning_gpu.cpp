@@ -90,6 +90,53 @@ TEST(TunedPlans, LoadedCacheIsRunAndCorrect) {
   EXPECT_FALSE(tuned(a, &p)) << "cleared, yet " << p.family_reason;
 }
 
+// FP8 entries: sm90-fp8-decode at a K split of the cache's choosing, sm90-fp8 with a
+// forced configuration and split-K; each keyed by its scale mode.
+TEST(TunedPlans, Fp8EntriesRunTheirPlans) {
+  REQUIRE_SM90();
+  clear_tuning_cache();
+  const detail::DeviceIdentity* id = detail::current_device_identity();
+  ASSERT_NE(id, nullptr);
+  GemmDesc decode = linear_desc(64, 4096, 7168, DataType::kE4M3, DataType::kBF16);
+  decode.scales = ScaleMode::kTensor;
+  GemmDesc block = linear_desc(512, 4096, 2048, DataType::kE4M3, DataType::kBF16);
+  block.scales = ScaleMode::kBlock128;
+  detail::LaunchPlan own;
+  ASSERT_EQ(detail::plan_for(decode, nullptr, nullptr, &own, nullptr), Status::kSuccess);
+  detail::PlanOverrides decode_plan, block_plan;
+  decode_plan.family = detail::KernelFamily::kSm90Fp8Decode;
+  decode_plan.decode_splits = own.family == detail::KernelFamily::kSm90Fp8Decode && own.k_splits == 2 ? 4 : 2;
+  block_plan.family = detail::KernelFamily::kSm90Fp8;
+  block_plan.fp8_variant = static_cast<int>(detail::Fp8Variant::kBlockPair);
+  block_plan.split_k_slices = 2;
+  detail::TuningCache cache;
+  cache.device = *id;
+  cache.entries = {entry(decode, decode_plan), entry(block, block_plan)};
+  Diagnostic diag;
+  ASSERT_EQ(load_tuning_cache(write_cache(cache, "fp8").c_str(), &diag), Status::kSuccess) << diag.message;
+
+  Operands a, b, c;
+  anvil_test::make_operands(a, decode, 21);
+  anvil_test::make_operands(b, block, 22);
+  detail::LaunchPlan p;
+  EXPECT_TRUE(tuned(a, &p)) << p.family_reason;
+  EXPECT_EQ(p.family, detail::KernelFamily::kSm90Fp8Decode);
+  EXPECT_EQ(p.k_splits, decode_plan.decode_splits);
+  run_and_check(a);
+  EXPECT_TRUE(tuned(b, &p)) << p.family_reason;
+  EXPECT_EQ(p.family, detail::KernelFamily::kSm90Fp8);
+  EXPECT_EQ(p.fp8_variant, detail::Fp8Variant::kBlockPair);
+  EXPECT_EQ(p.k_splits, 2);
+  run_and_check(b);
+  // The same sizes with per-tensor scales are another problem.
+  GemmDesc tensor = block;
+  tensor.scales = ScaleMode::kTensor;
+  anvil_test::make_operands(c, tensor, 23);
+  EXPECT_FALSE(tuned(c, &p)) << p.family_reason;
+  run_and_check(c);
+  clear_tuning_cache();
+}
+
 TEST(TunedPlans, PlanTheCallCannotRunFallsBack) {
   REQUIRE_SM90();
   clear_tuning_cache();

@@ -5,8 +5,9 @@
 // For each shape the candidates are the planner's own plan and every alternative it can
 // be forced into (src/plan/planner.h, PlanOverrides): sm90-gemm on the transposed problem
 // beyond 128 tokens, each sm90-gemm variant, the row split on and off, and each decode
-// family with each K split, as far as the plan takes the problem; forced choices that land
-// on the same launch are measured once. Each candidate
+// family with each K split, as far as the plan takes the problem; for e4m3 inputs each
+// sm90-fp8 configuration, its split-K and sm90-fp8-decode's K splits. Forced choices that
+// land on the same launch are measured once. Each candidate
 // is checked against the reference, then timed with anvil-bench's method (timing.h):
 // random inputs rotating through sets larger than L2, launches captured into a CUDA graph,
 // the median of timed replays. The search uses short replays; the two fastest and the
@@ -28,6 +29,7 @@
 
 #include "anvil/gemm.h"
 #include "check.h"
+#include "kernels/sm90/fp8_decode_plan.h"
 #include "plan/launch.h"
 #include "plan/tuning.h"
 #include "spin.h"
@@ -53,7 +55,10 @@ constexpr const char* kUsage =
     "                         shape may add \"bias\": true, nn.Linear's bias, and \"activation\":\n"
     "                         \"relu\", \"gelu-erf\", \"gelu-tanh\", \"silu\" or \"swiglu\" (gate/up fused,\n"
     "                         N = 2F: include/anvil/swiglu.h), the epilogue it is tuned with)\n"
-    "  --dtype bf16|fp16      inputs and output [bf16]\n"
+    "  --dtype bf16|fp16|e4m3 inputs (and output for bf16 and fp16) [bf16]\n"
+    "  --out-dtype bf16|fp16|f32  e4m3 only: the output [bf16]\n"
+    "  --scales none|tensor|rowcol|block  e4m3 only: the scale mode (docs/fp8.md), random\n"
+    "                         scales in [0.5, 1.5] [tensor]\n"
     "  --batch-invariant      tune GemmDesc::batch_invariant problems (only plans that keep it)\n"
     "  --out FILE             the cache to write [anvil-tuning-cache.json]; rewritten after each shape\n"
     "  --max-candidates N     at most N plans per shape, the planner's own included [32]\n"
@@ -74,6 +79,8 @@ struct Options {
   std::string shapes_path;
   std::string out_path = "anvil-tuning-cache.json";
   DataType dtype = DataType::kBF16;
+  DataType out_dtype = DataType::kBF16;  // e4m3 only; 16-bit inputs write their own dtype
+  anvil::ScaleMode scales = anvil::ScaleMode::kTensor;  // e4m3 only
   bool batch_invariant = false;
   int max_candidates = 32;
   double min_gain_pct = 1.0;
@@ -103,6 +110,7 @@ constexpr double kPruneFactor = 2.0;
 
 Options parse(int argc, char** argv) {
   Options o;
+  bool out_dtype_given = false, scales_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const auto value = [&]() -> std::string {
@@ -127,7 +135,23 @@ Options parse(int argc, char** argv) {
       const std::string v = value();
       if (v == "bf16") o.dtype = DataType::kBF16;
       else if (v == "fp16") o.dtype = DataType::kF16;
-      else usage_error("--dtype: bf16 or fp16, not '" + v + "'");
+      else if (v == "e4m3") o.dtype = DataType::kE4M3;
+      else usage_error("--dtype: bf16, fp16 or e4m3, not '" + v + "'");
+    } else if (a == "--out-dtype") {
+      const std::string v = value();
+      if (v == "bf16") o.out_dtype = DataType::kBF16;
+      else if (v == "fp16") o.out_dtype = DataType::kF16;
+      else if (v == "f32") o.out_dtype = DataType::kF32;
+      else usage_error("--out-dtype: bf16, fp16 or f32, not '" + v + "'");
+      out_dtype_given = true;
+    } else if (a == "--scales") {
+      const std::string v = value();
+      if (v == "none") o.scales = anvil::ScaleMode::kNone;
+      else if (v == "tensor") o.scales = anvil::ScaleMode::kTensor;
+      else if (v == "rowcol") o.scales = anvil::ScaleMode::kRowColumn;
+      else if (v == "block") o.scales = anvil::ScaleMode::kBlock128;
+      else usage_error("--scales: none, tensor, rowcol or block, not '" + v + "'");
+      scales_given = true;
     } else if (a == "--list") {
       o.list = true;
     } else if (a == "--verbose") {
@@ -151,6 +175,10 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.shapes_path.empty()) usage_error("--shapes FILE is required");
+  const bool fp8 = o.dtype == DataType::kE4M3;
+  if (!fp8 && (out_dtype_given || scales_given)) usage_error("--out-dtype and --scales apply to --dtype e4m3 only");
+  if (fp8 && o.batch_invariant) usage_error("--batch-invariant: FP8 problems have no batch-invariant mode");
+  if (!fp8) o.out_dtype = o.dtype, o.scales = anvil::ScaleMode::kNone;
   return o;
 }
 
@@ -164,16 +192,24 @@ struct Shape {
 // The problem a shape names, as a tuned entry keys it (tuning_desc): nn.Linear's layout
 // with the shape's epilogue - a tuned entry names the epilogue too, so a biased layer or a
 // fused SwiGLU MLP needs entries of its own.
-GemmDesc shape_desc(const Shape& sh, DataType dtype, bool batch_invariant) {
+GemmDesc shape_desc(const Shape& sh, const Options& opt) {
   anvil::detail::TuningProblem p;
   p.m = sh.m, p.n = sh.n, p.k = sh.k;
-  p.a = p.b = p.d = dtype;
+  p.a = p.b = opt.dtype;
+  p.d = opt.out_dtype;
+  p.scales = opt.scales;
   p.activation = sh.activation;
   p.bias = sh.bias ? anvil::BiasMode::kPerColumn : anvil::BiasMode::kNone;
-  p.batch_invariant = batch_invariant;
+  p.batch_invariant = opt.batch_invariant;
   GemmDesc desc = anvil::detail::tuning_desc(p);
-  desc.epilogue.bias_dtype = dtype;
+  desc.epilogue.bias_dtype = opt.out_dtype;
   return desc;
+}
+
+// "e4m3 (block scales) -> bf16": the inputs, for the header line and the record.
+std::string dtype_text(const Options& opt) {
+  if (opt.dtype != DataType::kE4M3) return anvil::to_string(opt.dtype);
+  return std::string("e4m3 (") + anvil::to_string(opt.scales) + " scales) -> " + anvil::to_string(opt.out_dtype);
 }
 
 // " + bias + silu": a shape's epilogue in its progress line.
@@ -239,7 +275,7 @@ struct Candidate {
 // Two forced choices that give the same launch are measured once.
 std::string launch_signature(const LaunchPlan& p) {
   char buf[160];
-  std::snprintf(buf, sizeof(buf), "%d/%d/%d/%d/%d/%lld/%d/%d/%d/%d", int(p.family), int(p.variant),
+  std::snprintf(buf, sizeof(buf), "%d/%d/%d/%d/%d/%d/%lld/%d/%d/%d/%d", int(p.family), int(p.variant), int(p.fp8_variant),
                 int(p.decode.config), p.decode.splits, p.k_splits, static_cast<long long>(p.main_rows), int(p.tail_family),
                 int(p.tail.config), p.tail.splits, int(p.swap_ab));
   return buf;
@@ -247,9 +283,39 @@ std::string launch_signature(const LaunchPlan& p) {
 
 constexpr int64_t kDecodeCandidateMaxTokens = 1024;
 
+// 8-bit inputs run on two families: each sm90-fp8 configuration, its split-K, and
+// sm90-fp8-decode at each K split up to the tokens it takes.
+void fp8_candidates(const GemmDesc& desc, std::vector<PlanOverrides>& tried) {
+  const auto decode = [&] {
+    if (desc.m > anvil::detail::kFp8DecodeMaxTokens) return;
+    for (int s : {0, 1, 2, 3, 4, 6, 8}) {
+      PlanOverrides o;
+      o.family = KernelFamily::kSm90Fp8Decode;
+      o.decode_splits = s;
+      tried.push_back(o);
+    }
+  };
+  if (desc.m <= 128) decode();
+  for (int v = 0; v < anvil::detail::kFp8Variants; ++v) {
+    PlanOverrides o;
+    o.family = KernelFamily::kSm90Fp8;
+    o.fp8_variant = v;
+    tried.push_back(o);
+  }
+  for (int slices : {2, 3, 4, 6, 8, 12, 16}) {
+    PlanOverrides o;
+    o.family = KernelFamily::kSm90Fp8;
+    o.split_k_slices = slices;
+    tried.push_back(o);
+  }
+  if (desc.m > 128) decode();
+}
+
 std::vector<Candidate> enumerate(const GemmDesc& desc, const Options& opt) {
   std::vector<PlanOverrides> tried;
   tried.push_back(PlanOverrides{});  // the planner's own choice
+  const bool fp8 = desc.a.dtype == DataType::kE4M3;
+  if (fp8) fp8_candidates(desc, tried);
   // sm90-gemm on the transposed problem (its own variant choice, the tokens on the tiles' N
   // side), past the decode kernels' token counts: the tile widths then cut the tokens
   // (docs/notes/transposed-sm90-gemm.md).
@@ -302,10 +368,10 @@ std::vector<Candidate> enumerate(const GemmDesc& desc, const Options& opt) {
   // a cluster: a candidate wherever sm90-gemm's tiles may leave SMs idle (up to 1024 tokens,
   // four token tiles). Few tokens try them first.
   const bool few_tokens = desc.m <= 128;
-  if (few_tokens) decode();
+  if (!fp8 && few_tokens) decode();
   // A narrow output: the transposed problem on the decode kernels (the planner's choice of
   // kernel for it, at each K split), and the problem as it is.
-  if (anvil::detail::transposable(desc) && !desc.batch_invariant && desc.n < desc.m &&
+  if (!fp8 && anvil::detail::transposable(desc) && !desc.batch_invariant && desc.n < desc.m &&
       desc.n <= kDecodeCandidateMaxTokens) {
     for (int s : {0, 1, 2, 4, 8}) {
       PlanOverrides o;
@@ -317,8 +383,8 @@ std::vector<Candidate> enumerate(const GemmDesc& desc, const Options& opt) {
     unswapped.swap_ab = PlanOverrides::SwapAb::kNever;
     tried.push_back(unswapped);
   }
-  sm90();
-  if (!few_tokens && desc.m <= kDecodeCandidateMaxTokens) decode();
+  if (!fp8) sm90();
+  if (!fp8 && !few_tokens && desc.m <= kDecodeCandidateMaxTokens) decode();
 
   std::vector<Candidate> out;
   std::vector<std::string> seen;
@@ -341,6 +407,7 @@ std::vector<Candidate> enumerate(const GemmDesc& desc, const Options& opt) {
                 PlanOverrides o;
                 o.family = c.plan.family;
                 if (c.plan.family == KernelFamily::kSm90Gemm) o.sm90_variant = static_cast<int>(c.plan.variant);
+                else if (c.plan.family == KernelFamily::kSm90Fp8) o.fp8_variant = static_cast<int>(c.plan.fp8_variant), o.split_k_slices = c.plan.k_splits;
                 else if (c.plan.family != KernelFamily::kFallback) o.decode_splits = c.plan.k_splits;
                 if (c.plan.swap_ab) o.swap_ab = PlanOverrides::SwapAb::kAlways;
                 return o;
@@ -360,10 +427,15 @@ struct Buffers {
   float* ref = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  // FP8 scales, one set shared by the input sets (null without them).
+  float* scale_a = nullptr;
+  float* scale_b = nullptr;
   ~Buffers() {
     if (base) (void)cudaFree(base);
     if (ref) (void)cudaFree(ref);
     if (workspace) (void)cudaFree(workspace);
+    if (scale_a) (void)cudaFree(scale_a);
+    if (scale_b) (void)cudaFree(scale_b);
   }
   char* set(int s) const { return static_cast<char*>(base) + size_t(s) * set_bytes; }
 };
@@ -378,6 +450,8 @@ anvil::GemmArgs args_for(const Buffers& b, int s, cudaStream_t stream) {
   if (b.bias_bytes > 0) a.bias = b.set(s) + align_up(b.a_bytes) + align_up(b.w_bytes) + align_up(b.d_bytes);
   a.workspace = b.workspace;
   a.workspace_bytes = b.workspace_bytes;
+  a.scale_a = b.scale_a;
+  a.scale_b = b.scale_b;
   a.stream = stream;
   return a;
 }
@@ -495,7 +569,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 bool tune_shape(const Shape& sh, int index, int total, const Options& opt, const cudaDeviceProp& prop,
                 cudaStream_t stream, anvil::detail::TunedEntry* entry, nlohmann::json* record) {
   const auto t0 = std::chrono::steady_clock::now();
-  const GemmDesc desc = shape_desc(sh, opt.dtype, opt.batch_invariant);
+  const GemmDesc desc = shape_desc(sh, opt);
   std::vector<Candidate> cands = enumerate(desc, opt);
   const auto shape_text = [&] {
     char buf[160];
@@ -511,11 +585,11 @@ bool tune_shape(const Shape& sh, int index, int total, const Options& opt, const
 
   // Buffers: A, W, D per set; as many sets as exceed 3x L2, within the cap.
   Buffers b;
-  const size_t in = anvil::verify::dtype_bytes(opt.dtype);
+  const size_t in = anvil::verify::dtype_bytes(opt.dtype), out = anvil::verify::dtype_bytes(opt.out_dtype);
   b.a_bytes = size_t(sh.m * sh.k) * in;
   b.w_bytes = size_t(sh.n * sh.k) * in;
-  b.d_bytes = size_t(sh.m * anvil::verify::output_cols(desc)) * in;
-  b.bias_bytes = sh.bias ? size_t(sh.n) * in : 0;
+  b.d_bytes = size_t(sh.m * anvil::verify::output_cols(desc)) * out;
+  b.bias_bytes = sh.bias ? size_t(sh.n) * out : 0;
   b.set_bytes = align_up(b.a_bytes) + align_up(b.w_bytes) + align_up(b.d_bytes) + align_up(b.bias_bytes);
   b.sets = bench::rotating_set_count(b.set_bytes, size_t(prop.l2CacheSize), kMaxInputSets);
   while (b.sets > 1 && double(b.sets) * double(b.set_bytes) > kMemoryCapBytes) --b.sets;
@@ -523,12 +597,21 @@ bool tune_shape(const Shape& sh, int index, int total, const Options& opt, const
   BENCH_CUDA(cudaMalloc(&b.base, size_t(b.sets) * b.set_bytes));
   BENCH_CUDA(cudaMalloc(reinterpret_cast<void**>(&b.ref), size_t(sh.m * sh.n) * sizeof(float)));
   if (b.workspace_bytes > 0) BENCH_CUDA(cudaMalloc(&b.workspace, b.workspace_bytes));
+  const int64_t scales_a = anvil::verify::scale_elements_a(desc), scales_b = anvil::verify::scale_elements_b(desc);
+  if (scales_a > 0) {
+    BENCH_CUDA(cudaMalloc(reinterpret_cast<void**>(&b.scale_a), size_t(scales_a) * sizeof(float)));
+    BENCH_CUDA(anvil::verify::fill_scales(b.scale_a, scales_a, 0x30000, stream));
+  }
+  if (scales_b > 0) {
+    BENCH_CUDA(cudaMalloc(reinterpret_cast<void**>(&b.scale_b), size_t(scales_b) * sizeof(float)));
+    BENCH_CUDA(anvil::verify::fill_scales(b.scale_b, scales_b, 0x30001, stream));
+  }
   for (int s = 0; s < b.sets; ++s) {
     const anvil::GemmArgs a = args_for(b, s, stream);
     BENCH_CUDA(anvil::verify::fill_random(const_cast<void*>(a.a), opt.dtype, sh.m * sh.k, 1000 + 2 * s, 1.0f, stream));
     BENCH_CUDA(anvil::verify::fill_random(const_cast<void*>(a.b), opt.dtype, sh.n * sh.k, 1001 + 2 * s, 1.0f, stream));
     if (sh.bias) {
-      BENCH_CUDA(anvil::verify::fill_random(const_cast<void*>(a.bias), opt.dtype, sh.n, 5000 + s, 1.0f, stream));
+      BENCH_CUDA(anvil::verify::fill_random(const_cast<void*>(a.bias), opt.out_dtype, sh.n, 5000 + s, 1.0f, stream));
     }
   }
   BENCH_CUDA(anvil::verify::reference_gemm(desc, args_for(b, 0, stream), b.ref, stream));
@@ -630,7 +713,7 @@ int run(int argc, char** argv) {
   if (opt.list) {
     // The planner's view only: the H200's description where no GPU answers.
     for (size_t i = 0; i < shapes.size(); ++i) {
-      const GemmDesc desc = shape_desc(shapes[i], opt.dtype, opt.batch_invariant);
+      const GemmDesc desc = shape_desc(shapes[i], opt);
       const std::vector<Candidate> cands = enumerate(desc, opt);
       std::printf("[%zu/%zu] %s %lldx%lldx%lld%s: %zu plans\n", i + 1, shapes.size(), shapes[i].name.c_str(),
                   static_cast<long long>(shapes[i].m), static_cast<long long>(shapes[i].n),
@@ -660,7 +743,7 @@ int run(int argc, char** argv) {
   cache.device = *id;
   cache.date = bench::utc_now_iso8601();
   std::printf("anvil-tune: %zu shapes, %s, %s (%d SMs, CUDA runtime %d) -> %s\n", shapes.size(),
-              opt.dtype == DataType::kBF16 ? "bf16" : "fp16", id->gpu.c_str(), id->sm_count, id->cuda_runtime,
+              dtype_text(opt).c_str(), id->gpu.c_str(), id->sm_count, id->cuda_runtime,
               opt.out_path.c_str());
   const auto t0 = std::chrono::steady_clock::now();
   nlohmann::json record;
@@ -671,7 +754,11 @@ int run(int argc, char** argv) {
     record["cuda_runtime"] = id->cuda_runtime;
     record["date"] = cache.date;
     record["commit"] = bench::commit_id();
-    record["dtype"] = opt.dtype == DataType::kBF16 ? "bf16" : "fp16";
+    record["dtype"] = anvil::to_string(opt.dtype);
+    if (opt.dtype == DataType::kE4M3) {
+      record["out_dtype"] = anvil::to_string(opt.out_dtype);
+      record["scales"] = anvil::to_string(opt.scales);
+    }
     record["shapes"] = opt.shapes_path;
     record["method"] = "each candidate verified, then timed in interleaved CUDA-graph replays of --search-replay-ms "
                        "(candidates_search_us); the planner's plan and the two fastest again in replays of "
