@@ -26,12 +26,13 @@ import subprocess
 import sys
 
 
-def plan_label(anvil_plan, m, n, k):
+def plan_label(anvil_plan, m, n, k, dtype_args=()):
     """The measured candidate's label for the plan anvil-plan picks ("sm90-gemm/wide-pair",
-    "sm90-decode-r64/splits=2", ...)."""
-    out = subprocess.run([anvil_plan, str(m), str(n), str(k)], capture_output=True, text=True, check=True).stdout
+    "sm90-decode-r64/splits=2", "sm90-fp8/fp8-block-pair", ...)."""
+    out = subprocess.run([anvil_plan, str(m), str(n), str(k), *dtype_args], capture_output=True, text=True,
+                         check=True).stdout
     family = re.search(r"^plan .*?: (\S+)", out, re.M).group(1)
-    if family == "sm90-gemm":
+    if family in ("sm90-gemm", "sm90-fp8"):
         split_k = re.search(r"split-K: (\d+) slices", out)
         if split_k:
             return f"{family}/split-k={split_k.group(1)}"
@@ -61,15 +62,21 @@ def main():
     ap.add_argument("--worst", type=int, default=15)
     args = ap.parse_args()
 
-    rows = json.load(open(args.record))["rows"]
+    record = json.load(open(args.record))
+    rows = record["rows"]
+    # An FP8 record (anvil-tune --dtype e4m3) is planned with its scale mode.
+    dtype_args = ()
+    if record.get("dtype") == "e4m3":
+        scales = {"row-column": "rowcol", "block128": "block"}.get(record.get("scales"), record.get("scales", "tensor"))
+        dtype_args = ("--dtype", "e4m3", "--scales", scales)
     logs, moved, unmeasured, ratios = [], [], [], []
     for r in rows:
         cands = dict(r["candidates_search_us"])
         planner_key = next(k for k in cands if k.startswith("planner"))
         cands.setdefault(planner_key[len("planner ("):-1], cands[planner_key])
         best = min(cands.values())
-        label = plan_label(args.plan, r["M"], r["N"], r["K"])
-        same = args.baseline and plan_label(args.baseline, r["M"], r["N"], r["K"]) == label
+        label = plan_label(args.plan, r["M"], r["N"], r["K"], dtype_args)
+        same = args.baseline and plan_label(args.baseline, r["M"], r["N"], r["K"], dtype_args) == label
         t = cands[planner_key] if same else candidate_time(cands, label)
         if t is None:
             unmeasured.append((r["name"], label))

@@ -407,7 +407,8 @@ std::vector<Candidate> enumerate(const GemmDesc& desc, const Options& opt) {
                 PlanOverrides o;
                 o.family = c.plan.family;
                 if (c.plan.family == KernelFamily::kSm90Gemm) o.sm90_variant = static_cast<int>(c.plan.variant);
-                else if (c.plan.family == KernelFamily::kSm90Fp8) o.fp8_variant = static_cast<int>(c.plan.fp8_variant), o.split_k_slices = c.plan.k_splits;
+                else if (c.plan.family == KernelFamily::kSm90Fp8 && c.plan.k_splits > 1) o.split_k_slices = c.plan.k_splits;
+                else if (c.plan.family == KernelFamily::kSm90Fp8) o.fp8_variant = static_cast<int>(c.plan.fp8_variant);
                 else if (c.plan.family != KernelFamily::kFallback) o.decode_splits = c.plan.k_splits;
                 if (c.plan.swap_ab) o.swap_ab = PlanOverrides::SwapAb::kAlways;
                 return o;
