@@ -283,6 +283,17 @@ std::string launch_signature(const LaunchPlan& p) {
 
 constexpr int64_t kDecodeCandidateMaxTokens = 1024;
 
+// K in equal slices (split_k.h; FP8's in whole 128-wide blocks), each slice count the
+// planner can take; the plan drops those K does not divide into.
+void add_split_k(KernelFamily family, std::vector<PlanOverrides>& tried) {
+  for (int slices : {2, 3, 4, 6, 8, 12, 16}) {
+    PlanOverrides o;
+    o.family = family;
+    o.split_k_slices = slices;
+    tried.push_back(o);
+  }
+}
+
 // 8-bit inputs run on two families: each sm90-fp8 configuration, its split-K, and
 // sm90-fp8-decode at each K split up to the tokens it takes.
 void fp8_candidates(const GemmDesc& desc, std::vector<PlanOverrides>& tried) {
@@ -302,12 +313,7 @@ void fp8_candidates(const GemmDesc& desc, std::vector<PlanOverrides>& tried) {
     o.fp8_variant = v;
     tried.push_back(o);
   }
-  for (int slices : {2, 3, 4, 6, 8, 12, 16}) {
-    PlanOverrides o;
-    o.family = KernelFamily::kSm90Fp8;
-    o.split_k_slices = slices;
-    tried.push_back(o);
-  }
+  add_split_k(KernelFamily::kSm90Fp8, tried);
   if (desc.m > 128) decode();
 }
 
@@ -335,13 +341,7 @@ std::vector<Candidate> enumerate(const GemmDesc& desc, const Options& opt) {
       o.sm90_variant = v;
       tried.push_back(o);
     }
-    // K in equal slices (split_k.h), each slice count the planner can take here.
-    for (int slices : {2, 3, 4, 6, 8, 12, 16}) {
-      PlanOverrides o;
-      o.family = KernelFamily::kSm90Gemm;
-      o.split_k_slices = slices;
-      tried.push_back(o);
-    }
+    add_split_k(KernelFamily::kSm90Gemm, tried);
     for (auto mode : {PlanOverrides::RowSplit::kNever, PlanOverrides::RowSplit::kAlways}) {
       PlanOverrides o;
       o.family = KernelFamily::kSm90Gemm;
