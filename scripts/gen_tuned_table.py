@@ -69,7 +69,7 @@ def drop_planner_kept(caches, record):
     """An anvil-tune --record re-measures shapes with the planner of its commit. Where the
     planner's own plan was the best, an earlier entry for that problem is stale (tuned
     against an older planner): it is dropped. The record names plain nn.Linear problems of
-    its dtype (anvil-tune's)."""
+    its dtype (anvil-tune's), and for FP8 its output dtype and scale mode."""
     kept = set()
     for row in record["rows"]:
         if row["best"] == row["planner"]:
@@ -82,7 +82,9 @@ def drop_planner_kept(caches, record):
         keep = []
         for e in c["entries"]:
             p = e["problem"]
-            linear = (p["batch"] == 1 and p["a"] == p["b"] == p["d"] == record["dtype"] and p["a_order"] == "row" and
+            dtypes = (p["a"] == p["b"] == record["dtype"] and p["d"] == record.get("out_dtype", record["dtype"]) and
+                      p.get("scales", "none") == record.get("scales", "none"))
+            linear = (p["batch"] == 1 and dtypes and p["a_order"] == "row" and
                       p["b_order"] == "col" and p["activation"] == "identity" and p["bias"] == "none" and
                       not p["batch_invariant"])
             if linear and (p["m"], p["n"], p["k"]) in kept:
