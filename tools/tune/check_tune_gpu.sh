@@ -1,8 +1,9 @@
 #!/bin/bash
 # anvil-tune on an H200: 20 shapes of the sweep's tuning half within 5 minutes, and the
 # cache it writes used by the library (anvil-bench's anvil rows with and without it, each
-# row verified against the reference).
-#   tools/tune/check_tune_gpu.sh [tune|bench|all]
+# row verified against the reference); then the same for FP8 (suites/fp8.json, e4m3 with
+# DeepSeek-V3 block scales).
+#   tools/tune/check_tune_gpu.sh [tune|bench|fp8|all]
 # BUILD (default build-gpu) must hold a Release build of this tree (targets anvil-tune and
 # anvil-bench); OUT (default ./out) receives the shapes, the cache and the logs.
 set -uo pipefail
@@ -46,5 +47,17 @@ if want bench; then
   # A warning or load error from the library means the cache was not used.
   grep -hE "anvil: tuning cache|ANVIL_TUNING_CACHE not loaded" "$OUT/tune20-tuned.txt" && status=1
   tail -3 "$OUT/tune20-untuned.txt" "$OUT/tune20-tuned.txt"
+fi
+if want fp8; then
+  FP8_CACHE="$OUT/tune-fp8-block-cache.json"
+  "$BUILD/tools/anvil-tune" --shapes suites/fp8.json --dtype e4m3 --scales block --out "$FP8_CACHE" \
+    --record "$OUT/tune-fp8-block-record.json" 2>&1 | tee "$OUT/tune-fp8-block.txt"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  "$BUILD/tools/anvil-bench" --shapes suites/fp8.json --dtype e4m3 --scales block \
+    --json "$OUT/fp8-block-untuned.json" >"$OUT/fp8-block-untuned.txt" 2>&1 || status=1
+  ANVIL_TUNING_CACHE="$FP8_CACHE" "$BUILD/tools/anvil-bench" --shapes suites/fp8.json --dtype e4m3 --scales block \
+    --json "$OUT/fp8-block-tuned.json" >"$OUT/fp8-block-tuned.txt" 2>&1 || status=1
+  grep -hE "anvil: tuning cache|ANVIL_TUNING_CACHE not loaded" "$OUT/fp8-block-tuned.txt" && status=1
+  tail -3 "$OUT/fp8-block-untuned.txt" "$OUT/fp8-block-tuned.txt"
 fi
 exit $status
