@@ -206,7 +206,7 @@ GemmDesc shape_desc(const Shape& sh, const Options& opt) {
   return desc;
 }
 
-// "e4m3 (block scales) -> bf16": the inputs, for the header line and the record.
+// "e4m3 (block128 scales) -> bf16": the inputs and output, for the header line.
 std::string dtype_text(const Options& opt) {
   if (opt.dtype != DataType::kE4M3) return anvil::to_string(opt.dtype);
   return std::string("e4m3 (") + anvil::to_string(opt.scales) + " scales) -> " + anvil::to_string(opt.out_dtype);
