@@ -81,6 +81,15 @@ bool value_of(const Named<E> (&table)[N], const std::string& name, E* out) {
   return false;
 }
 
+// The index i < count of the enumerator whose name (names(E(i))) is `name`; -1 for none.
+template <class E, class Names>
+int index_of_name(const std::string& name, int count, Names names) {
+  for (int i = 0; i < count; ++i) {
+    if (name == names(static_cast<E>(i))) return i;
+  }
+  return -1;
+}
+
 // A parse failure with the place it happened, caught once at the top.
 struct CacheError {
   std::string message;
@@ -212,17 +221,13 @@ PlanOverrides parse_plan(const Json& j, const std::string& where) {
   PlanOverrides o;
   const std::string family = parse_string(field(j, "family", where), where + ".family");
   if (family != "auto") {
-    bool found = false;
-    for (int f = 0; f < kKernelFamilies && !found; ++f) {
-      if (family == family_name(static_cast<KernelFamily>(f))) o.family = static_cast<KernelFamily>(f), found = true;
-    }
-    if (!found) refuse(where + ".family", "unknown kernel family '" + family + "'");
+    const int f = index_of_name<KernelFamily>(family, kKernelFamilies, family_name);
+    if (f < 0) refuse(where + ".family", "unknown kernel family '" + family + "'");
+    o.family = static_cast<KernelFamily>(f);
   }
   if (j.contains("sm90_variant") && !j["sm90_variant"].is_null()) {
     const std::string v = parse_string(j["sm90_variant"], where + ".sm90_variant");
-    for (int i = 0; i < kSm90Variants && o.sm90_variant < 0; ++i) {
-      if (v == variant_name(static_cast<Sm90Variant>(i))) o.sm90_variant = i;
-    }
+    o.sm90_variant = index_of_name<Sm90Variant>(v, kSm90Variants, variant_name);
     if (o.sm90_variant < 0) refuse(where + ".sm90_variant", "unknown sm90-gemm variant '" + v + "'");
     if (o.family != KernelFamily::kSm90Gemm) refuse(where, "an sm90_variant needs family sm90-gemm");
   }
@@ -241,9 +246,7 @@ PlanOverrides parse_plan(const Json& j, const std::string& where) {
   }
   if (j.contains("fp8_variant") && !j["fp8_variant"].is_null()) {
     const std::string v = parse_string(j["fp8_variant"], where + ".fp8_variant");
-    for (int i = 0; i < kFp8Variants && o.fp8_variant < 0; ++i) {
-      if (v == fp8_variant_name(static_cast<Fp8Variant>(i))) o.fp8_variant = i;
-    }
+    o.fp8_variant = index_of_name<Fp8Variant>(v, kFp8Variants, fp8_variant_name);
     if (o.fp8_variant < 0) refuse(where + ".fp8_variant", "unknown sm90-fp8 configuration '" + v + "'");
     if (o.family != KernelFamily::kSm90Fp8) refuse(where, "an fp8_variant needs family sm90-fp8");
   }
