@@ -22,7 +22,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -108,6 +110,17 @@ constexpr double kPruneFactor = 2.0;
   std::exit(1);
 }
 
+// An option's value as one of its named choices, or a usage error listing them.
+template <typename T>
+T one_of(const std::string& option, const std::string& v, std::initializer_list<std::pair<const char*, T>> choices) {
+  std::string names;
+  for (const auto& [name, choice] : choices) {
+    if (v == name) return choice;
+    names += (names.empty() ? "" : ", ") + std::string(name);
+  }
+  usage_error(option + ": one of " + names + ", not '" + v + "'");
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   bool out_dtype_given = false, scales_given = false;
@@ -132,25 +145,15 @@ Options parse(int argc, char** argv) {
     } else if (a == "--out") {
       o.out_path = value();
     } else if (a == "--dtype") {
-      const std::string v = value();
-      if (v == "bf16") o.dtype = DataType::kBF16;
-      else if (v == "fp16") o.dtype = DataType::kF16;
-      else if (v == "e4m3") o.dtype = DataType::kE4M3;
-      else usage_error("--dtype: bf16, fp16 or e4m3, not '" + v + "'");
+      o.dtype = one_of<DataType>(a, value(), {{"bf16", DataType::kBF16}, {"fp16", DataType::kF16}, {"e4m3", DataType::kE4M3}});
     } else if (a == "--out-dtype") {
-      const std::string v = value();
-      if (v == "bf16") o.out_dtype = DataType::kBF16;
-      else if (v == "fp16") o.out_dtype = DataType::kF16;
-      else if (v == "f32") o.out_dtype = DataType::kF32;
-      else usage_error("--out-dtype: bf16, fp16 or f32, not '" + v + "'");
+      o.out_dtype = one_of<DataType>(a, value(), {{"bf16", DataType::kBF16}, {"fp16", DataType::kF16}, {"f32", DataType::kF32}});
       out_dtype_given = true;
     } else if (a == "--scales") {
-      const std::string v = value();
-      if (v == "none") o.scales = anvil::ScaleMode::kNone;
-      else if (v == "tensor") o.scales = anvil::ScaleMode::kTensor;
-      else if (v == "rowcol") o.scales = anvil::ScaleMode::kRowColumn;
-      else if (v == "block") o.scales = anvil::ScaleMode::kBlock128;
-      else usage_error("--scales: none, tensor, rowcol or block, not '" + v + "'");
+      o.scales = one_of<anvil::ScaleMode>(a, value(), {{"none", anvil::ScaleMode::kNone},
+                                           {"tensor", anvil::ScaleMode::kTensor},
+                                           {"rowcol", anvil::ScaleMode::kRowColumn},
+                                           {"block", anvil::ScaleMode::kBlock128}});
       scales_given = true;
     } else if (a == "--list") {
       o.list = true;
