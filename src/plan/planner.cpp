@@ -724,8 +724,9 @@ void plan_decode_family(LaunchPlan& p, KernelFamily family, const GemmDesc& desc
   say(p.row_split_reason, "none: a decode kernel takes every row");
 }
 
-// FP8 inputs: sm90-fp8-decode where the problem is decode-sized and its estimate beats
-// sm90-fp8's (fp8_decode_plan.h), else sm90-fp8; no other kernel reads 8-bit inputs. A
+// FP8 inputs: sm90-fp8-decode where the problem is decode-sized, or a few hundred tokens
+// that sm90-fp8 would split K for, and its estimate beats sm90-fp8's (fp8_decode_plan.h),
+// else sm90-fp8; no other kernel reads 8-bit inputs. A
 // forced sm90-fp8 variant or split-K keeps the problem on sm90-fp8.
 void plan_fp8_family(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides& ov,
                      const CallFacts& facts) {
@@ -755,7 +756,10 @@ void plan_fp8_family(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& devi
     return;
   }
   const bool sm90_fp8_forced = ov.family == KernelFamily::kSm90Fp8 || ov.fp8_variant >= 0 || ov.split_k_slices > 1;
-  if (!sm90_fp8_forced && desc.m <= kFp8DecodeMaxTokens && ok(KernelFamily::kSm90Fp8Decode)) {
+  if (!sm90_fp8_forced &&
+      fp8_decode_considered(desc.m, desc.n, desc.k, desc.batch, device.sm_count, desc.a.dtype, desc.b.dtype,
+                            desc.scales) &&
+      ok(KernelFamily::kSm90Fp8Decode)) {
     const DecodePlan decode = plan_decode_launch(KernelFamily::kSm90Fp8Decode, desc, device, ov.decode_splits);
     const double decode_us = fp8_decode_estimated_us(
         int64_t{decode.feature_tiles} * decode.token_tiles * decode.batch, decode.k_tiles, decode.splits,
@@ -763,8 +767,16 @@ void plan_fp8_family(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& devi
     const double gemm_us = fp8_gemm_estimated_us(desc.m, desc.n, desc.k, desc.batch, device.sm_count, desc.a.dtype,
                                                  desc.b.dtype, desc.scales);
     if (prefers_fp8_decode(desc.m, decode.waves, decode_us, gemm_us)) {
-      say(p.family_reason, "sm90-fp8-decode: %lld tokens, est. %.1f us against sm90-fp8's %.1f (%lld CTAs stream the weight)",
-          static_cast<long long>(desc.m), decode_us, gemm_us, static_cast<long long>(decode.ctas));
+      if (desc.m > kFp8DecodeMaxTokens) {
+        say(p.family_reason,
+            "sm90-fp8-decode: %lld tokens where sm90-fp8 would split K through memory; its cluster split, est. %.1f "
+            "us against %.1f",
+            static_cast<long long>(desc.m), decode_us, gemm_us);
+      } else {
+        say(p.family_reason,
+            "sm90-fp8-decode: %lld tokens, est. %.1f us against sm90-fp8's %.1f (%lld CTAs stream the weight)",
+            static_cast<long long>(desc.m), decode_us, gemm_us, static_cast<long long>(decode.ctas));
+      }
       plan_decode_family(p, KernelFamily::kSm90Fp8Decode, desc, device, ov, facts);
       finish();
       return;

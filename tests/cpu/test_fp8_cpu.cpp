@@ -518,7 +518,8 @@ TEST(Fp8DecodePlanner, DecodeShapesTakeIt) {
   }
 }
 
-// Where it does not: more than 128 tokens, 65-128 tokens whose one-per-SM CTAs would make
+// Where it does not: more than 128 tokens where sm90-fp8 takes whole tiles (or beyond
+// kFp8DecodeSplitKMaxTokens, or with block scales), 65-128 tokens whose one-per-SM CTAs would make
 // more than one wave, block scales, the mixed e5m2 pairs, and whatever forces sm90-fp8 (the
 // family, a variant, split-K slices).
 TEST(Fp8DecodePlanner, OtherShapesKeepSm90Fp8) {
@@ -578,6 +579,54 @@ TEST(Fp8DecodePlanner, PlannerFollowsTheRule) {
   }
   EXPECT_GT(decode, 0);
   EXPECT_GT(gemm, 0);
+}
+
+// Beyond 128 tokens the decode kernel is weighed only where sm90-fp8 would split K through
+// memory, without block scales, up to kFp8DecodeSplitKMaxTokens: its cluster split instead.
+TEST(Fp8DecodePlanner, SplitShapesBeyond128TokensTakeTheClusterSplit) {
+  const DeviceInfo device = DeviceInfo::h200();
+  const auto sm90_fp8_splits = [&](const GemmDesc& d) {
+    return choose_fp8_split_k(d.m, d.n, d.k, d.batch, device.sm_count, d.a.dtype, d.b.dtype, d.scales).slices > 1;
+  };
+  // A weight of a few output tiles and a long K (Llama 2 7B's down projection, 255 tokens).
+  const GemmDesc split = fp8_linear(255, 4096, 11008, ScaleMode::kTensor);
+  ASSERT_TRUE(sm90_fp8_splits(split));
+  const LaunchPlan p = plan(split, device);
+  EXPECT_EQ(p.family, KernelFamily::kSm90Fp8Decode) << p.family_reason;
+  EXPECT_NE(std::string(p.family_reason).find("split K"), std::string::npos) << p.family_reason;
+  EXPECT_EQ(p.decode.token_tile, 128);
+  EXPECT_EQ(p.decode.token_tiles, 2);
+  EXPECT_EQ(p.workspace_bytes, 0u) << "the cluster sums the split in distributed shared memory";
+  // Row/column scales and no scales read the same decode tiles.
+  EXPECT_EQ(plan(fp8_linear(255, 4096, 11008, ScaleMode::kRowColumn), device).family, KernelFamily::kSm90Fp8Decode);
+  // Block scales keep sm90-fp8's split.
+  const LaunchPlan block = plan(fp8_linear(255, 4096, 11008, ScaleMode::kBlock128), device);
+  EXPECT_EQ(block.family, KernelFamily::kSm90Fp8) << block.family_reason;
+  EXPECT_GT(block.k_splits, 1);
+  // Whole tiles in sm90-fp8: it keeps them.
+  const GemmDesc whole = fp8_linear(256, 8192, 8192, ScaleMode::kTensor);
+  ASSERT_FALSE(sm90_fp8_splits(whole));
+  EXPECT_EQ(plan(whole, device).family, KernelFamily::kSm90Fp8);
+  // Past four 128-token tiles, sm90-fp8's split stays.
+  const GemmDesc many = fp8_linear(kFp8DecodeSplitKMaxTokens + 1, 1024, 16384, ScaleMode::kTensor);
+  ASSERT_TRUE(sm90_fp8_splits(many));
+  EXPECT_EQ(plan(many, device).family, KernelFamily::kSm90Fp8);
+  // Across a grid, the planner takes the decode kernel exactly where the rule does.
+  int moved = 0;
+  for (int64_t m : {129, 192, 255, 256, 383, 509, 512, 513}) {
+    for (int64_t n : {576, 1024, 2048, 2880, 4096, 7168}) {
+      for (int64_t k : {2048, 4096, 14336, 32768}) {
+        const GemmDesc d = fp8_linear(m, n, k, ScaleMode::kTensor);
+        const bool want = fp8_decode_considered(d.m, d.n, d.k, d.batch, device.sm_count, d.a.dtype, d.b.dtype,
+                                                d.scales) &&
+                          rule_prefers_decode(d, device);
+        EXPECT_EQ(plan(d, device).family, want ? KernelFamily::kSm90Fp8Decode : KernelFamily::kSm90Fp8)
+            << m << " x " << n << " x " << k;
+        moved += want;
+      }
+    }
+  }
+  EXPECT_GT(moved, 0);
 }
 
 // The estimates move the way their parts say: the decode kernel's time grows with K and

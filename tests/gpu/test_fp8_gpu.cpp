@@ -953,11 +953,13 @@ TEST(Fp8DecodeKernel, BlockScales) {
   }
 }
 
-// Decode-sized problems of model widths, through the planner: the rule takes the decode
-// kernel there (fp8_decode_plan.h), and the result matches.
+// Decode-sized problems of model widths, and a few hundred tokens that sm90-fp8 would split
+// K for (two 128-token tiles; 129 tokens: the last tile moved back to end at M), through
+// the planner: the rule takes the decode kernel there (fp8_decode_plan.h), and the result
+// matches.
 TEST(Fp8DecodeKernel, PlannedOnModelShapes) {
   REQUIRE_SM90();
-  const int64_t shapes[][3] = {{1, 8192, 8192}, {16, 10240, 8192}, {64, 7168, 2048}};
+  const int64_t shapes[][3] = {{1, 8192, 8192}, {16, 10240, 8192}, {64, 7168, 2048}, {255, 4096, 11008}, {129, 4096, 4096}};
   for (const auto& shape : shapes) {
     for (ScaleMode scales : {ScaleMode::kTensor, ScaleMode::kRowColumn}) {
       const GemmDesc desc = fp8_desc(shape[0], shape[1], shape[2], scales);

@@ -301,7 +301,12 @@ void add_split_k(KernelFamily family, std::vector<PlanOverrides>& tried) {
 // sm90-fp8-decode at each K split up to the tokens it takes.
 void fp8_candidates(const GemmDesc& desc, std::vector<PlanOverrides>& tried) {
   const auto decode = [&] {
-    if (desc.m > anvil::detail::kFp8DecodeMaxTokens) return;
+    // The token counts the planner weighs sm90-fp8-decode at (fp8_decode_considered), as
+    // the tokens and scales alone decide them.
+    if (desc.m > anvil::detail::kFp8DecodeSplitKMaxTokens ||
+        (desc.m > anvil::detail::kFp8DecodeMaxTokens && desc.scales == anvil::ScaleMode::kBlock128)) {
+      return;
+    }
     for (int s : {0, 1, 2, 3, 4, 6, 8}) {
       PlanOverrides o;
       o.family = KernelFamily::kSm90Fp8Decode;

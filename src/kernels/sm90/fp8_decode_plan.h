@@ -115,13 +115,37 @@ inline double fp8_gemm_estimated_us(int64_t m, int64_t n, int64_t k, int64_t bat
                   static_cast<double>(batch) * fp8_operand_stream_us(m, n, k));
 }
 
-// Whether the planner sends an FP8 problem to sm90-fp8-decode (which takes it:
-// fp8_decode_refusal): decode-sized - at most kFp8DecodeMaxTokens rows - and its estimate
-// is the lower. From 65 tokens (the 128-token tile, one CTA per SM) only where its CTAs fit
-// one wave: the 16-bit kernel's one-per-SM tiles measured a thin second wave costing
-// nearly a whole one, and slower than sm90-gemm there (decode_plan.h, prefers_decode).
+// ---- Beyond 128 tokens: a K split in the cluster rather than through memory ----
+//
+// Where sm90-fp8 would split K (few output tiles and a long K: choose_fp8_split_k), its
+// slices write fp32 partials to memory and a second kernel sums them; sm90-fp8-decode's
+// 128-token tiles split K across a cluster and sum in distributed shared memory. Measured
+// (H100, per-tensor scales, one process, sm90-fp8's plan against the decode plan): the
+// sweep's tuning-half shapes of 129-1024 tokens where sm90-fp8 splits, 1.36x geomean
+// (0.98-1.69x: 255 x 4096 x 11008 46.9 -> 27.8 us); where sm90-fp8 takes whole tiles the
+// decode tiles were no faster (0.90-1.16x), so only a split moves. Block-scaled decode
+// tiles were slower on the same split shapes (0.72x at K = 98304), and keep sm90-fp8.
+// Up to four 128-token tiles: the tokens those shapes were measured at (192-256).
+inline constexpr int64_t kFp8DecodeSplitKMaxTokens = 512;
+
+// Whether the planner weighs sm90-fp8-decode for an FP8 problem at all: decode-sized (at
+// most kFp8DecodeMaxTokens rows), or up to kFp8DecodeSplitKMaxTokens rows without block
+// scales where sm90-fp8 would split K.
+inline bool fp8_decode_considered(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, DataType a,
+                                  DataType b, ScaleMode scales) {
+  if (m < 1) return false;
+  if (m <= kFp8DecodeMaxTokens) return true;
+  if (m > kFp8DecodeSplitKMaxTokens || scales == ScaleMode::kBlock128) return false;
+  return choose_fp8_split_k(m, n, k, batch, sm_count, a, b, scales).slices > 1;
+}
+
+// Whether the planner sends an FP8 problem it weighs (fp8_decode_considered) to
+// sm90-fp8-decode (which takes it: fp8_decode_refusal): its estimate is the lower, and from
+// 65 tokens (the 128-token tile, one CTA per SM) only where its CTAs fit one wave: the
+// 16-bit kernel's one-per-SM tiles measured a thin second wave costing nearly a whole one,
+// and slower than sm90-gemm there (decode_plan.h, prefers_decode).
 inline bool prefers_fp8_decode(int64_t m, int64_t decode_waves, double decode_us, double gemm_us) {
-  if (m < 1 || m > kFp8DecodeMaxTokens) return false;
+  if (m < 1) return false;
   if (m > kDecodeAlwaysTokens && decode_waves > 1) return false;
   return decode_us < gemm_us;
 }
