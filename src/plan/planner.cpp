@@ -726,8 +726,8 @@ void plan_decode_family(LaunchPlan& p, KernelFamily family, const GemmDesc& desc
 
 // FP8 inputs: sm90-fp8-decode where the problem is decode-sized, or a few hundred tokens
 // that sm90-fp8 would split K for, and its estimate beats sm90-fp8's (fp8_decode_plan.h),
-// else sm90-fp8; no other kernel reads 8-bit inputs. A
-// forced sm90-fp8 variant or split-K keeps the problem on sm90-fp8.
+// else sm90-fp8; no other kernel reads 8-bit inputs. A forced sm90-fp8 variant or split-K
+// keeps the problem on sm90-fp8.
 void plan_fp8_family(LaunchPlan& p, const GemmDesc& desc, const DeviceInfo& device, const PlanOverrides& ov,
                      const CallFacts& facts) {
   // The call's facts (the family's own checks, run by the dispatcher) and the description's
