@@ -9,7 +9,8 @@
 #   scripts/gpu_run.sh full          every developer phase below, in this order (`all` too).
 #   scripts/gpu_run.sh phase ...     only these phases: build tests fuzz sanitize probe llm
 #                                    decode splits streamk fit anchors ablations epilogue
-#                                    unaligned square ladder moe moe-fp8 fp8 sweep torch.
+#                                    unaligned square ladder moe moe-fp8 fp8 sweep fp8-sweep
+#                                    torch.
 #                                    (torch needs the Python package installed:
 #                                    pip install --no-build-isolation .; moe-fp8's
 #                                    anvil-vs-torch rows need it too, and are skipped
@@ -334,6 +335,19 @@ if want sweep; then
     2>"$OUT/sweep.err" >"$OUT/sweep.txt" || status=1
   "$bench" --shapes "$OUT/sweep-heldout.json" --dtype "$DTYPE" --batch-invariant \
     --json "$OUT/sweep-heldout-batch-invariant-$DTYPE-$stamp.json" 2>"$OUT/sweep-bi.err" >"$OUT/sweep-bi.txt" || status=1
+  rm -f "$OUT/sweep-heldout.json"
+fi
+
+if want fp8-sweep; then
+  # The same held-out half in e4m3 against cuBLASLt's FP8 matmul, per-tensor and block
+  # scales (docs/fp8.md, "Beyond the suite"). Shapes FP8 cannot take (K or N off the
+  # 16-element grid) are reported unsupported, not timed.
+  python3 scripts/make_sweep.py --extract heldout -o "$OUT/sweep-heldout.json" || status=1
+  for scales in tensor block; do
+    "$bench" --shapes "$OUT/sweep-heldout.json" --dtype e4m3 --scales $scales --kernels anvil,cublas \
+      --json "$OUT/sweep-heldout-e4m3-$scales-$stamp.json" 2>"$OUT/fp8-sweep-$scales.err" \
+      >"$OUT/fp8-sweep-$scales.txt" || status=1
+  done
   rm -f "$OUT/sweep-heldout.json"
 fi
 
