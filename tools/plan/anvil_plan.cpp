@@ -300,6 +300,12 @@ void print_fp8_decode(const GemmDesc& d, const DeviceInfo& dev, const LaunchPlan
               dp.token_tile, dp.feature_tiles, dp.token_tiles * dp.batch, dp.splits, static_cast<long long>(dp.ctas),
               static_cast<long long>(dp.waves), decode_us, gemm_us,
               chosen.family == KernelFamily::kSm90Fp8Decode ? "  <- planned" : "");
+  if (!fp8_decode_considered(d.m, d.n, d.k, d.batch, dev.sm_count, d.a.dtype, d.b.dtype, d.scales)) {
+    const char* why = d.m > kFp8DecodeSplitKMaxTokens   ? "more tokens than the decode kernel is weighed at"
+                      : d.scales == ScaleMode::kBlock128 ? "block scales beyond 128 tokens keep sm90-fp8"
+                                                         : "beyond 128 tokens only where sm90-fp8 would split K";
+    std::printf("  not weighed: %s (fp8_decode_considered)\n", why);
+  }
 }
 
 // transposed: d is the transposed problem D^T = B^T A^T (planner.cpp, plan_transposed_sm90),
