@@ -124,8 +124,8 @@ inline double fp8_gemm_estimated_us(int64_t m, int64_t n, int64_t k, int64_t bat
 // sweep's tuning-half shapes of 129-1024 tokens where sm90-fp8 splits, 1.36x geomean
 // (0.98-1.69x: 255 x 4096 x 11008 46.9 -> 27.8 us); where sm90-fp8 takes whole tiles the
 // decode tiles were no faster (0.90-1.16x), so only a split moves. Block-scaled decode
-// tiles were mixed on the same split shapes (0.72-1.41x, slower from K = 32768: their
-// promotion at one CTA per SM), and keep sm90-fp8.
+// tiles were mixed on the same split shapes (0.72-1.41x, slower from K = 32768), and keep
+// sm90-fp8.
 // Up to four 128-token tiles: the tokens those shapes were measured at (192-256).
 inline constexpr int64_t kFp8DecodeSplitKMaxTokens = 512;
 
