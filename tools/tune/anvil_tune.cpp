@@ -301,12 +301,8 @@ void add_split_k(KernelFamily family, std::vector<PlanOverrides>& tried) {
 // sm90-fp8-decode at each K split up to the tokens it takes.
 void fp8_candidates(const GemmDesc& desc, std::vector<PlanOverrides>& tried) {
   const auto decode = [&] {
-    // Every token count and scale mode the planner can weigh sm90-fp8-decode at
-    // (fp8_decode_considered), whether or not sm90-fp8 would split this K.
-    if (desc.m > anvil::detail::kFp8DecodeSplitKMaxTokens ||
-        (desc.m > anvil::detail::kFp8DecodeMaxTokens && desc.scales == anvil::ScaleMode::kBlock128)) {
-      return;
-    }
+    // Wherever the planner can weigh it, whether or not sm90-fp8 would split this K.
+    if (!anvil::detail::fp8_decode_token_range(desc.m, desc.scales)) return;
     for (int s : {0, 1, 2, 3, 4, 6, 8}) {
       PlanOverrides o;
       o.family = KernelFamily::kSm90Fp8Decode;

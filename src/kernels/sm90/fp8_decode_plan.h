@@ -129,15 +129,19 @@ inline double fp8_gemm_estimated_us(int64_t m, int64_t n, int64_t k, int64_t bat
 // Up to four 128-token tiles: the tokens those shapes were measured at (192-256).
 inline constexpr int64_t kFp8DecodeSplitKMaxTokens = 512;
 
-// Whether the planner weighs sm90-fp8-decode for an FP8 problem at all: decode-sized (at
-// most kFp8DecodeMaxTokens rows), or up to kFp8DecodeSplitKMaxTokens rows without block
-// scales where sm90-fp8 would split K.
+// The token counts and scale modes at which the planner can weigh sm90-fp8-decode at all
+// (anvil-tune offers its candidates there): decode-sized, or up to kFp8DecodeSplitKMaxTokens
+// rows without block scales.
+inline bool fp8_decode_token_range(int64_t m, ScaleMode scales) {
+  return m >= 1 && (m <= kFp8DecodeMaxTokens || (m <= kFp8DecodeSplitKMaxTokens && scales != ScaleMode::kBlock128));
+}
+
+// Whether the planner weighs sm90-fp8-decode for an FP8 problem: in that range, and beyond
+// kFp8DecodeMaxTokens rows only where sm90-fp8 would split K.
 inline bool fp8_decode_considered(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, DataType a,
                                   DataType b, ScaleMode scales) {
-  if (m < 1) return false;
-  if (m <= kFp8DecodeMaxTokens) return true;
-  if (m > kFp8DecodeSplitKMaxTokens || scales == ScaleMode::kBlock128) return false;
-  return choose_fp8_split_k(m, n, k, batch, sm_count, a, b, scales).slices > 1;
+  if (!fp8_decode_token_range(m, scales)) return false;
+  return m <= kFp8DecodeMaxTokens || choose_fp8_split_k(m, n, k, batch, sm_count, a, b, scales).slices > 1;
 }
 
 // Whether the planner sends an FP8 problem it weighs (fp8_decode_considered) to
