@@ -22,28 +22,6 @@ __device__ __forceinline__ uint32_t cluster_size() {
   return count;
 }
 
-// The cluster's shape and this CTA's place in it along x and y (volatile: read at each use).
-__device__ __forceinline__ uint32_t cluster_dim_x() {
-  uint32_t v;
-  asm volatile("mov.u32 %0, %%cluster_nctaid.x;\n" : "=r"(v));
-  return v;
-}
-__device__ __forceinline__ uint32_t cluster_dim_y() {
-  uint32_t v;
-  asm volatile("mov.u32 %0, %%cluster_nctaid.y;\n" : "=r"(v));
-  return v;
-}
-__device__ __forceinline__ uint32_t cluster_id_x() {
-  uint32_t v;
-  asm volatile("mov.u32 %0, %%cluster_ctaid.x;\n" : "=r"(v));
-  return v;
-}
-__device__ __forceinline__ uint32_t cluster_id_y() {
-  uint32_t v;
-  asm volatile("mov.u32 %0, %%cluster_ctaid.y;\n" : "=r"(v));
-  return v;
-}
-
 // This CTA's index and the grid's size along x, read from the special registers at each
 // use (volatile) rather than kept live in registers across a tile loop whose mainloop
 // and epilogue need them all.

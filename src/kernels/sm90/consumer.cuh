@@ -5,7 +5,6 @@
 #pragma once
 
 #include "arch/sm90/ld_st_shared.cuh"
-#include "arch/sm90/cluster.cuh"
 #include "arch/sm90/mbarrier.cuh"
 #include "arch/sm90/named_barrier.cuh"
 #include "arch/sm90/wgmma.cuh"
@@ -30,15 +29,7 @@ constexpr int input_bytes() {
 template <class Config>
 __device__ __forceinline__ void release_stage(StageBarriers<Config::kStages>& barriers, int stage) {
   const int t = threadIdx.x % 128;
-  if constexpr (Config::kReleaseCtas == 0) {
-    // EXP: the CTAs along the cluster's y share each stage's X box (decode X sharing).
-    const uint32_t ctas = sm90::cluster_dim_y();
-    if (ctas == 1) {
-      if (t == 0) sm90::mbarrier_arrive(&barriers.empty[stage]);
-    } else if (t < static_cast<int>(ctas)) {
-      sm90::mbarrier_arrive_cluster(&barriers.empty[stage], t);
-    }
-  } else if constexpr (Config::kReleaseCtas == 1) {
+  if constexpr (Config::kReleaseCtas == 1) {
     if (t == 0) sm90::mbarrier_arrive(&barriers.empty[stage]);
   } else {
     // Thread r signals CTA r: the remote arrivals go out in parallel, not one after another.

@@ -70,7 +70,7 @@ struct DecodeConfig {
   static constexpr int kSlabs = 1;
   static constexpr int kBlockM = kRows;
   static constexpr int kMulticastCtas = 1;
-  static constexpr int kReleaseCtas = kBlockScales_ || kFoldKSlices_ ? 1 : 0;  // EXP: 0 = runtime X sharing
+  static constexpr int kReleaseCtas = 1;
   static constexpr bool kPingPong = false;  // both consumer warpgroups split every tile
   static constexpr int kStageBytesA = kBlockM * kBlockK * kElementBytes;
   static constexpr int kStageBytesB = kTokenTile * kBlockK * kElementBytes;
@@ -151,8 +151,7 @@ __device__ __forceinline__ KRange split_k_range(int k_tiles, int split, int spli
 template <class Config>
 __device__ void run_split_producer(const DecodeParams& p, KRange range, int feature0, int token0, int batch,
                                    uint8_t (*tiles_w)[Config::kStageBytesA], uint8_t (*tiles_x)[Config::kStageBytesB],
-                                   StageBarriers<Config::kStages>& barriers, float* x_scale_slots = nullptr,
-                                   int share = 1, int share_rank = 0) {
+                                   StageBarriers<Config::kStages>& barriers, float* x_scale_slots = nullptr) {
   constexpr uint32_t kScaleBytes = Config::kBlockScales ? (Config::kTokenTile + kScaleBoxLead) * 4 : 0;
   StageRing<Config::kStages> ring;
   for (int kt = range.begin; kt < range.end; ++kt) {
@@ -171,17 +170,7 @@ __device__ void run_split_producer(const DecodeParams& p, KRange range, int feat
       const int k = kt * Config::kBlockK + box * Config::kBoxK;
       uint8_t* w = tiles_w[ring.stage] + box * Config::kBlockM * 128;
       uint8_t* x = tiles_x[ring.stage] + box * Config::kTokenTile * 128;
-      if (share > 1) {  // EXP: this CTA's slice of the X box, into every sharing CTA
-        const int rows = Config::kTokenTile / share;
-        const uint16_t mask = static_cast<uint16_t>((1u << share) - 1);
-        if (p.batched) {
-          sm90::tma_load_3d(w, &p.map_w, full, k, feature0, batch);
-          sm90::tma_load_3d_multicast(x + share_rank * rows * 128, &p.map_x, full, k, token0 + share_rank * rows, batch, mask);
-        } else {
-          sm90::tma_load_2d(w, &p.map_w, full, k, feature0);
-          sm90::tma_load_2d_multicast(x + share_rank * rows * 128, &p.map_x, full, k, token0 + share_rank * rows, mask);
-        }
-      } else if (p.batched) {
+      if (p.batched) {
         sm90::tma_load_3d(w, &p.map_w, full, k, feature0, batch);
         sm90::tma_load_3d(x, &p.map_x, full, k, token0, batch);
       } else {
@@ -290,22 +279,16 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
   float* partial = reinterpret_cast<float*>(&shared.a[0][0]);
 
   // The cluster spans grid.x: its size is the split count, its rank this CTA's split.
-  const KRange range = split_k_range(p.k_tiles, static_cast<int>(sm90::cluster_id_x()),
-                                     static_cast<int>(sm90::cluster_dim_x()));
+  const KRange range = split_k_range(p.k_tiles, static_cast<int>(sm90::cluster_cta_rank()),
+                                     static_cast<int>(sm90::cluster_size()));
   const int warpgroup = threadIdx.x / 128;
-  // EXP: CTAs along the cluster's y (neighbouring feature tiles, unsplit) share X's boxes.
-  const int share = Config::kReleaseCtas == 0 ? static_cast<int>(sm90::cluster_dim_y()) : 1;
 
   if (threadIdx.x == 0) {
     sm90::tma_prefetch_descriptor(&p.map_w);
     sm90::tma_prefetch_descriptor(&p.map_x);
-    shared.barriers.init(Config::kConsumers * share);
+    shared.barriers.init(Config::kConsumers);
   }
-  if (share > 1) {
-    sm90::cluster_sync();  // every peer's barriers exist before anyone multicasts or arrives on them
-  } else {
-    __syncthreads();
-  }
+  __syncthreads();
 
   // Each role runs both cluster barriers in its own branch: code after a merge point would
   // be compiled for the producer's reduced register budget (setmaxnreg.dec) and spill.
@@ -320,16 +303,13 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
       } else {
         run_split_producer<Config>(p, range, static_cast<int>(origin.feature0),
                                    static_cast<int>(x_rows_begin<Config>(p, origin.token0)),
-                                   static_cast<int>(origin.batch), shared.a, shared.b, shared.barriers, nullptr, share,
-                                   static_cast<int>(sm90::cluster_id_y()));
+                                   static_cast<int>(origin.batch), shared.a, shared.b, shared.barriers);
       }
     }
     __syncwarp();  // the cluster barrier is .aligned: lane 0 rejoins its warp first
-    if (sm90::cluster_dim_x() > 1) {  // without a split no peer reads the partials
+    if (sm90::cluster_size() > 1) {  // without a split no peer reads the partials
       sm90::cluster_sync();  // the consumers' partials are published ...
       sm90::cluster_sync_relaxed();  // ... and read
-    } else if (share > 1) {
-      sm90::cluster_sync_relaxed();  // EXP: peers still arrive on this CTA's barriers until they finish
     }
   } else {
     if constexpr (!Config::kTwoPerSm) sm90::setmaxnreg_inc<Config::kConsumerRegisters>();
@@ -353,7 +333,7 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
     const DecodeTileOrigin origin = tile_origin<Config>(p);
     // Token t of the tile sits at row t + (token0 - x_rows_begin) of the parked partial.
     const float* tile_rows = partial + (origin.token0 - x_rows_begin<Config>(p, origin.token0)) * kPartialPitch;
-    const int rank = static_cast<int>(sm90::cluster_id_x()), splits = static_cast<int>(sm90::cluster_dim_x());
+    const int rank = static_cast<int>(sm90::cluster_cta_rank()), splits = static_cast<int>(sm90::cluster_size());
     if constexpr (Config::kElementBytes == 1) {
       // FP8: the per-tensor or row/column scales multiply the cluster's total.
       finish_decode_tile<Config::kTokenTile, Config::kConsumerThreads, typename Config::ReduceShape>(
@@ -363,7 +343,6 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kTwoPerSm ? 2 : 1)
       finish_decode_tile<Config::kTokenTile, Config::kConsumerThreads, typename Config::ReduceShape>(
           p.epilogue, tile_rows, origin, rank, splits, threadIdx.x - 128, [] { consumers_sync<Config>(); });
     }
-    if (splits == 1 && share > 1) sm90::cluster_sync_relaxed();  // EXP: see the producer's
   }
 }
 

@@ -48,13 +48,10 @@ template <class Kernel, class Params>
 Status launch_decode_grid(const char* name, Kernel kernel, const Params& params, const DecodeLaunchPlan& plan,
                           int threads, int smem_bytes, cudaStream_t stream, Diagnostic* diag) {
   cudaLaunchAttribute attribute;
-  const int share = plan.share;
-  const dim3 grid(static_cast<unsigned>(plan.split.splits),
-                  static_cast<unsigned>((plan.feature_tiles + share - 1) / share * share),
+  const dim3 grid(static_cast<unsigned>(plan.split.splits), static_cast<unsigned>(plan.feature_tiles),
                   static_cast<unsigned>(plan.token_tiles * plan.batch));
-  cudaLaunchConfig_t config =
+  const cudaLaunchConfig_t config =
       cluster_launch_config(&attribute, grid, threads, smem_bytes, plan.split.splits, stream);
-  attribute.val.clusterDim.y = static_cast<unsigned>(share);
   const cudaError_t e = cudaLaunchKernelEx(&config, kernel, params);
   if (e != cudaSuccess) return fail(diag, Status::kCudaError, "%s: launch failed: %s", name, cudaGetErrorName(e));
   return check_launch(diag, name);

@@ -370,7 +370,6 @@ struct DecodeLaunchPlan {
   int token_tiles = 1;
   int feature_tiles = 1;
   int k_tiles = 1;
-  int share = 1;  // EXP: CTAs along features sharing X's boxes (cluster y)
   DecodeSplit split;
 };
 

@@ -4,8 +4,6 @@
 // tensor maps and the cached cluster launch of a planned grid.
 #pragma once
 
-#include <cstdlib>
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -80,22 +78,10 @@ Status build_decode_launch(const GemmDesc& desc, const GemmArgs& args, const Dec
   // bytes of K: 64 16-bit or 128 8-bit values (encode_kmajor_sw128 reads the dtype).
   Status s = encode_kmajor_sw128(&params.map_w, args.b, desc.b, desc.k, desc.n, Config::kBlockM, diag, desc.batch);
   if (s != Status::kSuccess) return s;
-  // EXP: X's boxes shared along the cluster's y by EXP_XSHARE CTAs on unsplit plans.
-  int share = 1;
-  if constexpr (Config::kReleaseCtas == 0) {
-    static const int wanted = [] {
-      const char* e = std::getenv("EXP_XSHARE");
-      return e ? std::atoi(e) : 1;
-    }();
-    if (wanted > 1 && plan.split.splits == 1 && plan.feature_tiles >= wanted && kTokenTile % (8 * wanted) == 0) {
-      share = wanted;
-    }
-  }
-  s = encode_kmajor_sw128(&params.map_x, args.a, desc.a, desc.k, desc.m, kTokenTile / share, diag, desc.batch);
+  s = encode_kmajor_sw128(&params.map_x, args.a, desc.a, desc.k, desc.m, kTokenTile, diag, desc.batch);
   if (s != Status::kSuccess) return s;
   out->params = params;
   out->plan = plan;
-  out->plan.share = share;
   return Status::kSuccess;
 }
 
