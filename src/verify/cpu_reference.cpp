@@ -302,6 +302,7 @@ Tolerance tolerance_for(const GemmDesc& desc) {
   tol.max_rel = 2.0 * u_out + eps_acc + eps_fn;
   tol.max_abs = typical * (u_out + eps_acc + eps_fn);
   tol.rel_frobenius = 2.0 * u_out + eps_acc + eps_fn;
+  tol.frobenius_floor = typical / 16.0;
   if (desc.d.dtype == DataType::kF16) tol.overflow = 65520.0;        // 65504 + 2^4
   if (desc.d.dtype == DataType::kBF16) tol.overflow = 0x1.ffp127;   // (2 - 2^-7) 2^127 + 2^119
   return tol;
@@ -368,7 +369,7 @@ Comparison compare_host(const std::vector<double>& d, const std::vector<double>&
     result.rel_frobenius = sum_sq_diff == 0.0 ? 0.0 : inf;
   }
   result.passed = result.nonfinite == 0 && result.out_of_tolerance == 0 &&
-                  result.rel_frobenius <= tol.rel_frobenius;
+                  within_frobenius(sum_sq_diff, sum_sq_ref, result.count, tol);
   return result;
 }
 

@@ -506,7 +506,7 @@ Comparison compare(const GemmDesc& desc, const void* d, const float* ref, const 
     result.rel_frobenius = sum.sum_sq_diff == 0.0 ? 0.0 : std::numeric_limits<double>::infinity();
   }
   result.passed = result.nonfinite == 0 && result.out_of_tolerance == 0 &&
-                  result.rel_frobenius <= tol.rel_frobenius;
+                  within_frobenius(sum.sum_sq_diff, sum.sum_sq_ref, total, tol);
   return result;
 }
 

@@ -69,7 +69,22 @@ struct Tolerance {
   // same sign is the correct rounding: a sum the kernel rounded a little higher overflowed
   // there. Infinity for fp32 outputs, whose reference (fp32 as well) overflows alike.
   double overflow = std::numeric_limits<double>::infinity();
+  // The Frobenius bound takes ||ref||_F as at least frobenius_floor x sqrt(count). Where an
+  // output's terms cancel (alpha A B against beta C, a one-element output above all), its
+  // rounding and accumulation errors are those of the terms, not of the small result - the
+  // reason for max_abs in the element bound. A sixteenth of the typical magnitude: outputs
+  // of more than a few random elements never have an RMS that small.
+  double frobenius_floor = 0.0;
 };
+
+// Whether ||D - ref||_F <= rel_frobenius x max(||ref||_F, frobenius_floor x sqrt(count)),
+// from the sums of squares the comparisons keep.
+inline bool within_frobenius(double sum_sq_diff, double sum_sq_ref, int64_t count, const Tolerance& tol) {
+  const double floor_sq = tol.frobenius_floor * tol.frobenius_floor * static_cast<double>(count);
+  const double norm_sq = sum_sq_ref > floor_sq ? sum_sq_ref : floor_sq;
+  if (!(norm_sq > 0.0)) return sum_sq_diff == 0.0;
+  return std::sqrt(sum_sq_diff / norm_sq) <= tol.rel_frobenius;
+}
 // Documented per output dtype and K (docs/verification.md).
 Tolerance tolerance_for(const GemmDesc& desc);
 

@@ -330,6 +330,7 @@ TEST(Tolerance, DocumentedValuesArePinned) {
       EXPECT_DOUBLE_EQ(t.max_rel, 2.0 * row.u_out + eps_acc) << anvil::to_string(row.out) << " K " << k;
       EXPECT_DOUBLE_EQ(t.rel_frobenius, 2.0 * row.u_out + eps_acc) << anvil::to_string(row.out) << " K " << k;
       EXPECT_DOUBLE_EQ(t.max_abs, typical * (row.u_out + eps_acc)) << anvil::to_string(row.out) << " K " << k;
+      EXPECT_DOUBLE_EQ(t.frobenius_floor, typical / 16.0) << anvil::to_string(row.out) << " K " << k;
 
       // A transcendental epilogue adds 2^-20; a bias adds 1 to the typical magnitude,
       // |beta| adds itself, |alpha| scales the product part.
@@ -468,6 +469,46 @@ TEST(CompareHost, WholeMatrixDriftFailsTheFrobeniusBound) {
   EXPECT_FALSE(c.passed);
   EXPECT_EQ(c.out_of_tolerance, 0);
   EXPECT_NEAR(c.rel_frobenius, 3e-2, 1e-9);
+}
+
+// An output whose terms cancel carries the terms' errors: anvil-fuzz's FP8 problem #1202 of
+// seed 20261205 (1 x 1 x 144, e5m2 x e4m3 with per-tensor scales, D = -A B + 2 C in bf16)
+// came out 2.3e-4 from a reference of 5.3e-3 - within the element bound, and the FP8 tensor
+// cores' accumulator error on terms of a few units, but 4.4% of the result. The Frobenius
+// bound takes the norm as at least frobenius_floor per element, so such an output passes;
+// an error several times the accumulator's still fails, and on outputs of typical magnitude
+// the floor changes nothing.
+TEST(CompareHost, CancellingTermsAreJudgedAgainstTheTerms) {
+  GemmDesc desc = desc_with(DataType::kBF16, 144);
+  desc.a.dtype = DataType::kE5M2;
+  desc.b.dtype = DataType::kE4M3;
+  desc.scales = anvil::ScaleMode::kTensor;
+  desc.alpha = -1.0f;
+  desc.beta = 2.0f;
+  const verify::Tolerance tol = verify::tolerance_for(desc);
+  ASSERT_GT(tol.frobenius_floor, 0.0);
+
+  std::vector<double> ref = {5.3e-3}, d = {5.3e-3 + 2.34e-4};
+  auto c = verify::compare_host(d, ref, tol);
+  EXPECT_GT(c.rel_frobenius, tol.rel_frobenius);  // the plain relative bound would fail it
+  EXPECT_TRUE(c.passed) << verify::describe(c);
+
+  d[0] = ref[0] + 4.0 * tol.rel_frobenius * tol.frobenius_floor;  // inside the element bound
+  c = verify::compare_host(d, ref, tol);
+  EXPECT_EQ(c.out_of_tolerance, 0);
+  EXPECT_FALSE(c.passed);
+
+  // 1024 outputs of a quarter of the typical magnitude drifting by twice the bound.
+  const double typical = 16.0 * tol.frobenius_floor;
+  ref.assign(1024, 0.0);
+  d.assign(1024, 0.0);
+  for (size_t t = 0; t < ref.size(); ++t) {
+    ref[t] = 0.25 * typical * std::sin(double(t) + 0.5);
+    d[t] = ref[t] * (1.0 + 2.0 * tol.rel_frobenius);
+  }
+  c = verify::compare_host(d, ref, tol);
+  EXPECT_EQ(c.out_of_tolerance, 0);
+  EXPECT_FALSE(c.passed);
 }
 
 // A stand-in for a tensor-core kernel: products summed exactly in blocks of 4, each block
