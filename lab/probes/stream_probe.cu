@@ -22,11 +22,12 @@
 // runs instead (cp.async.bulk, no tensor map): the sequential-read ceiling; "ldg" patterns
 // read the same cut with 16-byte loads from every thread (the SM's load path, no TMA).
 //
-// What it found (docs/notes/tma-ring-rate.md): a TMA-fed CTA completes about one stage per
-// ~0.55 us whatever the ring depth, until DRAM saturates, because its producer thread's copy
-// to one stage's barrier waits for its copy to the previous stage's to land (more producer
-// warps issue proportionally more); the load path has no such limit once enough requests
-// are in flight.
+// What it found (docs/notes/tma-ring-rate.md): in this probe's loop a TMA-fed CTA completes
+// about one stage per ~0.55 us whatever the ring depth, until DRAM saturates, its producer
+// thread's copy to one stage's barrier waiting for its copy to the previous stage's (more
+// producer warps issue proportionally more); the load path has no such limit once enough
+// requests are in flight. anvil-tma-issue-probe's plain producer loop issues its stages
+// ~160 cycles apart on the H200 and an H100: the wait belongs to this loop, not the card.
 #include <cuda.h>
 #include <cuda_runtime.h>
 

@@ -38,9 +38,9 @@ namespace anvil::detail {
 // the accumulators.
 // kRows weight rows per CTA, 64 per consumer warpgroup: 128, or 64 for the unsplit
 // configuration (sm90-decode-r64: twice the CTAs, so 17-64 tokens on an 8192-row weight
-// fill the GPU without splitting K). kKBlocks K boxes per stage: a CTA fed by TMA
-// completes about one stage per ~0.55 us (docs/notes/tma-ring-rate.md), so a 64-row CTA
-// needs four boxes per stage to stream per stage twice what a 128-row one does with one.
+// fill the GPU without splitting K). kKBlocks K boxes per stage: four in sm90-decode-r64's
+// 17-64-token configurations (one or two measured level there,
+// docs/notes/decode-shared-tiles.md).
 // kTwoPerSm_: two CTAs share an SM (a ring of ~108 KiB each); by default the memory-bound
 // one-box configurations.
 // kElementBytes_: 2 for bf16/fp16 (sm90-decode, sm90-decode-r64), 1 for e4m3

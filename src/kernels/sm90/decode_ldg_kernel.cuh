@@ -4,9 +4,9 @@
 //
 // like sm90-decode (decode_kernel.cuh), but with no TMA and no producer warp: every thread
 // copies 16-byte pieces of W and X with cp.async into the swizzled shared-memory layout
-// wgmma reads. Why: a TMA-fed CTA completes only about one stage per ~0.55 us whatever its
-// ring depth, which holds the TMA decode kernel to ~3.75 TB/s, while 16-byte loads from
-// 1024 threads per SM read 4.04-4.11 TB/s (anvil-stream-probe, docs/decode.md).
+// wgmma reads. Why: TMA-fed CTAs streaming a weight reach ~3.75 TB/s on the H200 (every
+// cut anvil-stream-probe and anvil-tma-issue-probe tried), while 16-byte loads from 1024
+// threads per SM read 4.04-4.11 TB/s (docs/notes/tma-ring-rate.md, docs/decode.md).
 //
 // A CTA covers 128 weight rows - two row blocks of 64, one m64 wgmma each - or 64 in the
 // unsplit configuration (sm90-decode-ldg-r64), and its cluster's share of K, which

@@ -36,9 +36,9 @@ Status check(const GemmDesc& desc, const GemmArgs* args, Diagnostic* diag) {
 // a 64-row tile cannot hold a 64-row gate block and its up block.
 
 constexpr const char* kRows64Name = "sm90-decode-r64";
-// 32-64 tokens: one CTA per SM, four 64-wide K boxes per stage (a TMA-fed CTA completes
-// about one stage per ~0.55 us, so 64 rows need four boxes to stream what 128 rows do
-// with one).
+// 32-64 tokens: one CTA per SM, four 64-wide K boxes per stage (three 64 KiB stages). One
+// or two boxes per stage (12-16 or 6-8 stages) measured level with it on the H200 and an
+// H100 (docs/notes/decode-shared-tiles.md).
 template <int kTokenTile>
 using Rows64 = DecodeConfig<kTokenTile, 64, 4>;
 // Up to 16 tokens: two CTAs per SM, two boxes per stage (five stages of 20 KiB each).
