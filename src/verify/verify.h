@@ -85,6 +85,7 @@ inline bool within_frobenius(double sum_sq_diff, double sum_sq_ref, int64_t coun
   if (!(norm_sq > 0.0)) return sum_sq_diff == 0.0;
   return std::sqrt(sum_sq_diff / norm_sq) <= tol.rel_frobenius;
 }
+
 // Documented per output dtype and K (docs/verification.md).
 Tolerance tolerance_for(const GemmDesc& desc);
 

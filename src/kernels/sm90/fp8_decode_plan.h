@@ -5,10 +5,11 @@
 //
 // Why: at a few tokens an FP8 GEMM is a stream of the weight. sm90-fp8 puts the tokens on
 // the M side of 128-row tiles, so a wide weight makes only N / 128 or N / 256 CTAs
-// (64 on 8192 features: half the SMs idle), and a TMA-fed CTA streams little more than
-// its 1/132 share of DRAM (docs/notes/tma-ring-rate.md); its split-K slices pay an fp32
-// round trip and a second launch. The decode kernel makes as many CTAs as the weight has 128-row tiles times the
-// K split, two per SM up to 64 tokens, and reduces the split in distributed shared memory.
+// (64 on 8192 features: half the SMs idle), and a CTA streams little more than its 1/132
+// share of DRAM (docs/notes/decode-split-choice.md); its split-K slices pay an fp32 round
+// trip and a second launch. The decode kernel makes as many CTAs as the weight has 128-row
+// tiles times the K split, two per SM up to 64 tokens, and reduces the split in
+// distributed shared memory.
 // With 8-bit inputs a stage is the same 16 KiB of weight as with 16-bit ones (one
 // 128-byte swizzle row per row) and holds twice the K: 128 values.
 #pragma once
