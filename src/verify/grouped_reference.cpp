@@ -115,7 +115,7 @@ GroupedComparison compare_grouped(const GroupedGemmDesc& desc, const void* d, co
   const std::vector<ExpertRows> rows = expert_rows(desc, bounds);
   GroupedGemmArgs none;
   double sum_sq_diff = 0, sum_sq_ref = 0;
-  Tolerance frobenius_tol;  // the same for every expert: one dtype, one K
+  Tolerance frobenius_tol{};  // the same for every expert: one dtype, one K
   int64_t count = 0;
   bool elements_ok = true;
   for (int64_t e = 0; e < desc.experts; ++e) {
